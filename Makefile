@@ -1,0 +1,29 @@
+# `make shards` and `make test` are the two commands; both install what they need first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Exactly this torch: it is the CPU build on disk here. Any other version (or a range) pulls CUDA.
+TORCH := torch==2.13.0
+SAMPLE := data/sample
+OUT := out/sample
+
+.PHONY: install test shards clean-out bench
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q '$(TORCH)'
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+test: install
+	$(PY) -m pytest -q tests
+
+shards: install
+	$(PY) -m jobs.clean --input $(SAMPLE) --output $(OUT)/clean
+
+clean-out:
+	rm -rf out

@@ -1,0 +1,109 @@
+"""The cleaning job: raw text in, cleaned documents, rejections and quarantine out.
+
+    spark-submit jobs/clean.py --input IN --output OUT [--config FILE]
+    python -m jobs.clean --input IN --output OUT [--config FILE] [--conf key=value ...]
+
+Writes OUT/docs/ (kept, cleaned, with lang), OUT/rejected/ (with reason), OUT/quarantine/ (with
+error, file, line, raw), OUT/report.md and OUT/stats.json, where input == kept + rejected + quarantined.
+"""
+
+import argparse
+import sys
+import time
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+
+from jobs.outputs import commit, staging_dir
+from jobs.reports import removal_report
+from jobs.spark_session import get_spark, spark_schema
+from prep.clean import CLEAN_RESULT_SCHEMA, CleanConfig, clean_files, load_clean_config
+from prep.config import ConfigError, to_yaml
+from prep.inputs import InputError, InputFile, expand_inputs
+from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, REJECTED_SCHEMA
+
+OUTPUTS = {"docs": ("kept", CLEAN_DOCUMENT_SCHEMA), "rejected": ("rejected", REJECTED_SCHEMA),
+           "quarantine": ("quarantined", QUARANTINE_SCHEMA)}
+MAX_INPUT_PARTITIONS = 10_000
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="jobs.clean", description=__doc__.split("\n")[0])
+    parser.add_argument("--input", required=True, help="files, directories or globs, comma-separated")
+    parser.add_argument("--output", required=True, help="output folder")
+    parser.add_argument("--config", help="YAML file overriding the defaults (see --print-config)")
+    parser.add_argument("--print-config", action="store_true", help="print the effective configuration and exit")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)")
+    return parser.parse_args(argv)
+
+
+def run_clean(spark, files: list[InputFile], cfg: CleanConfig, out: str) -> dict:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    started = time.time()
+    # One input file per partition (up to a cap): compressed JSON Lines cannot be split anyway.
+    rows = [(f.path, f.relative) for f in files]
+    file_table = spark.sparkContext.parallelize(rows, min(len(rows), MAX_INPUT_PARTITIONS)).toDF("path string, relative string")
+
+    def clean_partition(batches):
+        for batch in batches:
+            yield from clean_files([InputFile(p, r) for p, r in zip(batch["path"].to_pylist(), batch["relative"].to_pylist())], cfg)
+
+    result = file_table.mapInArrow(clean_partition, spark_schema(CLEAN_RESULT_SCHEMA)).persist(StorageLevel.DISK_ONLY)
+    staging = staging_dir(out)
+    for name, (status, schema) in OUTPUTS.items():
+        result.filter(F.col("status") == status).select(*schema.names).write.parquet(str(staging / name))
+    counts = result.groupBy("status", "reason").count().collect()
+    file_errors = [{"file": r["file"], "error": r["error"]}
+                   for r in result.filter(F.col("status") == "file_error").orderBy("file").collect()]
+    result.unpersist()
+
+    by_status = {s: 0 for s in ("kept", "rejected", "quarantined")}
+    reasons: dict[str, int] = {}
+    for row in counts:
+        if row["status"] in by_status:
+            by_status[row["status"]] += row["count"]
+        if row["status"] == "rejected":
+            reasons[row["reason"]] = row["count"]
+    stats = {
+        "format_version": FORMAT_VERSION,
+        "input": sum(by_status.values()),
+        **by_status,
+        "rejected_by_reason": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "files": len(files),
+        "file_errors": file_errors,
+        "seconds": round(time.time() - started, 1),
+    }
+    (staging / "report.md").write_text(removal_report(stats), encoding="utf-8")
+    commit(staging, out, list(OUTPUTS), stats)
+    return stats
+
+
+def summary(stats: dict) -> str:
+    lines = [f"input {stats['input']}: kept {stats['kept']}, rejected {stats['rejected']}, "
+             f"quarantined {stats['quarantined']} ({stats['seconds']} s)"]
+    lines += [f"  {reason}: {count}" for reason, count in list(stats["rejected_by_reason"].items())[:8]]
+    lines += [f"  damaged file {e['file']}: {e['error']}" for e in stats["file_errors"]]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        cfg = load_clean_config(args.config)
+        if args.print_config:
+            print(to_yaml(cfg), end="")
+            return 0
+        files = expand_inputs(args.input)
+    except (InputError, ConfigError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    spark = get_spark("tokenmill-clean", args.conf)
+    stats = run_clean(spark, files, cfg, args.output)
+    print(summary(stats))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

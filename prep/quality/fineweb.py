@@ -1,0 +1,36 @@
+"""FineWeb's own quality rules (Penedo et al. 2024), with their published thresholds."""
+
+from dataclasses import dataclass
+
+from prep.quality.text_units import TERMINAL_PUNCTUATION, lines, words
+
+
+@dataclass
+class FineWebConfig:
+    enabled: bool = True
+    line_punct_thr: float = 0.12  # at least this share of lines must end in terminal punctuation
+    short_line_length: int = 30  # a line this long or shorter is "short"
+    short_line_thr: float = 0.67  # at most this share of short lines (menus, lists of links)
+    char_duplicates_ratio: float = 0.01  # at most this share of characters in repeated lines
+    new_line_ratio: float = 0.3  # at most this many line breaks per word (one word per line)
+
+
+def fineweb(text: str, cfg: FineWebConfig, char_based: bool) -> str | None:
+    doc_lines = [line.strip() for line in lines(text)]
+    if not doc_lines:
+        return "empty"
+    if sum(line.endswith(TERMINAL_PUNCTUATION) for line in doc_lines) / len(doc_lines) < cfg.line_punct_thr:
+        return "line_punct_ratio"
+    if sum(len(line) <= cfg.short_line_length for line in doc_lines) / len(doc_lines) > cfg.short_line_thr:
+        return "short_line_ratio"
+    seen, dup_chars = set(), 0
+    for line in doc_lines:
+        if line in seen:
+            dup_chars += len(line)
+        seen.add(line)
+    if dup_chars / max(1, len(text.replace("\n", ""))) > cfg.char_duplicates_ratio:
+        return "char_dup_ratio"
+    n_words = len(words(text, char_based))
+    if text.count("\n") / max(1, n_words) > cfg.new_line_ratio:
+        return "list_ratio"
+    return None

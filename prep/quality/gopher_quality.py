@@ -1,0 +1,57 @@
+"""Gopher quality rules (Rae et al. 2021, appendix A), with their published thresholds."""
+
+from dataclasses import dataclass
+
+from prep.quality.text_units import has_alpha, lines, words
+
+ENGLISH_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
+
+
+@dataclass
+class GopherQualityConfig:
+    enabled: bool = True
+    min_doc_words: int = 50  # fewer words: too short to be a document
+    max_doc_words: int = 100_000  # more: a dump, not a document
+    min_avg_word_length: float = 3  # shorter on average: gibberish or symbol lists
+    max_avg_word_length: float = 10  # longer: URLs, hashes, base64
+    max_symbol_word_ratio: float = 0.1  # '#' and ellipses per word
+    max_bullet_lines_ratio: float = 0.9  # lines that start with a bullet
+    max_ellipsis_lines_ratio: float = 0.3  # lines that end with an ellipsis (truncated snippets)
+    max_non_alpha_words_ratio: float = 0.8  # at least 80% of words must contain a letter
+    min_stop_words: int = 2  # at least this many stop words: real sentences in the language
+    stop_words: tuple[str, ...] = ENGLISH_STOP_WORDS  # empty disables the check
+
+
+BULLETS = ("•", "‣", "◦", "▪", "-", "*")
+ELLIPSES = ("...", "…")
+
+
+def gopher_quality(text: str, cfg: GopherQualityConfig, char_based: bool) -> str | None:
+    """The first failed check's name, or None when the document passes."""
+    doc_words = words(text, char_based)
+    n = len(doc_words)
+    if n < cfg.min_doc_words:
+        return "min_doc_words"
+    if n > cfg.max_doc_words:
+        return "max_doc_words"
+    avg = sum(len(w) for w in doc_words) / n
+    if avg < cfg.min_avg_word_length:
+        return "min_avg_word_length"
+    if avg > cfg.max_avg_word_length:
+        return "max_avg_word_length"
+    symbols = text.count("#") + text.count("...") + text.count("…")
+    if symbols / n > cfg.max_symbol_word_ratio:
+        return "max_symbol_word_ratio"
+    doc_lines = lines(text)
+    if doc_lines:
+        if sum(line.lstrip().startswith(BULLETS) for line in doc_lines) / len(doc_lines) > cfg.max_bullet_lines_ratio:
+            return "max_bullet_lines_ratio"
+        if sum(line.rstrip().endswith(ELLIPSES) for line in doc_lines) / len(doc_lines) > cfg.max_ellipsis_lines_ratio:
+            return "max_ellipsis_lines_ratio"
+    if sum(has_alpha(w) for w in doc_words) / n < cfg.max_non_alpha_words_ratio:
+        return "max_non_alpha_words_ratio"
+    if cfg.stop_words and cfg.min_stop_words > 0:
+        stop = set(cfg.stop_words)
+        if sum(w.lower() in stop for w in doc_words) < cfg.min_stop_words:
+            return "min_stop_words"
+    return None

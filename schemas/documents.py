@@ -1,0 +1,46 @@
+"""Arrow schemas of documents, rejected documents, quarantined records and file errors.
+
+Spark schemas are derived from these (jobs/spark_schema.py), never written a second time.
+"""
+
+import pyarrow as pa
+
+# Bumped when a column is added, removed or changes meaning; written into stats.json and index.json.
+FORMAT_VERSION = "1"
+
+DOCUMENT_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),  # kept from the input, else "<relative path>:<line>"
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),  # input file, relative to the --input root
+        # Every other input field as one JSON object (null when there are none). One column
+        # rather than one per field, because JSON Lines files disagree on fields and types.
+        pa.field("metadata", pa.string()),
+    ]
+)
+
+CLEAN_DOCUMENT_SCHEMA = DOCUMENT_SCHEMA.append(pa.field("lang", pa.string(), nullable=False)).append(
+    pa.field("lang_score", pa.float32(), nullable=False)
+)
+
+# `reason` is "<rule>:<check>", e.g. "gopher_quality:min_stop_words".
+REJECTED_SCHEMA = CLEAN_DOCUMENT_SCHEMA.append(pa.field("reason", pa.string(), nullable=False))
+
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        pa.field("error", pa.string(), nullable=False),
+        pa.field("file", pa.string(), nullable=False),
+        pa.field("line", pa.int64()),  # 1-based line (JSON Lines) or row (Parquet); null for .txt
+        # The record's bytes as read; cut to its first MiB when it is over the size limit.
+        pa.field("raw", pa.binary()),
+    ]
+)
+
+# A file that could not be read to its end (truncated or corrupt stream, unreadable Parquet).
+# The records before the damage are kept; the file is reported by name in stats.json.
+FILE_ERROR_SCHEMA = pa.schema(
+    [
+        pa.field("file", pa.string(), nullable=False),
+        pa.field("error", pa.string(), nullable=False),
+    ]
+)
