@@ -18,6 +18,7 @@ from prep.quality.c4 import C4Config, c4
 from prep.quality.fineweb import FineWebConfig, fineweb
 from prep.quality.gopher_quality import GopherQualityConfig, gopher_quality
 from prep.quality.gopher_repetition import GopherRepetitionConfig, gopher_repetition
+from prep.quality.word_diversity import WordDiversityConfig, word_diversity
 from prep.readers import Document, FileError, Quarantined, ReaderConfig, read_file
 from schemas import QUARANTINE_SCHEMA, REJECTED_SCHEMA
 
@@ -32,6 +33,7 @@ class LanguageRules:
     gopher_quality: GopherQualityConfig = field(default_factory=GopherQualityConfig)
     c4: C4Config = field(default_factory=C4Config)
     fineweb: FineWebConfig = field(default_factory=FineWebConfig)
+    word_diversity: WordDiversityConfig = field(default_factory=WordDiversityConfig)
 
 
 def chinese_rules() -> LanguageRules:
@@ -44,6 +46,8 @@ def chinese_rules() -> LanguageRules:
         gopher_quality=GopherQualityConfig(min_avg_word_length=1, max_avg_word_length=5,
                                            max_non_alpha_words_ratio=0.735, stop_words=CHINESE_STOP_WORDS),
         fineweb=FineWebConfig(line_punct_thr=0.106, new_line_ratio=0.178),
+        # Chinese text draws on a few thousand characters, so a window repeats more of them.
+        word_diversity=WordDiversityConfig(min_distinct_ratio=0.05),
     )
 
 
@@ -96,6 +100,8 @@ def clean_text(text: str, cfg: CleanConfig) -> Cleaned:
             return Cleaned(text, lang, score, f"c4:{failed}")
     if rules.fineweb.enabled and (failed := fineweb(text, rules.fineweb, char_based)):
         return Cleaned(text, lang, score, f"fineweb:{failed}")
+    if rules.word_diversity.enabled and (failed := word_diversity(text, rules.word_diversity, char_based)):
+        return Cleaned(text, lang, score, f"word_diversity:{failed}")
     return Cleaned(text, lang, score, None)
 
 

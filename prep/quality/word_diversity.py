@@ -1,0 +1,26 @@
+"""Keyword stuffing: a long text made of a handful of words repeated in shuffled order.
+
+Not one of the published rules (Gopher's n-gram rules miss it once the words are shuffled, and a
+stop-word check is only possible where a list exists); tokenmill's own addition, switchable.
+"""
+
+from dataclasses import dataclass
+
+from prep.quality.text_units import words
+
+
+@dataclass
+class WordDiversityConfig:
+    enabled: bool = True
+    window_words: int = 1000  # measured over the first words: long texts repeat words naturally
+    min_words: int = 50  # shorter texts are left to the length rules
+    min_distinct_ratio: float = 0.1  # prose is at 0.3-0.6 here; stuffing at 0.01-0.08
+
+
+def word_diversity(text: str, cfg: WordDiversityConfig, char_based: bool) -> str | None:
+    window = [w.lower().strip(".,;:!?\"'()") for w in words(text, char_based)[: cfg.window_words]]
+    if len(window) < cfg.min_words:
+        return None
+    if len(set(window)) / len(window) < cfg.min_distinct_ratio:
+        return "min_distinct_ratio"
+    return None
