@@ -88,8 +88,10 @@ def clean_text(text: str, cfg: CleanConfig) -> Cleaned:
         return Cleaned(text, "other", 0.0, "normalize:empty")
     lang, score = identify(text, cfg.language)
     text = redact(text, cfg.pii)
-    rules = cfg.rules_for(lang)
     char_based = lang == "zh" or is_char_based(text, cfg.language)
+    # Mostly-Han text gets the character-based rules whatever the detector says: a Chinese page full
+    # of English commands is often labelled "en", and word rules cannot read Chinese.
+    rules = cfg.zh if char_based else cfg.rules_for(lang)
     if rules.gopher_repetition.enabled and (failed := gopher_repetition(text, rules.gopher_repetition, char_based)):
         return Cleaned(text, lang, score, f"gopher_repetition:{failed}")
     if rules.gopher_quality.enabled and (failed := gopher_quality(text, rules.gopher_quality, char_based)):

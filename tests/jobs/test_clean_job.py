@@ -1,0 +1,149 @@
+"""The cleaning job on Spark, end to end: the sample corpus and hostile inputs."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from jobs.clean import run_clean
+from prep.clean import CleanConfig
+from prep.inputs import expand_inputs
+from schemas import CLEAN_DOCUMENT_SCHEMA, QUARANTINE_SCHEMA, REJECTED_SCHEMA
+from tests.conftest import REPO, write_lines
+
+from tests.prep.quality.test_rules import ENGLISH as PROSE
+
+
+@pytest.fixture(scope="module")
+def sample_run(spark, sample_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("clean") / "out"
+    stats = run_clean(spark, expand_inputs(str(sample_dir)), CleanConfig(), str(out))
+    return out, stats
+
+
+def rows(folder):
+    return pq.read_table(folder).num_rows
+
+
+def test_sample_outputs_and_accounting(sample_run):
+    out, stats = sample_run
+    assert stats["input"] == stats["kept"] + stats["rejected"] + stats["quarantined"] > 3000
+    assert json.loads((out / "stats.json").read_text()) == stats
+    assert rows(out / "docs") == stats["kept"] > 1000
+    assert rows(out / "rejected") == stats["rejected"] == sum(stats["rejected_by_reason"].values())
+    assert pq.read_schema(next((out / "docs").glob("*.parquet"))).names == CLEAN_DOCUMENT_SCHEMA.names
+    assert pq.read_schema(next((out / "rejected").glob("*.parquet"))).names == REJECTED_SCHEMA.names
+    docs = pq.read_table(out / "docs", columns=["lang"]).column("lang").to_pylist()
+    assert docs.count("zh") > 0.15 * len(docs) and docs.count("en") > 0.5 * len(docs)
+    assert "Removals per rule" in (out / "report.md").read_text()
+    assert not (out / "_staging").exists()
+
+
+def test_same_input_gives_byte_identical_output(spark, sample_dir, sample_run, tmp_path):
+    first, _ = sample_run
+    files = expand_inputs(str(sample_dir / "debian-faq*"))  # a subset keeps the rerun short
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_clean(spark, files, CleanConfig(), str(a))
+    run_clean(spark, files, CleanConfig(), str(b))
+    for name in ("docs", "rejected"):
+        parts_a, parts_b = sorted((a / name).glob("*.parquet")), sorted((b / name).glob("*.parquet"))
+        assert [p.name for p in parts_a] == [p.name for p in parts_b]
+        assert all(x.read_bytes() == y.read_bytes() for x, y in zip(parts_a, parts_b))
+
+
+def hostile_inputs(folder):
+    folder.mkdir()
+    write_lines(folder / "mixed.jsonl", [
+        {"text": PROSE, "id": "good-1", "url": "https://example.org"},
+        b'{"text": "broken',
+        b'{"text": "\xff\xfe bad bytes"}',
+        b"[1, 2, 3]",
+        {"no_text": True},
+        {"text": None},
+        b'{"text": "nul \\u0000 byte"}',
+        {"text": "x" * 3000},
+        b"",
+        {"text": "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " + PROSE, "id": "lorem"},
+    ])
+    cut = write_lines(folder / "cut.jsonl.zst", [{"text": PROSE + str(i)} for i in range(20000)], "zst")
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    (folder / "broken.parquet").write_bytes(b"PAR1 garbage")
+    pq.write_table(pa.table({"text": [PROSE, None]}), folder / "table.parquet")
+    (folder / "doc.txt").write_text(PROSE)
+    (folder / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    return folder
+
+
+def test_hostile_inputs_are_all_accounted_for(spark, tmp_path):
+    from prep.config import override
+
+    cfg = override(CleanConfig(), {"reader": {"max_record_bytes": 2000}})
+    out = tmp_path / "out"
+    stats = run_clean(spark, expand_inputs(str(hostile_inputs(tmp_path / "in"))), cfg, str(out))
+    assert stats["input"] == stats["kept"] + stats["rejected"] + stats["quarantined"]
+    quarantine = pq.read_table(out / "quarantine")
+    assert quarantine.schema.names == QUARANTINE_SCHEMA.names
+    q = {(r["file"], r["line"]): r["error"] for r in quarantine.to_pylist()}
+    assert q[("mixed.jsonl", 2)].startswith("malformed JSON")
+    assert q[("mixed.jsonl", 3)].startswith("invalid UTF-8")
+    assert "not an object" in q[("mixed.jsonl", 4)]
+    assert q[("mixed.jsonl", 5)] == "missing field 'text'" and q[("mixed.jsonl", 6)] == "text is null"
+    assert "NUL" in q[("mixed.jsonl", 7)] and "over 2000 bytes" in q[("mixed.jsonl", 8)]
+    assert q[("table.parquet", 2)] == "text is null" and "invalid UTF-8" in q[("latin1.txt", None)]
+    assert stats["quarantined"] == 9
+    assert [e["file"] for e in stats["file_errors"]] == ["broken.parquet", "cut.jsonl.zst"]
+    assert stats["rejected_by_reason"].get("c4:lorem_ipsum") == 1
+    assert pq.read_table(out / "rejected", columns=["id"]).column("id").to_pylist() == ["lorem"]
+    kept_ids = pq.read_table(out / "docs", columns=["id"]).column("id").to_pylist()
+    assert "good-1" in kept_ids and "doc.txt" in kept_ids and "table.parquet:1" in kept_ids
+    assert sum(i.startswith("cut.jsonl.zst:") for i in kept_ids) > 1000  # records before the damage
+
+
+def test_rerun_replaces_output_without_duplicates(spark, tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "a.txt").write_text(PROSE)
+    out = tmp_path / "out"
+    (out / "docs").mkdir(parents=True)
+    (out / "docs" / "part-00099.parquet").write_bytes(b"left over from a failed run")
+    for _ in range(2):
+        stats = run_clean(spark, expand_inputs(str(inputs)), CleanConfig(), str(out))
+    assert stats["kept"] == 1 and rows(out / "docs") == 1
+
+
+def run_cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "jobs.clean", *args], cwd=REPO, capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+def test_cli_help_and_clear_errors(tmp_path):
+    assert "--input" in run_cli("--help").stdout
+    missing = run_cli("--input", str(tmp_path / "nope"), "--output", str(tmp_path / "out"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    bad_conf = tmp_path / "bad.yaml"
+    bad_conf.write_text("en: {c4: {nope: 1}}\n")
+    result = run_cli("--input", str(tmp_path), "--output", str(tmp_path / "o"), "--config", str(bad_conf))
+    assert result.returncode == 2 and "nope" in result.stderr
+
+
+def test_spark_submit_runs_the_job_file(tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    data = json.dumps({"text": PROSE}).encode() + b"\n" + b"{oops\n"
+    (inputs / "a.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
+    spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    from jobs.java import ensure_java
+
+    env["JAVA_HOME"] = ensure_java()
+    result = subprocess.run([spark_submit, "--master", "local[1]", str(REPO / "jobs" / "clean.py"), "--input", str(inputs),
+                             "--output", str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert (stats["input"], stats["kept"], stats["quarantined"]) == (2, 1, 1)

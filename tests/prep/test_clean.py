@@ -1,0 +1,36 @@
+import pytest
+
+from benchmarks.eval_clean_quality import evaluate
+from prep.clean import CleanConfig, clean_text, load_clean_config
+from prep.config import ConfigError
+from tests.prep.quality.test_rules import CHINESE, ENGLISH
+
+
+def test_language_identification_and_rule_choice():
+    en, zh = clean_text(ENGLISH, CleanConfig()), clean_text(CHINESE, CleanConfig())
+    assert (en.lang, en.reason) == ("en", None)
+    assert (zh.lang, zh.reason) == ("zh", None)
+
+
+def test_empty_after_normalization_is_rejected():
+    assert clean_text("\x00\x07  \n\n", CleanConfig()).reason == "normalize:empty"
+
+
+def test_yaml_overrides_and_unknown_keys(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("en:\n  gopher_quality:\n    min_doc_words: 10\nzh:\n  c4:\n    enabled: false\n")
+    cfg = load_clean_config(str(good))
+    assert cfg.en.gopher_quality.min_doc_words == 10 and cfg.zh.c4.enabled is False
+    assert cfg.zh.gopher_quality.stop_words == CleanConfig().zh.gopher_quality.stop_words
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("en:\n  gopher_quality:\n    min_doc_wrods: 10\n")
+    with pytest.raises(ConfigError, match="min_doc_wrods"):
+        load_clean_config(str(bad))
+
+
+def test_default_rules_keep_prose_and_remove_junk_in_each_language():
+    """The labelled set of benchmarks/quality_set.py: real prose and six kinds of junk, both languages."""
+    result = evaluate(seed=0)
+    for lang in ("en", "zh"):
+        assert result[lang]["prose_kept"] >= 0.80, (lang, result[lang], result["prose_losses"])
+        assert result[lang]["junk_removed"] >= 0.95, (lang, result[lang])

@@ -1,0 +1,31 @@
+from prep.normalize import NormalizeConfig, normalize
+from prep.pii import PiiConfig, redact
+
+
+def test_mojibake_nfc_controls_and_whitespace():
+    cfg = NormalizeConfig()
+    assert normalize("The cafÃ© serves crÃ¨me brÃ»lÃ©e.", cfg) == "The café serves crème brûlée."
+    assert normalize("cafe\u0301", cfg) == "caf\u00e9"  # NFC composes
+    assert normalize("\x1b[32m《静夜思》\x1b[m\x07", cfg) == "《静夜思》"  # terminal escapes and BEL
+    assert normalize("a\u00a0b  \r\nc\r\n\r\n\r\n\r\nd  ", cfg) == "a b\nc\n\nd"
+
+
+def test_chinese_punctuation_and_quotes_are_left_alone():
+    text = "他说：“你好，世界！”（全角）"
+    assert normalize(text, NormalizeConfig()) == text
+
+
+def test_code_indentation_is_kept():
+    code = "def f():\n    return 1"
+    assert normalize(code, NormalizeConfig()) == code
+
+
+def test_pii_redaction():
+    cfg = PiiConfig()
+    out = redact("Mail jane.doe@corp.example.net or call 8.8.8.8 from 192.168.1.10; version 1.2.3.4.5", cfg)
+    assert "jane.doe" not in out and "email@example.com" in out
+    assert "8.8.8.8" not in out and "192.0.2.1" in out
+    assert "192.168.1.10" in out  # private address: documentation, not personal
+    assert "1.2.3.4.5" in out
+    assert redact("server at 2001:4860:4860::8888 now", cfg) == "server at 192.0.2.1 now"
+    assert redact("a@b.org", PiiConfig(enabled=False)) == "a@b.org"
