@@ -8,7 +8,7 @@ TORCH := torch==2.13.0
 SAMPLE := data/sample
 OUT := out/sample
 
-.PHONY: install test shards clean-out bench
+.PHONY: install test shards clean-out bench-clean eval-clean
 
 install: $(STAMP)
 
@@ -27,3 +27,10 @@ shards: install
 
 clean-out:
 	rm -rf out
+
+# Benchmarks print Markdown tables (see README). bench-clean installs datatrove in .bench/ the first time.
+bench-clean: install
+	$(PY) -m benchmarks.bench_clean
+
+eval-clean: install
+	$(PY) -m benchmarks.eval_clean_quality

@@ -8,6 +8,8 @@ error, file, line, raw), OUT/report.md and OUT/stats.json, where input == kept +
 """
 
 import argparse
+import math
+import os
 import sys
 import time
 
@@ -17,7 +19,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
 from jobs.outputs import commit, staging_dir
 from jobs.reports import removal_report
 from jobs.spark_session import get_spark, spark_schema
-from prep.clean import CLEAN_RESULT_SCHEMA, CleanConfig, clean_files, load_clean_config
+from prep.clean import CLEAN_RESULT_SCHEMA, READ_SCHEMA, CleanConfig, clean_batch, load_clean_config, read_records
 from prep.config import ConfigError, to_yaml
 from prep.inputs import InputError, InputFile, expand_inputs
 from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, REJECTED_SCHEMA
@@ -25,6 +27,8 @@ from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, RE
 OUTPUTS = {"docs": ("kept", CLEAN_DOCUMENT_SCHEMA), "rejected": ("rejected", REJECTED_SCHEMA),
            "quarantine": ("quarantined", QUARANTINE_SCHEMA)}
 MAX_INPUT_PARTITIONS = 10_000
+MIN_PARTITIONS = 8  # enough to keep a few cores busy on a small input
+PARTITION_BYTES = 128 << 20  # about this much (uncompressed) input per cleaning task
 
 
 def parse_args(argv):
@@ -33,24 +37,42 @@ def parse_args(argv):
     parser.add_argument("--output", required=True, help="output folder")
     parser.add_argument("--config", help="YAML file overriding the defaults (see --print-config)")
     parser.add_argument("--print-config", action="store_true", help="print the effective configuration and exit")
+    parser.add_argument("--partitions", type=int, help="cleaning tasks (default: from the input size, at least 8)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)")
     return parser.parse_args(argv)
 
 
-def run_clean(spark, files: list[InputFile], cfg: CleanConfig, out: str) -> dict:
+def default_partitions(files: list[InputFile]) -> int:
+    """From the input's size, never from the cores: the partitioning decides the output files."""
+    estimated = sum(os.path.getsize(f.path) * (4 if f.path.endswith((".gz", ".zst")) else 1) for f in files)
+    return max(MIN_PARTITIONS, math.ceil(estimated / PARTITION_BYTES))
+
+
+def run_clean(spark, files: list[InputFile], cfg: CleanConfig, out: str, partitions: int | None = None) -> dict:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     started = time.time()
-    # One input file per partition (up to a cap): compressed JSON Lines cannot be split anyway.
-    rows = [(f.path, f.relative) for f in files]
-    file_table = spark.sparkContext.parallelize(rows, min(len(rows), MAX_INPUT_PARTITIONS)).toDF("path string, relative string")
+    # Reading: one task per input file (compressed JSON Lines cannot be split), up to a cap.
+    listing = [(i, f.path, f.relative) for i, f in enumerate(files)]
+    file_table = spark.sparkContext.parallelize(listing, min(len(listing), MAX_INPUT_PARTITIONS)).toDF(
+        "file_index int, path string, relative string")
+
+    def read_partition(batches):
+        for batch in batches:
+            pairs = zip(batch["file_index"].to_pylist(), batch["path"].to_pylist(), batch["relative"].to_pylist())
+            yield from read_records(((i, InputFile(p, r)) for i, p, r in pairs), cfg.reader)
 
     def clean_partition(batches):
         for batch in batches:
-            yield from clean_files([InputFile(p, r) for p, r in zip(batch["path"].to_pylist(), batch["relative"].to_pylist())], cfg)
+            yield clean_batch(batch, cfg)
 
-    result = file_table.mapInArrow(clean_partition, spark_schema(CLEAN_RESULT_SCHEMA)).persist(StorageLevel.DISK_ONLY)
+    records = file_table.mapInArrow(read_partition, spark_schema(READ_SCHEMA))
+    # Cleaning is the expensive part: spread records evenly, whatever the sizes of the files, then
+    # sort each partition by input position, so the output is the same on any number of cores.
+    position = ["file_index", "record_index"]
+    spread = records.repartition(partitions or default_partitions(files), *position).sortWithinPartitions(*position)
+    result = spread.mapInArrow(clean_partition, spark_schema(CLEAN_RESULT_SCHEMA)).persist(StorageLevel.DISK_ONLY)
     staging = staging_dir(out)
     for name, (status, schema) in OUTPUTS.items():
         result.filter(F.col("status") == status).select(*schema.names).write.parquet(str(staging / name))
@@ -100,7 +122,7 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     spark = get_spark("tokenmill-clean", args.conf)
-    stats = run_clean(spark, files, cfg, args.output)
+    stats = run_clean(spark, files, cfg, args.output, args.partitions)
     print(summary(stats))
     return 0
 

@@ -20,7 +20,7 @@ from prep.quality.gopher_quality import GopherQualityConfig, gopher_quality
 from prep.quality.gopher_repetition import GopherRepetitionConfig, gopher_repetition
 from prep.quality.word_diversity import WordDiversityConfig, word_diversity
 from prep.readers import Document, FileError, Quarantined, ReaderConfig, read_file
-from schemas import QUARANTINE_SCHEMA, REJECTED_SCHEMA
+from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA, REJECTED_SCHEMA
 
 # FineWeb-2's thresholds for Mandarin (configs/cmn_Hani.yml), where each Han character is a word.
 CHINESE_STOP_WORDS = ("的", "年", "在", "月", "是", "和", "日", "了", "於", "·", "為", "有", "被", "人",
@@ -107,36 +107,58 @@ def clean_text(text: str, cfg: CleanConfig) -> Cleaned:
     return Cleaned(text, lang, score, None)
 
 
-# One row per input record (status kept/rejected/quarantined) or per damaged file (file_error):
-# the job splits it into its outputs, so the input is read once.
-CLEAN_RESULT_SCHEMA = pa.schema(
-    [pa.field("status", pa.string(), nullable=False)]
-    + [f.with_nullable(True) for f in REJECTED_SCHEMA]
+# What reading produces: one row per record (status "doc" or "quarantined") or per damaged file
+# ("file_error"), with the position of the record in the input, which fixes the output order.
+READ_SCHEMA = pa.schema(
+    [pa.field("status", pa.string(), nullable=False),
+     pa.field("file_index", pa.int32(), nullable=False),  # position of the file in the sorted input
+     pa.field("record_index", pa.int64(), nullable=False)]  # position of the record in its file
+    + [f.with_nullable(True) for f in DOCUMENT_SCHEMA]
     + [f.with_nullable(True) for f in QUARANTINE_SCHEMA]
 )
-STATUSES = ("kept", "rejected", "quarantined", "file_error")
+# What cleaning produces: "doc" rows become "kept" or "rejected"; the job splits this into its outputs.
+CLEAN_RESULT_SCHEMA = pa.schema(
+    list(READ_SCHEMA) + [f.with_nullable(True) for f in REJECTED_SCHEMA if f.name not in DOCUMENT_SCHEMA.names]
+)
 
 
-def _row(record, cfg: CleanConfig) -> dict:
+def _read_row(record, file_index: int, record_index: int) -> dict:
+    row = {"file_index": file_index, "record_index": record_index}
     if isinstance(record, Document):
-        cleaned = clean_text(record.text, cfg)
-        return {"status": "rejected" if cleaned.reason else "kept", "id": record.id, "text": cleaned.text,
-                "source": record.source, "metadata": record.metadata, "lang": cleaned.lang,
-                "lang_score": cleaned.lang_score, "reason": cleaned.reason}
+        return {**row, "status": "doc", "id": record.id, "text": record.text, "source": record.source,
+                "metadata": record.metadata}
     if isinstance(record, Quarantined):
-        return {"status": "quarantined", "error": record.error, "file": record.file, "line": record.line,
+        return {**row, "status": "quarantined", "error": record.error, "file": record.file, "line": record.line,
                 "raw": record.raw}
     assert isinstance(record, FileError)
-    return {"status": "file_error", "error": record.error, "file": record.file}
+    return {**row, "status": "file_error", "error": record.error, "file": record.file}
 
 
-def clean_files(files: Iterable[InputFile], cfg: CleanConfig, batch_rows: int = 512) -> Iterator[pa.RecordBatch]:
+def read_records(files: Iterable[tuple[int, InputFile]], cfg: ReaderConfig, batch_rows: int = 512) -> Iterator[pa.RecordBatch]:
+    """Arrow batches in READ_SCHEMA for (file index, file) pairs."""
     rows = []
-    for file in files:
-        for record in read_file(file, cfg.reader):
-            rows.append(_row(record, cfg))
+    for file_index, file in files:
+        for record_index, record in enumerate(read_file(file, cfg)):
+            rows.append(_read_row(record, file_index, record_index))
             if len(rows) >= batch_rows:
-                yield pa.RecordBatch.from_pylist(rows, schema=CLEAN_RESULT_SCHEMA)
+                yield pa.RecordBatch.from_pylist(rows, schema=READ_SCHEMA)
                 rows = []
     if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=CLEAN_RESULT_SCHEMA)
+        yield pa.RecordBatch.from_pylist(rows, schema=READ_SCHEMA)
+
+
+def clean_batch(batch: pa.RecordBatch, cfg: CleanConfig) -> pa.RecordBatch:
+    """READ_SCHEMA in, CLEAN_RESULT_SCHEMA out: documents cleaned, everything else passed through."""
+    rows = batch.to_pylist()
+    for row in rows:
+        if row["status"] == "doc":
+            cleaned = clean_text(row["text"], cfg)
+            row.update(status="rejected" if cleaned.reason else "kept", text=cleaned.text, lang=cleaned.lang,
+                       lang_score=cleaned.lang_score, reason=cleaned.reason)
+    return pa.RecordBatch.from_pylist(rows, schema=CLEAN_RESULT_SCHEMA)
+
+
+def clean_files(files: Iterable[InputFile], cfg: CleanConfig) -> Iterator[pa.RecordBatch]:
+    """Reading and cleaning in one process: what the job does, without Spark."""
+    for batch in read_records(enumerate(files), cfg.reader):
+        yield clean_batch(batch, cfg)

@@ -5,6 +5,7 @@ import unicodedata
 from dataclasses import dataclass
 
 import ftfy
+import ftfy.badness
 
 
 @dataclass
@@ -23,11 +24,12 @@ BLANK_LINES = re.compile(r"\n{3,}")
 
 
 def normalize(text: str, cfg: NormalizeConfig) -> str:
-    if cfg.fix_mojibake:
+    # ftfy is the slowest step: it runs only where its own detector sees mojibake (never in ASCII).
+    if cfg.fix_mojibake and not text.isascii() and ftfy.badness.is_bad(text):
         # Width and quote fixes are off: they would rewrite Chinese full-width punctuation and quotes.
         text = ftfy.fix_text(text, normalization="NFC" if cfg.nfc else None, uncurl_quotes=False,
                              fix_character_width=False, fix_line_breaks=True)
-    elif cfg.nfc:
+    elif cfg.nfc and not text.isascii():
         text = unicodedata.normalize("NFC", text)
     if cfg.tidy_whitespace:
         text = text.replace("\r\n", "\n").replace("\r", "\n")

@@ -37,7 +37,7 @@ def _keep_line(line: str, cfg: C4Config, char_based: bool) -> bool:
     line_words = words(stripped, char_based)
     if cfg.min_words_per_line and len(line_words) < cfg.min_words_per_line:
         return False
-    if any(len(w) > cfg.max_word_length for w in line_words):
+    if max(map(len, line_words)) > cfg.max_word_length:
         return False
     if cfg.filter_no_terminal_punct and (not stripped.endswith(TERMINAL_PUNCTUATION) or stripped.endswith("...")):
         return False

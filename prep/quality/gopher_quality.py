@@ -34,7 +34,7 @@ def gopher_quality(text: str, cfg: GopherQualityConfig, char_based: bool) -> str
         return "min_doc_words"
     if n > cfg.max_doc_words:
         return "max_doc_words"
-    avg = sum(len(w) for w in doc_words) / n
+    avg = sum(map(len, doc_words)) / n
     if avg < cfg.min_avg_word_length:
         return "min_avg_word_length"
     if avg > cfg.max_avg_word_length:
@@ -48,7 +48,7 @@ def gopher_quality(text: str, cfg: GopherQualityConfig, char_based: bool) -> str
             return "max_bullet_lines_ratio"
         if sum(line.rstrip().endswith(ELLIPSES) for line in doc_lines) / len(doc_lines) > cfg.max_ellipsis_lines_ratio:
             return "max_ellipsis_lines_ratio"
-    if sum(has_alpha(w) for w in doc_words) / n < cfg.max_non_alpha_words_ratio:
+    if sum(map(has_alpha, doc_words)) / n < cfg.max_non_alpha_words_ratio:
         return "max_non_alpha_words_ratio"
     if cfg.stop_words and cfg.min_stop_words > 0:
         stop = set(cfg.stop_words)

@@ -1,7 +1,8 @@
 """Gopher repetition rules (Rae et al. 2021, table A1), with their published thresholds."""
 
-from collections import Counter
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from prep.quality.text_units import lines, paragraphs, words
 
@@ -33,26 +34,40 @@ def _duplicates(items: list[str]) -> tuple[int, int]:
     return count, chars
 
 
-def _top_ngram_share(doc_words: list[str], n: int, total_chars: int) -> float:
-    grams = Counter(tuple(doc_words[i : i + n]) for i in range(len(doc_words) - n + 1))
-    if not grams:
+def _ngram_hashes(ids: np.ndarray, n: int) -> np.ndarray:
+    """A 64-bit polynomial hash of each n-gram of word ids (wrapping arithmetic is intended)."""
+    hashes = np.zeros(len(ids) - n + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for k in range(n):
+            hashes = hashes * np.uint64(1_000_003) + ids[k : len(ids) - n + 1 + k]
+    return hashes
+
+
+def _top_ngram_share(ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> float:
+    if len(ids) < n:
         return 0.0
-    gram, count = grams.most_common(1)[0]
-    return sum(len(w) for w in gram) * count / total_chars if count > 1 else 0.0
+    _, first, counts = np.unique(_ngram_hashes(ids, n), return_index=True, return_counts=True)
+    best = int(np.argmax(counts))
+    if counts[best] < 2:
+        return 0.0
+    start = first[best]
+    return float(lengths[start : start + n].sum()) * int(counts[best]) / total_chars
 
 
-def _dup_ngram_share(doc_words: list[str], n: int, total_chars: int) -> float:
-    """Characters of words inside any repeated n-gram, each word counted once."""
-    first_seen: dict[tuple[str, ...], int] = {}
-    covered = [False] * len(doc_words)
-    for i in range(len(doc_words) - n + 1):
-        gram = tuple(doc_words[i : i + n])
-        if gram in first_seen:
-            for j in range(i, i + n):
-                covered[j] = True
-        else:
-            first_seen[gram] = i
-    return sum(len(w) for w, c in zip(doc_words, covered) if c) / total_chars
+def _dup_ngram_share(ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> float:
+    """Characters of words inside any repeat of an earlier n-gram, each word counted once."""
+    if len(ids) < n:
+        return 0.0
+    hashes = _ngram_hashes(ids, n)
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    repeats = np.nonzero(first[inverse] < np.arange(len(hashes)))[0]
+    if not len(repeats):
+        return 0.0
+    cover = np.zeros(len(ids) + 1, dtype=np.int32)  # +1 at each repeat's start, -1 after its end
+    np.add.at(cover, repeats, 1)
+    np.add.at(cover, repeats + n, -1)
+    covered = np.cumsum(cover[:-1]) > 0
+    return float(lengths[covered].sum()) / total_chars
 
 
 def gopher_repetition(text: str, cfg: GopherRepetitionConfig, char_based: bool) -> str | None:
@@ -72,11 +87,14 @@ def gopher_repetition(text: str, cfg: GopherRepetitionConfig, char_based: bool) 
     if chars / total > cfg.dup_line_char_frac:
         return "dup_line_char_frac"
     doc_words = words(text, char_based)
-    word_chars = sum(len(w) for w in doc_words) or 1
+    vocabulary: dict[str, int] = {}
+    ids = np.fromiter((vocabulary.setdefault(w, len(vocabulary)) for w in doc_words), np.uint64, len(doc_words))
+    lengths = np.fromiter(map(len, doc_words), np.int64, len(doc_words))
+    word_chars = int(lengths.sum()) or 1
     for n, limit in cfg.top_n_grams:
-        if _top_ngram_share(doc_words, n, word_chars) > limit:
+        if _top_ngram_share(ids, lengths, n, word_chars) > limit:
             return f"top_{n}_gram"
     for n, limit in cfg.dup_n_grams:
-        if _dup_ngram_share(doc_words, n, word_chars) > limit:
+        if _dup_ngram_share(ids, lengths, n, word_chars) > limit:
             return f"dup_{n}_gram"
     return None

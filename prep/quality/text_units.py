@@ -6,6 +6,7 @@ without spaces (Chinese, Japanese) each Han or kana character counts as a word, 
 apply with character-based thresholds (as FineWeb-2 does for Chinese, where a word is short).
 """
 
+import functools
 import re
 
 CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
@@ -17,12 +18,18 @@ TERMINAL_PUNCTUATION = tuple(".!?\"'”’»)]」』。！？…；;:")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
+LETTER_RUN = re.compile(r"[^\W\d_]+")
+
+
 def cjk_fraction(text: str) -> float:
-    letters = sum(1 for c in text if c.isalpha())
+    """Han and kana characters among all letters."""
+    letters = sum(map(len, LETTER_RUN.findall(text)))
     return len(CJK_CHAR.findall(text)) / letters if letters else 0.0
 
 
+@functools.lru_cache(maxsize=8)  # every rule asks for the same document's words; str caches its hash
 def words(text: str, char_based: bool) -> list[str]:
+    """Do not modify the returned list: it is shared between the rules."""
     tokens = text.split()
     if not char_based:
         return tokens
@@ -41,5 +48,8 @@ def sentences(text: str) -> list[str]:
     return [s for s in SENTENCE_END.split(text) if s.strip()]
 
 
+LETTER = re.compile(r"[^\W\d_]")
+
+
 def has_alpha(word: str) -> bool:
-    return any(c.isalpha() for c in word)
+    return LETTER.search(word) is not None

@@ -1,0 +1,119 @@
+"""Cleaning throughput per core on the sample corpus, side by side with datatrove's filters.
+
+    python -m benchmarks.bench_clean [--datatrove-python PATH]
+
+Measures, on the same documents in one run:
+  1. tokenmill's quality rules alone (Gopher repetition, Gopher quality, C4, FineWeb, word diversity);
+  2. tokenmill's whole cleaning transform (plus normalization with ftfy, language id, PII);
+  3. the Spark job in local[2] (reading, cleaning, writing Parquet), divided by 2 cores, twice;
+  4. datatrove's Gopher, C4 and FineWeb filters in one process (its own venv; created under
+     .bench/ when --datatrove-python is not given).
+Prints a Markdown table of documents/s and MB/s per core and the ratio to datatrove.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from prep.clean import CleanConfig, clean_text
+from prep.inputs import expand_inputs
+from prep.readers import Document, read_file
+
+REPO = Path(__file__).resolve().parent.parent
+DATATROVE_VENV = REPO / ".bench" / "datatrove-venv"
+
+
+def sample_texts() -> list[str]:
+    return [r.text for f in expand_inputs(str(REPO / "data" / "sample")) for r in read_file(f) if isinstance(r, Document)]
+
+
+def datatrove_python(given: str | None) -> str:
+    if given:
+        return given
+    python = DATATROVE_VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(DATATROVE_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "datatrove>=0.4", "spacy"], check=True)
+    return str(python)
+
+
+def time_rules_only(texts: list[str]) -> float:
+    from prep.quality.c4 import c4
+    from prep.quality.fineweb import fineweb
+    from prep.quality.gopher_quality import gopher_quality
+    from prep.quality.gopher_repetition import gopher_repetition
+    from prep.quality.word_diversity import word_diversity
+
+    rules = CleanConfig().en
+    started = time.perf_counter()
+    for text in texts:
+        _ = (gopher_repetition(text, rules.gopher_repetition, False) or gopher_quality(text, rules.gopher_quality, False)
+             or c4(text, rules.c4, False)[1] or fineweb(text, rules.fineweb, False)
+             or word_diversity(text, rules.word_diversity, False))
+    return time.perf_counter() - started
+
+
+def time_clean_text(texts: list[str]) -> float:
+    cfg = CleanConfig()
+    clean_text(texts[0], cfg)  # loads the language model outside the timing
+    started = time.perf_counter()
+    for text in texts:
+        clean_text(text, cfg)
+    return time.perf_counter() - started
+
+
+def time_spark_job() -> tuple[float, float]:
+    """(first run, second run) of the job in one local[2] session: the first pays for starting the
+    Python workers and loading the language model in each, the second is the steady state."""
+    from jobs.clean import run_clean
+    from jobs.spark_session import get_spark
+
+    spark = get_spark("bench-clean", ["spark.master=local[2]"])
+    files, times = expand_inputs(str(REPO / "data" / "sample")), []
+    for _ in range(2):
+        with tempfile.TemporaryDirectory() as out:
+            started = time.perf_counter()
+            run_clean(spark, files, CleanConfig(), out)
+            times.append(time.perf_counter() - started)
+    spark.stop()
+    return times[0], times[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--datatrove-python", help="a Python that has datatrove and spacy installed")
+    args = parser.parse_args()
+    texts = sample_texts()
+    megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as f:
+        f.writelines(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts)
+    try:
+        out = subprocess.run([datatrove_python(args.datatrove_python), str(REPO / "benchmarks" / "datatrove_filters.py"),
+                              f.name], check=True, capture_output=True, text=True).stdout
+    finally:
+        os.unlink(f.name)
+    datatrove = json.loads(out.strip().splitlines()[-1])["seconds"]
+    spark_cold, spark_warm = time_spark_job()
+    rows = [
+        ("datatrove Gopher + C4 + FineWeb filters, 1 process", datatrove, 1),
+        ("tokenmill quality rules, 1 process", time_rules_only(texts), 1),
+        ("tokenmill clean transform (rules + ftfy + lang id + PII), 1 process", time_clean_text(texts), 1),
+        ("tokenmill Spark job, local[2], first run (read, clean, write Parquet)", spark_cold, 2),
+        ("tokenmill Spark job, local[2], second run in the same session", spark_warm, 2),
+    ]
+    print(f"{len(texts)} documents, {megabytes:.1f} MB of text (the sample corpus)\n")
+    print("| what | seconds | docs/s per core | MB/s per core | vs datatrove |")
+    print("|---|---|---|---|---|")
+    base = len(texts) / datatrove
+    for name, seconds, cores in rows:
+        rate = len(texts) / seconds / cores
+        print(f"| {name} | {seconds:.1f} | {rate:.0f} | {megabytes / seconds / cores:.2f} | {rate / base:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
