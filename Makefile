@@ -24,6 +24,7 @@ test: install
 
 shards: install
 	$(PY) -m jobs.clean --input $(SAMPLE) --output $(OUT)/clean
+	$(PY) -m jobs.dedup --input $(OUT)/clean/docs --output $(OUT)/dedup
 
 clean-out:
 	rm -rf out

@@ -8,8 +8,6 @@ error, file, line, raw), OUT/report.md and OUT/stats.json, where input == kept +
 """
 
 import argparse
-import math
-import os
 import sys
 import time
 
@@ -19,16 +17,14 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
 from jobs.outputs import commit, staging_dir
 from jobs.reports import removal_report
 from jobs.spark_session import get_spark, spark_schema
-from prep.clean import CLEAN_RESULT_SCHEMA, READ_SCHEMA, CleanConfig, clean_batch, load_clean_config, read_records
+from jobs.ingest import default_partitions, read_input
+from prep.clean import CLEAN_RESULT_SCHEMA, CleanConfig, clean_batch, load_clean_config
 from prep.config import ConfigError, to_yaml
 from prep.inputs import InputError, InputFile, expand_inputs
 from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, REJECTED_SCHEMA
 
 OUTPUTS = {"docs": ("kept", CLEAN_DOCUMENT_SCHEMA), "rejected": ("rejected", REJECTED_SCHEMA),
            "quarantine": ("quarantined", QUARANTINE_SCHEMA)}
-MAX_INPUT_PARTITIONS = 10_000
-MIN_PARTITIONS = 8  # enough to keep a few cores busy on a small input
-PARTITION_BYTES = 128 << 20  # about this much (uncompressed) input per cleaning task
 
 
 def parse_args(argv):
@@ -42,32 +38,17 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def default_partitions(files: list[InputFile]) -> int:
-    """From the input's size, never from the cores: the partitioning decides the output files."""
-    estimated = sum(os.path.getsize(f.path) * (4 if f.path.endswith((".gz", ".zst")) else 1) for f in files)
-    return max(MIN_PARTITIONS, math.ceil(estimated / PARTITION_BYTES))
-
-
 def run_clean(spark, files: list[InputFile], cfg: CleanConfig, out: str, partitions: int | None = None) -> dict:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     started = time.time()
-    # Reading: one task per input file (compressed JSON Lines cannot be split), up to a cap.
-    listing = [(i, f.path, f.relative) for i, f in enumerate(files)]
-    file_table = spark.sparkContext.parallelize(listing, min(len(listing), MAX_INPUT_PARTITIONS)).toDF(
-        "file_index int, path string, relative string")
-
-    def read_partition(batches):
-        for batch in batches:
-            pairs = zip(batch["file_index"].to_pylist(), batch["path"].to_pylist(), batch["relative"].to_pylist())
-            yield from read_records(((i, InputFile(p, r)) for i, p, r in pairs), cfg.reader)
 
     def clean_partition(batches):
         for batch in batches:
             yield clean_batch(batch, cfg)
 
-    records = file_table.mapInArrow(read_partition, spark_schema(READ_SCHEMA))
+    records = read_input(spark, files, cfg.reader)
     # Cleaning is the expensive part: spread records evenly, whatever the sizes of the files, then
     # sort each partition by input position, so the output is the same on any number of cores.
     position = ["file_index", "record_index"]

@@ -21,6 +21,9 @@ SHIPPED_PACKAGES = ("prep", "schemas", "loaders", "jobs")
 DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.adaptive.enabled": "true",
+    # Let adaptive execution coalesce the shuffles of persisted stages too; without it a persisted
+    # join keeps 200 partitions and every later Python stage pays for 200 small tasks.
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
     "spark.sql.parquet.compression.codec": "zstd",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",

@@ -7,21 +7,20 @@ datasketch from `numpy.random.RandomState(seed)`. The shingle hash is `shingle_h
 signature here equals `datasketch.MinHash(num_perm, seed, hashfunc=shingle_hash32,
 scheme="affine32")` updated with the same shingles (tests/prep/test_minhash.py checks it).
 
-What makes it fast: no Python call per shingle. The normalized text of a batch is one byte array;
-units are runs of non-space bytes; unit hashes come from prefix sums of a polynomial hash; shingle
-hashes from a rolling combination of unit hashes; permutations and minima are array operations.
+What makes it fast: no Python code runs per shingle. A batch's normalized text is split into units
+and CRC-32'd in one C-level pass; shingle hashes are a rolling polynomial over unit hashes; the
+permutations and minima are array operations.
 """
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from prep.shingles import normalize_for_dedup
+from prep.shingles import normalize_bytes, normalize_for_dedup
 
 SCHEME = "affine32"
-BYTE_BASE = np.uint64(0x100000001B3)  # FNV prime: odd, so invertible modulo 2^64
-UNIT_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd as well
-SPACE = 32
+UNIT_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: the polynomial over unit hashes loses no bits
 
 
 @dataclass(frozen=True)
@@ -29,10 +28,6 @@ class MinHashConfig:
     num_perm: int = 128  # signature length; LSH bands x rows come from it and the threshold
     ngram: int = 5  # units per shingle (words, or CJK characters)
     seed: int = 1  # datasketch's default seed
-
-
-def _inverse_mod_2_64(x: int) -> int:
-    return pow(x, -1, 1 << 64)
 
 
 def _fold32(h: np.ndarray) -> np.ndarray:
@@ -58,43 +53,16 @@ def permutations(cfg: MinHashConfig) -> tuple[np.ndarray, np.ndarray]:
 
 # --- the scalar definition, for datasketch and for reading -------------------------------------
 
-def unit_hash(unit: bytes) -> int:
-    h = 0
-    for k, byte in enumerate(unit):
-        h = (h + (byte + 1) * pow(int(BYTE_BASE), k, 1 << 64)) % (1 << 64)
-    return h
-
-
 def shingle_hash32(shingle: bytes) -> int:
-    """The 32-bit hash of a shingle given as its units joined by single spaces (UTF-8)."""
+    """The 32-bit hash of a shingle given as its units joined by single spaces (UTF-8): a polynomial
+    over the units' CRC-32s, modulo 2^64, folded to 32 bits."""
     h = 0
     for unit in shingle.split(b" "):
-        h = (h * int(UNIT_BASE) + unit_hash(unit)) % (1 << 64)
+        h = (h * int(UNIT_BASE) + zlib.crc32(unit)) % (1 << 64)
     return int(_fold32(np.array([h], dtype=np.uint64))[0])
 
 
 # --- the vectorized computation -----------------------------------------------------------------
-
-def _unit_hashes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(hash of each unit, index of its first byte) for a byte array of space-separated units.
-
-    unit_hash(u) = sum over its bytes of (byte + 1) * BYTE_BASE^(position in the unit), mod 2^64.
-    """
-    is_unit = data != SPACE
-    edges = np.diff(np.concatenate(([False], is_unit, [False])).astype(np.int8))
-    starts = np.nonzero(edges == 1)[0]
-    if not len(starts):
-        return np.zeros(0, np.uint64), starts
-    unit_of_byte = np.cumsum(edges[:-1] == 1) - 1  # the unit each byte belongs to (or follows)
-    position = np.arange(len(data)) - starts[np.maximum(unit_of_byte, 0)]
-    with np.errstate(over="ignore"):
-        power_table = np.cumprod(np.concatenate((np.ones(1, np.uint64),
-                                                 np.full(int(position.max()), BYTE_BASE, np.uint64))), dtype=np.uint64)
-        terms = (data.astype(np.uint64) + np.uint64(1)) * power_table[position]
-        terms[~is_unit] = 0  # spaces between units add nothing
-        hashes = np.add.reduceat(terms, starts)
-    return hashes, starts
-
 
 def _shingle_hashes(unit_h: np.ndarray, doc_of_unit: np.ndarray, n_docs: int, n: int):
     """(shingle hashes, document of each shingle); n-grams never cross documents."""
@@ -122,24 +90,32 @@ def _shingle_hashes(unit_h: np.ndarray, doc_of_unit: np.ndarray, n_docs: int, n:
     return hashes[order], docs[order]
 
 
-def signatures(texts: list[str], cfg: MinHashConfig, chunk: int = 4096) -> np.ndarray:
+def signatures(texts: list[str], cfg: MinHashConfig, chunk: int = 2048) -> np.ndarray:
     """uint32 [len(texts), num_perm]: one MinHash signature per text."""
-    normalized = [normalize_for_dedup(t).encode("utf-8") for t in texts]
-    joined = np.frombuffer(b" ".join(normalized), dtype=np.uint8)
-    doc_starts = np.cumsum([0] + [len(x) + 1 for x in normalized[:-1]])
-    unit_h, unit_start = _unit_hashes(joined)
-    doc_of_unit = np.searchsorted(doc_starts, unit_start, side="right") - 1
+    normalized = [normalize_bytes(t) for t in texts]
+    units_per_doc = np.array([x.count(b" ") + 1 if x else 0 for x in normalized], dtype=np.int64)
+    # One C-level pass: split the whole batch into units and CRC each (no Python code per unit).
+    unit_h = np.fromiter(map(zlib.crc32, b" ".join(normalized).split()), np.uint64, int(units_per_doc.sum()))
+    doc_of_unit = np.repeat(np.arange(len(texts)), units_per_doc)
     shingle_h, shingle_doc = _shingle_hashes(unit_h, doc_of_unit, len(texts), cfg.ngram)
     mixed = _fmix32(_fold32(shingle_h))
-    a, b = permutations(cfg)
+    a, b = (x[:, None] for x in permutations(cfg))
     result = np.full((len(texts), cfg.num_perm), np.iinfo(np.uint32).max, np.uint32)
-    a, b = a[:, None], b[:, None]
-    for lo in range(0, len(mixed), chunk):  # chunks keep the [num_perm, shingles] block in cache
-        h, docs = mixed[lo : lo + chunk], shingle_doc[lo : lo + chunk]
-        permuted = a * h[None, :] + b
+    counts = np.bincount(shingle_doc, minlength=len(texts))
+    offsets = np.concatenate(([0], np.cumsum(counts)))
+    # Long documents: a plain minimum over [num_perm, shingles] blocks (vectorized well by NumPy).
+    for doc in np.nonzero(counts >= chunk // 8)[0]:
+        for lo in range(offsets[doc], offsets[doc + 1], chunk):
+            block = a * mixed[None, lo : min(lo + chunk, offsets[doc + 1])] + b
+            np.minimum(result[doc], block.min(axis=1), out=result[doc])
+    # Short documents: many per block, reduced segment by segment.
+    short = counts[shingle_doc] < chunk // 8
+    h_short, doc_short = mixed[short], shingle_doc[short]
+    for lo in range(0, len(h_short), chunk):
+        h, docs = h_short[lo : lo + chunk], doc_short[lo : lo + chunk]
         bounds = np.nonzero(np.concatenate(([True], docs[1:] != docs[:-1])))[0]
-        # A document can straddle two chunks: fold its minima into what the earlier chunk found.
-        np.minimum.at(result, docs[bounds], np.minimum.reduceat(permuted, bounds, axis=1).T)
+        # A document can straddle two blocks: fold its minima into what the earlier block found.
+        np.minimum.at(result, docs[bounds], np.minimum.reduceat(a * h[None, :] + b, bounds, axis=1).T)
     return result
 
 

@@ -1,40 +1,68 @@
 """Text normalization for deduplication and the units shingles are made of.
 
-One rule for every script: after normalization (lower case, punctuation and symbols removed, digits
-folded to 0, whitespace collapsed) a *unit* is a whitespace-separated word, except that every Han,
-kana or Hangul character is a unit of its own. A shingle is n consecutive units: word n-grams for
-English, character n-grams for Chinese, and both at once for mixed text. A document with fewer than
-n units is one shingle of all its units, so short documents are compared, never dropped.
+One rule for every script: after normalization (NFKC per character, lower case, punctuation, symbols and controls
+removed, digits folded to 0, whitespace collapsed) a *unit* is a whitespace-separated word, except
+that every Han, kana or Hangul character is a unit of its own. A shingle is n consecutive units:
+word n-grams for English, character n-grams for Chinese, and both at once for mixed text. A document
+with fewer than n units is one shingle of all its units, so short documents are compared, never
+dropped.
 """
 
-import re
 import unicodedata
 
-CJK_CHARS = "\u1100-\u11ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff"
-CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
-# Everything that is not a letter, digit, mark or CJK character becomes a space.
-NOT_WORD = re.compile(r"[\W_]+")
-# The same rule for ASCII as one str.translate: punctuation and controls to spaces, digits to 0.
-ASCII_TABLE = str.maketrans({chr(c): "0" if chr(c).isdigit() else " " for c in range(128) if not chr(c).isalpha()})
-DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
+CJK_RANGES = ((0x1100, 0x11FF), (0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7AF),
+              (0xF900, 0xFAFF), (0x20000, 0x2FFFF))
+
+
+def _unit_char(ch: str) -> str:
+    """What one character becomes: the whole normalization rule, character by character.
+
+    NFKC is applied per character (full-width forms, ligatures, circled digits...), not per string:
+    cleaning has already composed the text (NFC), and a per-character rule fits one translate table.
+    """
+    out = []
+    for c in unicodedata.normalize("NFKC", ch):
+        cp = ord(c)
+        if any(lo <= cp <= hi for lo, hi in CJK_RANGES):
+            out.append(f" {c} ")
+        elif unicodedata.category(c) == "Nd":
+            out.append("0")
+        elif unicodedata.category(c)[0] in "PSZC" or c == "_":
+            out.append(" ")
+        else:
+            out.append(c.lower())
+    return "".join(out)
+
+
+class _CharTable(dict):
+    """A str.translate table that fills itself: each distinct character is worked out once, then
+    every later lookup is a C-level dict hit."""
+
+    def __missing__(self, cp: int) -> str:
+        self[cp] = _unit_char(chr(cp))
+        return self[cp]
+
+
+CHAR_TABLE = _CharTable()
+# ASCII, the common case, as a 256-byte table for bytes.translate (lower case included).
+ASCII_TABLE = bytes(ord(_unit_char(chr(c))) if len(_unit_char(chr(c))) == 1 else 32 for c in range(128)) + bytes(
+    range(128, 256))
+
+
+def normalize_bytes(text: str) -> bytes:
+    """The normalized text as UTF-8, units separated by single spaces."""
+    if text.isascii():
+        return b" ".join(text.encode("ascii").translate(ASCII_TABLE).split())
+    return " ".join(text.translate(CHAR_TABLE).split()).encode("utf-8")
 
 
 def normalize_for_dedup(text: str) -> str:
-    """Units separated by single spaces: the text that shingles and exact hashes are taken from."""
-    if text.isascii():  # the common case, without regular expressions
-        return " ".join(text.lower().translate(ASCII_TABLE).split())
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = NOT_WORD.sub(" ", text).translate(DIGITS_TO_ZERO)  # NFKC already made other digits ASCII
-    text = CJK_RUN.sub(_spaced, text)  # one call per run of CJK characters, not per character
-    return " ".join(text.split())
-
-
-def _spaced(run: re.Match) -> str:
-    return " " + " ".join(run.group()) + " "
+    return normalize_bytes(text).decode("utf-8")
 
 
 def units(text: str) -> list[str]:
-    return normalize_for_dedup(text).split(" ") if text.strip() else []
+    normalized = normalize_for_dedup(text)
+    return normalized.split(" ") if normalized else []
 
 
 def shingles(text: str, n: int) -> list[str]:

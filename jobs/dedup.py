@@ -1,0 +1,258 @@
+"""The dedup job: exact duplicates, then MinHash-LSH near duplicates, one survivor per cluster.
+
+    spark-submit jobs/dedup.py --input IN --output OUT [--threshold 0.8] [--num-perm N] [--ngram N]
+    python -m jobs.dedup --input IN --output OUT [...] [--conf key=value ...]
+
+Writes OUT/docs/ (kept documents, all input columns), OUT/clusters/ (id, cluster_id, cluster_size,
+kept for every document in a cluster of two or more), OUT/report.md and OUT/stats.json.
+
+Survivor rule: the longest text (in characters) is kept; ties go to the smaller 64-bit BLAKE2b hash
+of the id, then the smaller normalized-text hash. It depends on the data only, so it is the same on
+any number of partitions, cores or machines.
+"""
+
+import argparse
+import logging
+import sys
+import time
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+
+from jobs.connected_components import connected_components
+from jobs.ingest import default_partitions, read_input
+from jobs.outputs import commit, staging_dir
+from jobs.reports import bar_chart
+from jobs.spark_session import get_spark
+from prep.dedup import BANDS_SCHEMA, FEATURES_SCHEMA, SURVIVORS_SCHEMA, DedupConfig, bands_batch, features_batch, \
+    survivors_table, verify_batch
+from prep.inputs import InputError, InputFile, expand_inputs
+from prep.minhash import MinHashConfig
+from prep.readers import ReaderConfig
+from schemas import DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA
+
+log = logging.getLogger("tokenmill.dedup")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="jobs.dedup", description=__doc__.split("\n")[0])
+    parser.add_argument("--input", required=True, help="files, directories or globs, comma-separated")
+    parser.add_argument("--output", required=True, help="output folder")
+    parser.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity of duplicates (default 0.8)")
+    parser.add_argument("--num-perm", type=int, default=128, help="MinHash permutations (default 128)")
+    parser.add_argument("--ngram", type=int, default=5, help="units (words or CJK characters) per shingle (default 5)")
+    parser.add_argument("--no-verify", action="store_true", help="keep LSH candidate pairs without checking them")
+    parser.add_argument("--partitions", type=int, help="tasks after the read (default: from the input size)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)")
+    args = parser.parse_args(argv)
+    if not 0 < args.threshold <= 1:
+        parser.error("--threshold must be in (0, 1]")
+    if args.num_perm < 2 or args.ngram < 1:
+        parser.error("--num-perm must be at least 2 and --ngram at least 1")
+    return args
+
+
+def _native_parquet(spark, files: list[InputFile]):
+    """Parquet with string `id` and `text` columns (a tokenmill stage's output) is read by Spark as it
+    is, every column kept with its type; anything else goes through the ingestion readers."""
+    if not all(f.path.endswith(".parquet") for f in files):
+        return None
+    frame = spark.read.parquet(*[f.path for f in files])
+    types = dict(frame.dtypes)
+    return frame if types.get("id") == "string" and types.get("text") == "string" else None
+
+
+def load_documents(spark, files: list[InputFile]):
+    """(documents with all their columns, quarantined records or None)."""
+    from pyspark.sql import functions as F
+
+    native = _native_parquet(spark, files)
+    if native is not None:
+        quarantine = native.where(F.col("text").isNull()).select(
+            F.lit("text is null").alias("error"), F.input_file_name().alias("file"),
+            F.lit(None).cast("long").alias("line"), F.lit(None).cast("binary").alias("raw"))
+        return native.where(F.col("text").isNotNull()), quarantine
+    records = read_input(spark, files, ReaderConfig())
+    docs = records.where(F.col("status") == "doc").select(*DOCUMENT_SCHEMA.names)
+    quarantine = records.where(F.col("status") == "quarantined").select(*QUARANTINE_SCHEMA.names)
+    return docs, quarantine
+
+
+class Stages:
+    """Seconds per stage: each stage is materialized (persisted and counted) before the next starts."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._start = time.time()
+
+    def done(self, name: str, frame=None):
+        from pyspark import StorageLevel
+
+        if frame is not None:
+            frame = frame.persist(StorageLevel.DISK_ONLY)
+            frame.count()
+        now = time.time()
+        self.seconds[name] = round(now - self._start, 2)
+        self._start = now
+        return frame
+
+
+def size_histogram(sizes: list[tuple[int, int]]) -> dict[str, int]:
+    """Cluster counts in power-of-two size bins: "2", "3-4", "5-8", ..."""
+    bins: dict[str, int] = {}
+    for size, count in sorted(sizes):
+        upper = 1 << (size - 1).bit_length()
+        label = "2" if upper == 2 else f"{upper // 2 + 1}-{upper}"
+        bins[label] = bins.get(label, 0) + count
+    return bins
+
+
+def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partitions: int | None = None) -> dict:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from jobs.spark_session import spark_schema
+
+    stages = Stages()
+    partitions = partitions or default_partitions(files)
+    docs, quarantine = load_documents(spark, files)
+    docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()))
+
+    # 1. Features: survivor keys, normalized-text hash, MinHash signature (vectorized per batch).
+    features = docs.select(F.col("_row").alias("row"), "id", "text").repartition(partitions).mapInArrow(
+        lambda batches: (features_batch(b, cfg) for b in batches), spark_schema(FEATURES_SCHEMA))
+    # Rank = position in survivor order: longest text first, then id hash, then text hash. The
+    # smallest rank of a group is its survivor, and rank is the node id of the graph.
+    order = [F.desc("text_len"), "id_hash", "exact_hash", "row"]
+    ranking = features.select("row", "text_len", "id_hash", "exact_hash").orderBy(*order).rdd.zipWithIndex()
+    ranks = ranking.map(lambda pair: (pair[0]["row"], pair[1])).toDF("row long, rank long")
+    features = stages.done("signatures", features.join(ranks, "row"))
+
+    # 2. Exact duplicates: same normalized text; the smallest rank survives.
+    features = features.withColumn("exact_rep", F.min("rank").over(Window.partitionBy("exact_hash")))
+    reps = stages.done("exact", features.where(F.col("rank") == F.col("exact_rep")).select("rank", "signature"))
+
+    # 3. LSH: one row per (document, band); star edges from each bucket member to the bucket's smallest rank.
+    bands = reps.mapInArrow(lambda batches: (bands_batch(b, cfg) for b in batches), spark_schema(BANDS_SCHEMA))
+    buckets = bands.groupBy("band", "bucket").agg(F.min("rank").alias("center"), F.count("*").alias("size"))
+    giant = buckets.where(F.col("size") > cfg.giant_bucket).count()
+    if giant:
+        log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
+                    giant, cfg.giant_bucket)
+    candidates = (bands.join(buckets.where(F.col("size") > 1), ["band", "bucket"])
+                  .where(F.col("rank") != F.col("center")).select(F.col("rank").alias("u"), F.col("center").alias("v"))
+                  .distinct())
+    candidates = stages.done("lsh", candidates)
+
+    # 4. Verification: estimated Jaccard of each candidate pair from the two signatures.
+    sig = reps.select(F.col("rank"), F.col("signature"))
+    pairs = (candidates.join(sig.withColumnRenamed("rank", "u").withColumnRenamed("signature", "sig_u"), "u")
+             .join(sig.withColumnRenamed("rank", "v").withColumnRenamed("signature", "sig_v"), "v")
+             .select("u", "v", "sig_u", "sig_v"))
+    scored = pairs.mapInArrow(lambda batches: (verify_batch(b, cfg) for b in batches),
+                              "u long, v long, similarity double")
+    edges = scored.where(F.col("similarity") >= cfg.threshold) if cfg.verify else scored
+    edges = stages.done("verify", edges.select("u", "v"))
+
+    # 5. Connected components, then survivors inside each component.
+    components, rounds = connected_components(edges)
+    components = stages.done("components", components)
+    members = components.join(sig.withColumnRenamed("rank", "node"), "node").select(
+        F.col("component"), F.col("node").alias("rank"), "signature")
+    survivors = members.groupBy("component").applyInArrow(lambda table: survivors_table(table, cfg),
+                                                         spark_schema(SURVIVORS_SCHEMA))
+    survivors = stages.done("survivors", survivors.join(components.withColumnRenamed("node", "rank"), "rank"))
+
+    # 6. Decisions for every document, and its cluster: the near component of its exact survivor.
+    decided = (features.select("row", "rank", "exact_rep")
+               .join(survivors.select(F.col("rank").alias("exact_rep"), "near_kept", "component"), "exact_rep", "left")
+               .withColumn("kept", (F.col("rank") == F.col("exact_rep")) & F.coalesce("near_kept", F.lit(True)))
+               .withColumn("cluster", F.coalesce("component", "exact_rep")))
+    decided = decided.withColumn("cluster_size", F.count("*").over(Window.partitionBy("cluster")))
+    decided = stages.done("decide", decided.join(docs.select(F.col("_row").alias("row"), "id"), "row"))
+
+    staging = staging_dir(out)
+    kept_rows = decided.where("kept").select(F.col("row").alias("_row"), "rank")
+    (docs.join(kept_rows, "_row").repartition(partitions, "rank").sortWithinPartitions("rank")
+     .drop("_row", "rank").write.parquet(str(staging / "docs")))
+    names = decided.where(F.col("rank") == F.col("cluster")).select(F.col("cluster"), F.col("id").alias("cluster_id"))
+    clusters = (decided.where(F.col("cluster_size") >= 2).join(names, "cluster")
+                .repartition(partitions, "cluster").sortWithinPartitions("cluster", "rank")
+                .select("id", "cluster_id", F.col("cluster_size").cast("long"), "kept"))
+    clusters.write.parquet(str(staging / "clusters"))
+    outputs = ["docs", "clusters"]
+    quarantined = quarantine.count()
+    if quarantined:
+        quarantine.write.parquet(str(staging / "quarantine"))
+        outputs.append("quarantine")
+    stages.done("write")
+
+    counts = decided.agg(
+        F.count("*").alias("input"),
+        F.sum(F.col("kept").cast("long")).alias("kept"),
+        F.sum((F.col("rank") != F.col("exact_rep")).cast("long")).alias("exact"),
+        F.sum(((F.col("rank") == F.col("exact_rep")) & ~F.col("kept")).cast("long")).alias("near"),
+    ).first()
+    sizes = [(r["cluster_size"], r["clusters"]) for r in decided.where(F.col("rank") == F.col("cluster"))
+             .where(F.col("cluster_size") >= 2).groupBy("cluster_size").agg(F.count("*").alias("clusters")).collect()]
+    params = cfg.lsh
+    stats = {
+        "format_version": FORMAT_VERSION,
+        "input": counts["input"] + quarantined,
+        "kept": counts["kept"],
+        "exact_duplicates": counts["exact"],
+        "near_duplicates": counts["near"],
+        "quarantined": quarantined,
+        "clusters": sum(c for _, c in sizes),
+        "largest_cluster": max((s for s, _ in sizes), default=0),
+        "cluster_size_histogram": size_histogram(sizes),
+        "candidate_pairs": candidates.count(),
+        "verified_pairs": edges.count(),
+        "giant_buckets": giant,
+        "rounds": rounds,
+        "threshold": cfg.threshold, "num_perm": cfg.minhash.num_perm, "ngram": cfg.minhash.ngram,
+        "bands": params.bands, "rows": params.rows,
+        "seconds": stages.seconds,
+    }
+    (staging / "report.md").write_text(dedup_report(stats), encoding="utf-8")
+    commit(staging, out, outputs, stats)
+    spark.catalog.clearCache()
+    return stats
+
+
+def dedup_report(stats: dict) -> str:
+    lines = ["# Dedup report", "",
+             f"Input {stats['input']} documents: kept {stats['kept']}, exact duplicates {stats['exact_duplicates']}, "
+             f"near duplicates {stats['near_duplicates']}, quarantined {stats['quarantined']}.",
+             f"{stats['clusters']} clusters, the largest of {stats['largest_cluster']}; LSH {stats['bands']} bands x "
+             f"{stats['rows']} rows; {stats['candidate_pairs']} candidate pairs, {stats['verified_pairs']} verified; "
+             f"{stats['rounds']} connected-component rounds.", "", "## Cluster sizes", "", "```"]
+    lines += bar_chart(stats["cluster_size_histogram"], stats["clusters"])
+    lines += ["```", "", "## Seconds per stage", ""] + [f"- {k}: {v}" for k, v in stats["seconds"].items()] + [""]
+    return "\n".join(lines)
+
+
+def summary(stats: dict) -> str:
+    return (f"input {stats['input']}: kept {stats['kept']}, exact duplicates {stats['exact_duplicates']}, "
+            f"near duplicates {stats['near_duplicates']}, quarantined {stats['quarantined']}; "
+            f"{stats['clusters']} clusters (largest {stats['largest_cluster']}), {stats['rounds']} rounds, "
+            f"{sum(stats['seconds'].values()):.1f} s")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        files = expand_inputs(args.input)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    cfg = DedupConfig(threshold=args.threshold, minhash=MinHashConfig(num_perm=args.num_perm, ngram=args.ngram),
+                      verify=not args.no_verify)
+    spark = get_spark("tokenmill-dedup", args.conf)
+    stats = run_dedup(spark, files, cfg, args.output, args.partitions)
+    print(summary(stats))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

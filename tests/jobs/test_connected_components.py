@@ -1,0 +1,59 @@
+"""Large-star/small-star on Spark against a union-find, on random graphs and long chains."""
+
+import random
+
+import pytest
+
+from jobs.connected_components import connected_components
+
+
+def union_find_components(edges):
+    parent = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for u, v in edges:
+        ru, rv = find(u), find(v)
+        if ru != rv:
+            parent[max(ru, rv)] = min(ru, rv)
+    nodes = {n for e in edges for n in e}
+    groups = {}
+    for n in nodes:
+        groups.setdefault(find(n), set()).add(n)
+    return {n: min(groups[find(n)]) for n in nodes}
+
+
+def spark_components(spark, edges):
+    frame = spark.createDataFrame(edges, "u long, v long")
+    result, rounds = connected_components(frame)
+    return {r["node"]: r["component"] for r in result.collect()}, rounds
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_graphs_match_union_find(spark, seed):
+    rng = random.Random(seed)
+    nodes = rng.randint(50, 400)
+    edges = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(rng.randint(nodes // 2, nodes * 2))]
+    edges = [(u, v) for u, v in edges if u != v]
+    result, _ = spark_components(spark, edges)
+    assert result == union_find_components(edges)
+
+
+def test_long_chain_converges_in_logarithmic_rounds(spark):
+    order = list(range(2000))
+    random.Random(3).shuffle(order)  # a chain whose node numbers are not in chain order
+    edges = list(zip(order, order[1:]))
+    result, rounds = spark_components(spark, edges)
+    assert set(result.values()) == {0} and len(result) == 2000
+    assert rounds <= 25
+
+
+def test_several_chains_and_stars(spark):
+    edges = [(i, i + 1) for i in range(100, 160)] + [(500, j) for j in range(501, 540)] + [(7, 3)]
+    result, _ = spark_components(spark, edges)
+    assert result == union_find_components(edges)
