@@ -160,7 +160,7 @@ def main(root, out_dir):
                             cctx=zstandard.ZstdCompressor(level=19)) as out:
             for path in files:
                 for i, text in enumerate(reader(path)):
-                    record = {"id": f"{name}/{path.name}#{i}", "text": text,
+                    record = {"id": f"{name}/{path.parent.name}/{path.name}#{i}", "text": text,
                               "url": f"file:///{path.relative_to(root) if path.is_relative_to(root) else path}",
                               "license": license_name}
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -31,3 +31,10 @@ def test_unknown_format_is_an_error(tmp_path):
     (tmp_path / "data.csv").write_text("a,b\n")
     with pytest.raises(InputError, match="unknown format"):
         expand_inputs(str(tmp_path / "data.csv"))
+
+
+def test_sample_corpus_ids_are_unique(sample_dir):
+    from prep.readers import read_file
+
+    ids = [r.id for f in expand_inputs(str(sample_dir)) for r in read_file(f)]
+    assert len(ids) == len(set(ids)) > 3000

@@ -1,0 +1,90 @@
+"""Duplicate recall and removal precision of the dedup job against exact Jaccard ground truth, next to
+datasketch's MinHashLSH on the same labelled set (benchmarks/dedup_set.py).
+
+    python -m benchmarks.eval_dedup_quality [--threshold 0.8]
+
+Definitions, at the threshold t (default 0.8):
+  duplicate recall   = pairs with J >= t of which not both documents are kept / pairs with J >= t
+  removal precision  = removed documents that have a kept document with J >= t / removed documents
+  J>=0.9 both kept   = pairs with J >= 0.9 where both documents are kept (the bar: 0)
+  content lost       = removed documents with no kept document at J >= 0.5 (the bar: 0)
+"""
+
+import argparse
+import tempfile
+
+from datasketch import MinHash, MinHashLSH
+
+from benchmarks.dedup_set import build, jaccard_pairs
+from prep.shingles import shingles
+
+
+def metrics(kept: set[str], ids: list[str], pairs: dict, threshold: float) -> dict:
+    removed = [i for i in ids if i not in kept]
+    near = {i: set() for i in ids}
+    for (a, b), j in pairs.items():
+        near[a].add((b, j))
+        near[b].add((a, j))
+    dup_pairs = [(a, b) for (a, b), j in pairs.items() if j >= threshold]
+    return {
+        "kept": len(kept), "removed": len(removed), "duplicate_pairs": len(dup_pairs),
+        "duplicate_recall": sum(not (a in kept and b in kept) for a, b in dup_pairs) / max(1, len(dup_pairs)),
+        "removal_precision": sum(any(o in kept and j >= threshold for o, j in near[r]) for r in removed) / max(1, len(removed)),
+        "both_kept_at_0.9": sum(a in kept and b in kept for (a, b), j in pairs.items() if j >= 0.9),
+        "content_lost": sum(not any(o in kept and j >= 0.5 for o, j in near[r]) for r in removed),
+    }
+
+
+def run_tokenmill(docs, threshold: float, spark) -> set[str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobs.dedup import run_dedup
+    from prep.dedup import DedupConfig
+    from prep.inputs import expand_inputs
+
+    with tempfile.TemporaryDirectory() as folder:
+        pq.write_table(pa.Table.from_pylist([{"id": d.id, "text": d.text} for d in docs]), f"{folder}/in.parquet")
+        run_dedup(spark, expand_inputs(f"{folder}/in.parquet"), DedupConfig(threshold=threshold), f"{folder}/out")
+        return set(pq.read_table(f"{folder}/out/docs", columns=["id"]).column("id").to_pylist())
+
+
+def run_datasketch(docs, threshold: float) -> set[str]:
+    """The usual datasketch recipe: longest first, keep a document unless the index returns a kept one."""
+    lsh, kept = MinHashLSH(threshold=threshold, num_perm=128), set()
+    for doc in sorted(docs, key=lambda d: -len(d.text)):
+        m = MinHash(num_perm=128)
+        m.update_batch([s.encode("utf-8") for s in shingles(doc.text, 5)])
+        if not lsh.query(m):
+            lsh.insert(doc.id, m)
+            kept.add(doc.id)
+    return kept
+
+
+def evaluate(threshold: float = 0.8, spark=None, seed: int = 0) -> dict:
+    docs = build(seed)
+    pairs = jaccard_pairs(docs)
+    ids = [d.id for d in docs]
+    return {"tokenmill": metrics(run_tokenmill(docs, threshold, spark), ids, pairs, threshold),
+            "datasketch MinHashLSH": metrics(run_datasketch(docs, threshold), ids, pairs, threshold),
+            "documents": len(docs)}
+
+
+def main():
+    from jobs.spark_session import get_spark
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threshold", type=float, default=0.8)
+    args = parser.parse_args()
+    result = evaluate(args.threshold, get_spark("eval-dedup", ["spark.master=local[2]"]))
+    print(f"{result['documents']} documents (English and Chinese originals and edited copies), threshold {args.threshold}\n")
+    print("| tool | kept | removed | duplicate recall | removal precision | J>=0.9 both kept | content lost |")
+    print("|---|---|---|---|---|---|---|")
+    for tool in ("tokenmill", "datasketch MinHashLSH"):
+        m = result[tool]
+        print(f"| {tool} | {m['kept']} | {m['removed']} | {m['duplicate_recall']:.1%} | {m['removal_precision']:.1%} "
+              f"| {m['both_kept_at_0.9']} | {m['content_lost']} |")
+
+
+if __name__ == "__main__":
+    main()
