@@ -8,7 +8,7 @@ TORCH := torch==2.13.0
 SAMPLE := data/sample
 OUT := out/sample
 
-.PHONY: install test shards clean-out bench-clean eval-clean
+.PHONY: install test shards clean-out bench-clean eval-clean bench-dedup eval-dedup
 
 install: $(STAMP)
 
@@ -35,3 +35,9 @@ bench-clean: install
 
 eval-clean: install
 	$(PY) -m benchmarks.eval_clean_quality
+
+bench-dedup: install
+	$(PY) -m benchmarks.bench_dedup
+
+eval-dedup: install
+	$(PY) -m benchmarks.eval_dedup_quality

@@ -38,7 +38,9 @@ def datatrove_python(given: str | None) -> str:
     python = DATATROVE_VENV / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(DATATROVE_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "datatrove>=0.4", "spacy"], check=True)
+        # spacy: its English word tokenizer; xxhash 4 refuses the str datatrove's MinHash passes it.
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "datatrove>=0.4", "spacy", "tokenizers", "xxhash<4",
+                        "orjson"], check=True)
     return str(python)
 
 

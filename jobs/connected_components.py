@@ -38,11 +38,12 @@ def _small_star(edges: DataFrame) -> DataFrame:
 
 
 def _is_forest_of_stars(edges: DataFrame) -> bool:
-    """Converged: every node has one parent, and no parent has a parent of its own."""
-    parents_with_parents = edges.join(edges.select(F.col("u").alias("v")).distinct(), "v")
-    if not parents_with_parents.isEmpty():
-        return False
-    return edges.groupBy("u").count().where(F.col("count") > 1).isEmpty()
+    """Converged: every node has one parent, and no parent has a parent of its own (one job)."""
+    roles = edges.select(F.col("u").alias("node"), F.col("v").alias("parent")).union(
+        edges.select(F.col("v").alias("node"), F.lit(None).cast("long").alias("parent")))
+    nodes = roles.groupBy("node").agg(F.countDistinct("parent").alias("parents"),
+                                      F.count(F.when(F.col("parent").isNull(), 1)).alias("children"))
+    return nodes.where((F.col("parents") > 1) | ((F.col("parents") == 1) & (F.col("children") > 0))).isEmpty()
 
 
 def connected_components(edges: DataFrame) -> tuple[DataFrame, int]:

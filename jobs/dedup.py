@@ -121,12 +121,14 @@ def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partiti
     # 1. Features: survivor keys, normalized-text hash, MinHash signature (vectorized per batch).
     features = docs.select(F.col("_row").alias("row"), "id", "text").repartition(partitions).mapInArrow(
         lambda batches: (features_batch(b, cfg) for b in batches), spark_schema(FEATURES_SCHEMA))
+    features = stages.done("signatures", features)  # read twice below: computed once
     # Rank = position in survivor order: longest text first, then id hash, then text hash. The
-    # smallest rank of a group is its survivor, and rank is the node id of the graph.
+    # smallest rank of a group is its survivor, and rank is the node id of the graph. Ids taken
+    # after a global sort increase with the sort order (they need not be dense), all in the JVM.
     order = [F.desc("text_len"), "id_hash", "exact_hash", "row"]
-    ranking = features.select("row", "text_len", "id_hash", "exact_hash").orderBy(*order).rdd.zipWithIndex()
-    ranks = ranking.map(lambda pair: (pair[0]["row"], pair[1])).toDF("row long, rank long")
-    features = stages.done("signatures", features.join(ranks, "row"))
+    ranks = features.select("row", "text_len", "id_hash", "exact_hash").orderBy(*order).select(
+        "row", F.monotonically_increasing_id().alias("rank"))
+    features = stages.done("rank", features.join(ranks, "row"))
 
     # 2. Exact duplicates: same normalized text; the smallest rank survives.
     features = features.withColumn("exact_rep", F.min("rank").over(Window.partitionBy("exact_hash")))

@@ -69,6 +69,10 @@ def get_spark(app_name: str, conf_pairs: list[str] | None = None):
     builder = SparkSession.builder.appName(app_name)
     if not launched_by_spark_submit() and "spark.master" not in conf:
         builder = builder.master("local[*]")
+    if conf.get("spark.master", "local" if not launched_by_spark_submit() else "").startswith("local"):
+        # Spark's 200 shuffle partitions are sized for clusters; on one machine they are 200 tiny
+        # tasks per shuffle. Output files never depend on this (jobs partition their outputs).
+        conf.setdefault("spark.sql.shuffle.partitions", str(max(8, 4 * (os.cpu_count() or 1))))
     submitted = SparkConf()  # under spark-submit: what the user submitted, which defaults must not override
     for key, value in DEFAULTS.items():
         if not submitted.contains(key):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from datasketch.lsh import _optimal_param
 
-from prep.minhash import MinHashConfig, signatures
+from prep.minhash import MinHashConfig, signatures_of_normalized
 from prep.shingles import normalize_bytes
 
 BAND_BASE = np.uint64(0xD6E8FEB86659FD93)
@@ -46,17 +46,18 @@ def id_hash(doc_id: str) -> int:
                           signed=True)
 
 
-def exact_hash(text: str) -> bytes:
+def exact_hash(normalized: bytes) -> bytes:
     """128 bits of the normalized text: documents equal after normalization are exact duplicates."""
-    return hashlib.blake2b(normalize_bytes(text), digest_size=16).digest()
+    return hashlib.blake2b(normalized, digest_size=16).digest()
 
 
 def document_features(ids: list[str], texts: list[str], cfg: MinHashConfig) -> dict[str, list]:
     """Everything dedup needs per document, for one batch: survivor-rule keys, exact hash, signature."""
-    sigs = signatures(texts, cfg)
+    normalized = [normalize_bytes(t) for t in texts]  # once, for both the exact hash and the shingles
+    sigs = signatures_of_normalized(normalized, cfg)
     return {
         "id_hash": [id_hash(i) for i in ids],
         "text_len": [len(t) for t in texts],
-        "exact_hash": [exact_hash(t) for t in texts],
+        "exact_hash": [exact_hash(n) for n in normalized],
         "signature": [row.tobytes() for row in sigs],
     }

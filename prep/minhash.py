@@ -92,7 +92,12 @@ def _shingle_hashes(unit_h: np.ndarray, doc_of_unit: np.ndarray, n_docs: int, n:
 
 def signatures(texts: list[str], cfg: MinHashConfig, chunk: int = 2048) -> np.ndarray:
     """uint32 [len(texts), num_perm]: one MinHash signature per text."""
-    normalized = [normalize_bytes(t) for t in texts]
+    return signatures_of_normalized([normalize_bytes(t) for t in texts], cfg, chunk)
+
+
+def signatures_of_normalized(normalized: list[bytes], cfg: MinHashConfig, chunk: int = 2048) -> np.ndarray:
+    """The same, for texts already through `prep.shingles.normalize_bytes`."""
+    texts = normalized
     units_per_doc = np.array([x.count(b" ") + 1 if x else 0 for x in normalized], dtype=np.int64)
     # One C-level pass: split the whole batch into units and CRC each (no Python code per unit).
     unit_h = np.fromiter(map(zlib.crc32, b" ".join(normalized).split()), np.uint64, int(units_per_doc.sum()))
