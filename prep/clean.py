@@ -151,10 +151,16 @@ def clean_batch(batch: pa.RecordBatch, cfg: CleanConfig) -> pa.RecordBatch:
     """READ_SCHEMA in, CLEAN_RESULT_SCHEMA out: documents cleaned, everything else passed through."""
     rows = batch.to_pylist()
     for row in rows:
-        if row["status"] == "doc":
+        if row["status"] != "doc":
+            continue
+        try:
             cleaned = clean_text(row["text"], cfg)
-            row.update(status="rejected" if cleaned.reason else "kept", text=cleaned.text, lang=cleaned.lang,
-                       lang_score=cleaned.lang_score, reason=cleaned.reason)
+        except Exception as e:  # a rule that breaks on some text must not take the job down with it
+            row.update(status="quarantined", error=f"cleaning failed: {type(e).__name__}: {e}", file=row["source"],
+                       raw=row["text"].encode("utf-8", "surrogatepass"))
+            continue
+        row.update(status="rejected" if cleaned.reason else "kept", text=cleaned.text, lang=cleaned.lang,
+                   lang_score=cleaned.lang_score, reason=cleaned.reason)
     return pa.RecordBatch.from_pylist(rows, schema=CLEAN_RESULT_SCHEMA)
 
 

@@ -83,15 +83,25 @@ def to_document(fields: dict, file: InputFile, line: int | None) -> Document | s
         doc_id = raw_id if isinstance(raw_id, str) else json.dumps(raw_id, default=_json_default)
         if problem := _text_problem(doc_id):
             return problem.replace("text", "id", 1)
+    extra = {k: v for k, v in fields.items() if k not in RESERVED_FIELDS}
     source = fields.get("source")
     if not isinstance(source, str) or _text_problem(source):
+        if source is not None:
+            extra["source"] = source  # not usable as the source column, but not dropped either
         source = file.relative
-    extra = {k: v for k, v in fields.items() if k not in RESERVED_FIELDS}
-    if isinstance(fields.get("metadata"), dict):
-        extra = {**fields["metadata"], **extra}
+    metadata = fields.get("metadata")
+    if isinstance(metadata, str):  # a tokenmill output read again: metadata is a JSON object as text
+        try:
+            metadata = json.loads(metadata)
+        except json.JSONDecodeError:
+            pass
+    if isinstance(metadata, dict):
+        extra = {**metadata, **extra}
+    elif metadata is not None:
+        extra["metadata"] = metadata
     # ensure_ascii keeps odd values (lone surrogates) representable; sort_keys makes it deterministic.
-    metadata = json.dumps(extra, ensure_ascii=True, sort_keys=True, default=_json_default) if extra else None
-    return Document(doc_id, fields["text"], source, metadata)
+    metadata_json = json.dumps(extra, ensure_ascii=True, sort_keys=True, default=_json_default) if extra else None
+    return Document(doc_id, fields["text"], source, metadata_json)
 
 
 def _parse_json_line(data: bytes, number: int, file: InputFile) -> Document | Quarantined:

@@ -1,4 +1,10 @@
+import os
+import subprocess
+import sys
+
 import pytest
+
+from tests.conftest import REPO
 
 
 @pytest.fixture(scope="session")
@@ -9,3 +15,19 @@ def spark():
     session = get_spark("tokenmill-tests", ["spark.master=local[2]", "spark.sql.shuffle.partitions=2"])
     yield session
     session.stop()
+
+
+def spark_submit(job: str, *args: str, cwd) -> subprocess.CompletedProcess:
+    """Runs `spark-submit jobs/<job>.py ARGS` as a user would, in local[1]."""
+    from jobs.java import ensure_java
+
+    spark_submit_bin = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "JAVA_HOME": ensure_java()}
+    return subprocess.run([spark_submit_bin, "--master", "local[1]", str(REPO / "jobs" / f"{job}.py"), *args],
+                          cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+
+
+def run_module(job: str, *args: str) -> subprocess.CompletedProcess:
+    """Runs `python -m jobs.<job> ARGS` from the repository root."""
+    return subprocess.run([sys.executable, "-m", f"jobs.{job}", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)

@@ -1,9 +1,6 @@
 """The cleaning job on Spark, end to end: the sample corpus and hostile inputs."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,7 +11,8 @@ from jobs.clean import run_clean
 from prep.clean import CleanConfig
 from prep.inputs import expand_inputs
 from schemas import CLEAN_DOCUMENT_SCHEMA, QUARANTINE_SCHEMA, REJECTED_SCHEMA
-from tests.conftest import REPO, write_lines
+from tests.conftest import write_lines
+from tests.jobs.conftest import run_module, spark_submit
 
 from tests.prep.quality.test_rules import ENGLISH as PROSE
 
@@ -116,18 +114,13 @@ def test_rerun_replaces_output_without_duplicates(spark, tmp_path):
     assert stats["kept"] == 1 and rows(out / "docs") == 1
 
 
-def run_cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "jobs.clean", *args], cwd=REPO, capture_output=True, text=True,
-                          env=env, timeout=600)
-
-
 def test_cli_help_and_clear_errors(tmp_path):
-    assert "--input" in run_cli("--help").stdout
-    missing = run_cli("--input", str(tmp_path / "nope"), "--output", str(tmp_path / "out"))
+    assert "--input" in run_module("clean", "--help").stdout
+    missing = run_module("clean", "--input", str(tmp_path / "nope"), "--output", str(tmp_path / "out"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
     bad_conf = tmp_path / "bad.yaml"
     bad_conf.write_text("en: {c4: {nope: 1}}\n")
-    result = run_cli("--input", str(tmp_path), "--output", str(tmp_path / "o"), "--config", str(bad_conf))
+    result = run_module("clean", "--input", str(tmp_path), "--output", str(tmp_path / "o"), "--config", str(bad_conf))
     assert result.returncode == 2 and "nope" in result.stderr
 
 
@@ -136,14 +129,7 @@ def test_spark_submit_runs_the_job_file(tmp_path):
     inputs.mkdir()
     data = json.dumps({"text": PROSE}).encode() + b"\n" + b"{oops\n"
     (inputs / "a.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
-    spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    from jobs.java import ensure_java
-
-    env["JAVA_HOME"] = ensure_java()
-    result = subprocess.run([spark_submit, "--master", "local[1]", str(REPO / "jobs" / "clean.py"), "--input", str(inputs),
-                             "--output", str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True,
-                            env=env, timeout=600)
+    result = spark_submit("clean", "--input", str(inputs), "--output", str(tmp_path / "out"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert (stats["input"], stats["kept"], stats["quarantined"]) == (2, 1, 1)

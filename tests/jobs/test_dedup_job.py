@@ -11,6 +11,7 @@ from prep.dedup import DedupConfig
 from prep.inputs import expand_inputs
 from prep.readers import Document, read_file
 from tests.conftest import write_lines
+from tests.jobs.conftest import run_module, spark_submit
 
 
 def sample_docs(sample_dir, n=60):
@@ -95,3 +96,16 @@ def test_jsonl_input_bad_records_are_quarantined_and_counted(spark, tmp_path, sa
     assert (stats["input"], stats["quarantined"], stats["exact_duplicates"], stats["kept"]) == (7, 1, 1, 5)
     assert pq.read_table(tmp_path / "out" / "quarantine").column("line").to_pylist() == [6]
     assert pq.read_table(tmp_path / "out" / "docs").schema.names == ["id", "text", "source", "metadata"]
+
+
+def test_cli_and_spark_submit(tmp_path, sample_dir):
+    assert "--threshold" in run_module("dedup", "--help").stdout
+    bad = run_module("dedup", "--input", str(tmp_path / "nope"), "--output", str(tmp_path / "o"))
+    assert bad.returncode == 2 and "no such file" in bad.stderr
+    assert run_module("dedup", "--input", "x", "--output", "y", "--threshold", "1.5").returncode == 2
+    docs = sample_docs(sample_dir, 3)
+    write_lines(tmp_path / "in.jsonl", [{"text": d.text} for d in docs] + [{"text": docs[1].text.upper()}])
+    result = spark_submit("dedup", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert (stats["input"], stats["kept"], stats["exact_duplicates"]) == (4, 3, 1)

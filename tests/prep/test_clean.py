@@ -34,3 +34,20 @@ def test_default_rules_keep_prose_and_remove_junk_in_each_language():
     for lang in ("en", "zh"):
         assert result[lang]["prose_kept"] >= 0.80, (lang, result[lang], result["prose_losses"])
         assert result[lang]["junk_removed"] >= 0.95, (lang, result[lang])
+
+
+def test_a_rule_that_raises_quarantines_the_document_instead_of_failing(monkeypatch):
+    import pyarrow as pa
+
+    import prep.clean as clean_module
+    from prep.clean import READ_SCHEMA, clean_batch
+
+    def broken(text, cfg):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(clean_module, "clean_text", broken)
+    batch = pa.RecordBatch.from_pylist([{"status": "doc", "file_index": 0, "record_index": 0, "id": "a",
+                                         "text": ENGLISH, "source": "in.jsonl"}], schema=READ_SCHEMA)
+    (row,) = clean_batch(batch, CleanConfig()).to_pylist()
+    assert row["status"] == "quarantined" and row["error"] == "cleaning failed: ValueError: boom"
+    assert row["file"] == "in.jsonl" and row["raw"] == ENGLISH.encode()

@@ -106,3 +106,13 @@ def test_txt_is_one_document_and_invalid_utf8_is_quarantined(tmp_path):
     assert (doc.text, doc.id) == (PROSE, "good.txt")
     (q,) = read(bad)
     assert isinstance(q, Quarantined) and "invalid UTF-8" in q.error and q.line is None
+
+
+def test_metadata_of_a_tokenmill_output_is_merged_and_odd_fields_kept(tmp_path):
+    path = write_lines(tmp_path / "in.jsonl", [
+        {"text": PROSE, "metadata": json.dumps({"url": "u"}), "lang": "en"},
+        {"text": PROSE, "metadata": [1, 2], "source": 42},
+    ])
+    first, second = read(path)
+    assert json.loads(first.metadata) == {"url": "u", "lang": "en"}
+    assert json.loads(second.metadata) == {"metadata": [1, 2], "source": 42} and second.source == "in.jsonl"
