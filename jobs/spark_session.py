@@ -73,6 +73,9 @@ def get_spark(app_name: str, conf_pairs: list[str] | None = None):
         # Spark's 200 shuffle partitions are sized for clusters; on one machine they are 200 tiny
         # tasks per shuffle. Output files never depend on this (jobs partition their outputs).
         conf.setdefault("spark.sql.shuffle.partitions", str(max(8, 4 * (os.cpu_count() or 1))))
+    if not launched_by_spark_submit():
+        log_config = PROJECT_ROOT / "jobs" / "log4j2.properties"
+        conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
     submitted = SparkConf()  # under spark-submit: what the user submitted, which defaults must not override
     for key, value in DEFAULTS.items():
         if not submitted.contains(key):
