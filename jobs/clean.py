@@ -29,13 +29,16 @@ OUTPUTS = {"docs": ("kept", CLEAN_DOCUMENT_SCHEMA), "rejected": ("rejected", REJ
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="jobs.clean", description=__doc__.split("\n")[0])
-    parser.add_argument("--input", required=True, help="files, directories or globs, comma-separated")
-    parser.add_argument("--output", required=True, help="output folder")
+    parser.add_argument("--input", help="files, directories or globs, comma-separated (required)")
+    parser.add_argument("--output", help="output folder (required)")
     parser.add_argument("--config", help="YAML file overriding the defaults (see --print-config)")
     parser.add_argument("--print-config", action="store_true", help="print the effective configuration and exit")
     parser.add_argument("--partitions", type=int, help="cleaning tasks (default: from the input size, at least 8)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not args.print_config and not (args.input and args.output):
+        parser.error("--input and --output are required")
+    return args
 
 
 def run_clean(spark, files: list[InputFile], cfg: CleanConfig, out: str, partitions: int | None = None) -> dict:
