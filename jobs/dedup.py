@@ -189,11 +189,14 @@ def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partiti
         outputs.append("quarantine")
     stages.done("write")
 
+    def total(condition):  # 0, not null, on an empty input
+        return F.coalesce(F.sum(condition.cast("long")), F.lit(0))
+
     counts = decided.agg(
         F.count("*").alias("input"),
-        F.sum(F.col("kept").cast("long")).alias("kept"),
-        F.sum((F.col("rank") != F.col("exact_rep")).cast("long")).alias("exact"),
-        F.sum(((F.col("rank") == F.col("exact_rep")) & ~F.col("kept")).cast("long")).alias("near"),
+        total(F.col("kept")).alias("kept"),
+        total(F.col("rank") != F.col("exact_rep")).alias("exact"),
+        total((F.col("rank") == F.col("exact_rep")) & ~F.col("kept")).alias("near"),
     ).first()
     sizes = [(r["cluster_size"], r["clusters"]) for r in decided.where(F.col("rank") == F.col("cluster"))
              .where(F.col("cluster_size") >= 2).groupBy("cluster_size").agg(F.count("*").alias("clusters")).collect()]

@@ -109,3 +109,10 @@ def test_cli_and_spark_submit(tmp_path, sample_dir):
     assert result.returncode == 0, result.stderr[-3000:]
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert (stats["input"], stats["kept"], stats["exact_duplicates"]) == (4, 3, 1)
+
+
+def test_input_without_documents_gives_empty_outputs(spark, tmp_path):
+    path = write_lines(tmp_path / "in.jsonl", [b"{broken", b"[1]"])
+    stats = run_dedup(spark, expand_inputs(str(path)), DedupConfig(), str(tmp_path / "out"), partitions=2)
+    assert (stats["input"], stats["quarantined"], stats["kept"], stats["clusters"]) == (2, 2, 0, 0)
+    assert pq.read_table(tmp_path / "out" / "docs").num_rows == 0
