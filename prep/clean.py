@@ -1,7 +1,7 @@
 """The cleaning transform: normalize, identify the language, redact PII, apply the quality rules.
 
-Pure Python over one document, plus `clean_files`, which reads input files and returns Arrow
-batches in CLEAN_RESULT_SCHEMA: the Spark job calls it from mapInArrow, tests call it directly.
+Pure Python over one document (`clean_text`), plus the Arrow batch functions the Spark job calls
+from mapInArrow: `read_records` (input files to READ_SCHEMA) and `clean_batch` (to CLEAN_RESULT_SCHEMA).
 """
 
 from collections.abc import Iterable, Iterator
@@ -162,9 +162,3 @@ def clean_batch(batch: pa.RecordBatch, cfg: CleanConfig) -> pa.RecordBatch:
         row.update(status="rejected" if cleaned.reason else "kept", text=cleaned.text, lang=cleaned.lang,
                    lang_score=cleaned.lang_score, reason=cleaned.reason)
     return pa.RecordBatch.from_pylist(rows, schema=CLEAN_RESULT_SCHEMA)
-
-
-def clean_files(files: Iterable[InputFile], cfg: CleanConfig) -> Iterator[pa.RecordBatch]:
-    """Reading and cleaning in one process: what the job does, without Spark."""
-    for batch in read_records(enumerate(files), cfg.reader):
-        yield clean_batch(batch, cfg)

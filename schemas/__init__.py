@@ -3,7 +3,6 @@
 from schemas.documents import (
     CLEAN_DOCUMENT_SCHEMA,
     DOCUMENT_SCHEMA,
-    FILE_ERROR_SCHEMA,
     FORMAT_VERSION,
     QUARANTINE_SCHEMA,
     REJECTED_SCHEMA,
@@ -12,7 +11,6 @@ from schemas.documents import (
 __all__ = [
     "CLEAN_DOCUMENT_SCHEMA",
     "DOCUMENT_SCHEMA",
-    "FILE_ERROR_SCHEMA",
     "FORMAT_VERSION",
     "QUARANTINE_SCHEMA",
     "REJECTED_SCHEMA",

@@ -35,12 +35,3 @@ QUARANTINE_SCHEMA = pa.schema(
         pa.field("raw", pa.binary()),
     ]
 )
-
-# A file that could not be read to its end (truncated or corrupt stream, unreadable Parquet).
-# The records before the damage are kept; the file is reported by name in stats.json.
-FILE_ERROR_SCHEMA = pa.schema(
-    [
-        pa.field("file", pa.string(), nullable=False),
-        pa.field("error", pa.string(), nullable=False),
-    ]
-)
