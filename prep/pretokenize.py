@@ -13,8 +13,10 @@ The splitting, in order:
 
 from tokenizers import Regex, decoders, pre_tokenizers
 
+from prep.cjk import HAN_KANA, char_class
+
 DIGITS = r"\p{N}{1,3}"
-CJK_RUN = r"[\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
+CJK_RUN = f"[{char_class(HAN_KANA)}]+"
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
           r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 

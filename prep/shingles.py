@@ -10,8 +10,9 @@ dropped.
 
 import unicodedata
 
-CJK_RANGES = ((0x1100, 0x11FF), (0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7AF),
-              (0xF900, 0xFAFF), (0x20000, 0x2FFFF))
+from prep.cjk import HAN_KANA, HANGUL, in_ranges
+
+CJK_RANGES = HAN_KANA + HANGUL
 
 
 def _unit_char(ch: str) -> str:
@@ -23,7 +24,7 @@ def _unit_char(ch: str) -> str:
     out = []
     for c in unicodedata.normalize("NFKC", ch):
         cp = ord(c)
-        if any(lo <= cp <= hi for lo, hi in CJK_RANGES):
+        if in_ranges(cp, CJK_RANGES):
             out.append(f" {c} ")
         elif unicodedata.category(c) == "Nd":
             out.append("0")

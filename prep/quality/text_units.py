@@ -9,7 +9,9 @@ apply with character-based thresholds (as FineWeb-2 does for Chinese, where a wo
 import functools
 import re
 
-CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
+from prep.cjk import HAN_KANA, char_class
+
+CJK_CHARS = char_class(HAN_KANA)
 CJK_OR_RUN = re.compile(f"[{CJK_CHARS}]|[^{CJK_CHARS}]+")
 CJK_CHAR = re.compile(f"[{CJK_CHARS}]")
 
