@@ -23,7 +23,7 @@ from jobs.connected_components import connected_components
 from jobs.ingest import default_partitions, read_input
 from jobs.outputs import commit, staging_dir
 from jobs.reports import bar_chart
-from jobs.spark_session import get_spark
+from jobs.spark_session import get_spark, spark_schema
 from prep.dedup import BANDS_SCHEMA, FEATURES_SCHEMA, SURVIVORS_SCHEMA, DedupConfig, bands_batch, features_batch, \
     survivors_table, verify_batch
 from prep.inputs import InputError, InputFile, expand_inputs
@@ -108,10 +108,9 @@ def size_histogram(sizes: list[tuple[int, int]]) -> dict[str, int]:
 
 
 def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partitions: int | None = None) -> dict:
+    from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
-
-    from jobs.spark_session import spark_schema
 
     stages = Stages()
     partitions = partitions or default_partitions(files)
@@ -135,8 +134,11 @@ def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partiti
     reps = stages.done("exact", features.where(F.col("rank") == F.col("exact_rep")).select("rank", "signature"))
 
     # 3. LSH: one row per (document, band); star edges from each bucket member to the bucket's smallest rank.
-    bands = reps.mapInArrow(lambda batches: (bands_batch(b, cfg) for b in batches), spark_schema(BANDS_SCHEMA))
-    buckets = bands.groupBy("band", "bucket").agg(F.min("rank").alias("center"), F.count("*").alias("size"))
+    # Both are read twice below (the giant-bucket count and the join): persisted, computed once.
+    bands = reps.mapInArrow(lambda batches: (bands_batch(b, cfg) for b in batches),
+                            spark_schema(BANDS_SCHEMA)).persist(StorageLevel.DISK_ONLY)
+    buckets = bands.groupBy("band", "bucket").agg(F.min("rank").alias("center"), F.count("*").alias("size")).persist(
+        StorageLevel.DISK_ONLY)
     giant = buckets.where(F.col("size") > cfg.giant_bucket).count()
     if giant:
         log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",

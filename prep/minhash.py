@@ -97,16 +97,15 @@ def signatures(texts: list[str], cfg: MinHashConfig, chunk: int = 2048) -> np.nd
 
 def signatures_of_normalized(normalized: list[bytes], cfg: MinHashConfig, chunk: int = 2048) -> np.ndarray:
     """The same, for texts already through `prep.shingles.normalize_bytes`."""
-    texts = normalized
     units_per_doc = np.array([x.count(b" ") + 1 if x else 0 for x in normalized], dtype=np.int64)
     # One C-level pass: split the whole batch into units and CRC each (no Python code per unit).
     unit_h = np.fromiter(map(zlib.crc32, b" ".join(normalized).split()), np.uint64, int(units_per_doc.sum()))
-    doc_of_unit = np.repeat(np.arange(len(texts)), units_per_doc)
-    shingle_h, shingle_doc = _shingle_hashes(unit_h, doc_of_unit, len(texts), cfg.ngram)
+    doc_of_unit = np.repeat(np.arange(len(normalized)), units_per_doc)
+    shingle_h, shingle_doc = _shingle_hashes(unit_h, doc_of_unit, len(normalized), cfg.ngram)
     mixed = _fmix32(_fold32(shingle_h))
     a, b = (x[:, None] for x in permutations(cfg))
-    result = np.full((len(texts), cfg.num_perm), np.iinfo(np.uint32).max, np.uint32)
-    counts = np.bincount(shingle_doc, minlength=len(texts))
+    result = np.full((len(normalized), cfg.num_perm), np.iinfo(np.uint32).max, np.uint32)
+    counts = np.bincount(shingle_doc, minlength=len(normalized))
     offsets = np.concatenate(([0], np.cumsum(counts)))
     # Long documents: a plain minimum over [num_perm, shingles] blocks (vectorized well by NumPy).
     for doc in np.nonzero(counts >= chunk // 8)[0]:
