@@ -107,36 +107,36 @@ def size_histogram(sizes: list[tuple[int, int]]) -> dict[str, int]:
     return bins
 
 
-def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partitions: int | None = None) -> dict:
-    from pyspark import StorageLevel
-    from pyspark.sql import Window
+def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
+    """Per document: survivor keys, normalized-text hash, MinHash signature, and rank.
+
+    Rank = position in survivor order: longest text first, then id hash, then text hash. The
+    smallest rank of a group is its survivor, and rank is the node id of the graph. Ids taken after
+    a global sort increase with the sort order (they need not be dense), all in the JVM.
+    """
     from pyspark.sql import functions as F
 
-    stages = Stages()
-    partitions = partitions or default_partitions(files)
-    docs, quarantine = load_documents(spark, files)
-    docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()))
-
-    # 1. Features: survivor keys, normalized-text hash, MinHash signature (vectorized per batch).
     features = docs.select(F.col("_row").alias("row"), "id", "text").repartition(partitions).mapInArrow(
         lambda batches: (features_batch(b, cfg) for b in batches), spark_schema(FEATURES_SCHEMA))
     features = stages.done("signatures", features)  # read twice below: computed once
-    # Rank = position in survivor order: longest text first, then id hash, then text hash. The
-    # smallest rank of a group is its survivor, and rank is the node id of the graph. Ids taken
-    # after a global sort increase with the sort order (they need not be dense), all in the JVM.
     order = [F.desc("text_len"), "id_hash", "exact_hash", "row"]
     ranks = features.select("row", "text_len", "id_hash", "exact_hash").orderBy(*order).select(
         "row", F.monotonically_increasing_id().alias("rank"))
-    features = stages.done("rank", features.join(ranks, "row"))
+    return stages.done("rank", features.join(ranks, "row"))
 
-    # 2. Exact duplicates: same normalized text; the smallest rank survives.
-    features = features.withColumn("exact_rep", F.min("rank").over(Window.partitionBy("exact_hash")))
-    reps = stages.done("exact", features.where(F.col("rank") == F.col("exact_rep")).select("rank", "signature"))
 
-    # 3. LSH: one row per (document, band); star edges from each bucket member to the bucket's smallest rank.
+def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
+    """(candidate pairs, verified pairs, giant buckets) from LSH over the exact survivors' signatures.
+
+    Star edges: each bucket member gets one edge to the bucket's smallest rank, so a bucket of n
+    documents costs n edges, not n^2 pairs.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
     # Both are read twice below (the giant-bucket count and the join): persisted, computed once.
-    bands = reps.mapInArrow(lambda batches: (bands_batch(b, cfg) for b in batches),
-                            spark_schema(BANDS_SCHEMA)).persist(StorageLevel.DISK_ONLY)
+    bands = sig.mapInArrow(lambda batches: (bands_batch(b, cfg) for b in batches),
+                           spark_schema(BANDS_SCHEMA)).persist(StorageLevel.DISK_ONLY)
     buckets = bands.groupBy("band", "bucket").agg(F.min("rank").alias("center"), F.count("*").alias("size")).persist(
         StorageLevel.DISK_ONLY)
     giant = buckets.where(F.col("size") > cfg.giant_bucket).count()
@@ -147,35 +147,33 @@ def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partiti
                   .where(F.col("rank") != F.col("center")).select(F.col("rank").alias("u"), F.col("center").alias("v"))
                   .distinct())
     candidates = stages.done("lsh", candidates)
-
-    # 4. Verification: estimated Jaccard of each candidate pair from the two signatures.
-    sig = reps.select(F.col("rank"), F.col("signature"))
+    # Verification: the estimated Jaccard of each candidate pair, from its two signatures.
     pairs = (candidates.join(sig.withColumnRenamed("rank", "u").withColumnRenamed("signature", "sig_u"), "u")
              .join(sig.withColumnRenamed("rank", "v").withColumnRenamed("signature", "sig_v"), "v")
              .select("u", "v", "sig_u", "sig_v"))
     scored = pairs.mapInArrow(lambda batches: (verify_batch(b, cfg) for b in batches),
                               "u long, v long, similarity double")
     edges = scored.where(F.col("similarity") >= cfg.threshold) if cfg.verify else scored
-    edges = stages.done("verify", edges.select("u", "v"))
+    return candidates, stages.done("verify", edges.select("u", "v")), giant
 
-    # 5. Connected components, then survivors inside each component.
+
+def _survivors(edges, sig, cfg: DedupConfig, stages: Stages):
+    """(rank, near_kept, copy_of, component) for every exact survivor with a verified edge; rounds."""
+    from pyspark.sql import functions as F
+
     components, rounds = connected_components(edges)
     components = stages.done("components", components)
     members = components.join(sig.withColumnRenamed("rank", "node"), "node").select(
         F.col("component"), F.col("node").alias("rank"), "signature")
     survivors = members.groupBy("component").applyInArrow(lambda table: survivors_table(table, cfg),
                                                          spark_schema(SURVIVORS_SCHEMA))
-    survivors = stages.done("survivors", survivors.join(components.withColumnRenamed("node", "rank"), "rank"))
+    return stages.done("survivors", survivors.join(components.withColumnRenamed("node", "rank"), "rank")), rounds
 
-    # 6. Decisions for every document, and its cluster: the near component of its exact survivor.
-    decided = (features.select("row", "rank", "exact_rep")
-               .join(survivors.select(F.col("rank").alias("exact_rep"), "near_kept", "component"), "exact_rep", "left")
-               .withColumn("kept", (F.col("rank") == F.col("exact_rep")) & F.coalesce("near_kept", F.lit(True)))
-               .withColumn("cluster", F.coalesce("component", "exact_rep")))
-    decided = decided.withColumn("cluster_size", F.count("*").over(Window.partitionBy("cluster")))
-    decided = stages.done("decide", decided.join(docs.select(F.col("_row").alias("row"), "id"), "row"))
 
-    staging = staging_dir(out)
+def _write_outputs(docs, decided, quarantine, partitions: int, staging) -> tuple[list[str], int]:
+    """OUT/docs (kept rows, in survivor order), OUT/clusters, and OUT/quarantine when there is any."""
+    from pyspark.sql import functions as F
+
     kept_rows = decided.where("kept").select(F.col("row").alias("_row"), "rank")
     (docs.join(kept_rows, "_row").repartition(partitions, "rank").sortWithinPartitions("rank")
      .drop("_row", "rank").write.parquet(str(staging / "docs")))
@@ -189,7 +187,12 @@ def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partiti
     if quarantined:
         quarantine.write.parquet(str(staging / "quarantine"))
         outputs.append("quarantine")
-    stages.done("write")
+    return outputs, quarantined
+
+
+def _counts(decided) -> tuple[dict, list[tuple[int, int]]]:
+    """(input, kept, exact and near duplicate counts; (cluster size, clusters of that size))."""
+    from pyspark.sql import functions as F
 
     def total(condition):  # 0, not null, on an empty input
         return F.coalesce(F.sum(condition.cast("long")), F.lit(0))
@@ -199,9 +202,40 @@ def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partiti
         total(F.col("kept")).alias("kept"),
         total(F.col("rank") != F.col("exact_rep")).alias("exact"),
         total((F.col("rank") == F.col("exact_rep")) & ~F.col("kept")).alias("near"),
-    ).first()
+    ).first().asDict()
     sizes = [(r["cluster_size"], r["clusters"]) for r in decided.where(F.col("rank") == F.col("cluster"))
              .where(F.col("cluster_size") >= 2).groupBy("cluster_size").agg(F.count("*").alias("clusters")).collect()]
+    return counts, sizes
+
+
+def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partitions: int | None = None) -> dict:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    stages = Stages()
+    partitions = partitions or default_partitions(files)
+    docs, quarantine = load_documents(spark, files)
+    docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()))
+    features = _ranked_features(docs, cfg, partitions, stages)
+
+    # Exact duplicates: same normalized text; the smallest rank survives. Near duplicates among the rest.
+    features = features.withColumn("exact_rep", F.min("rank").over(Window.partitionBy("exact_hash")))
+    sig = stages.done("exact", features.where(F.col("rank") == F.col("exact_rep")).select("rank", "signature"))
+    candidates, edges, giant = _verified_edges(sig, cfg, stages)
+    survivors, rounds = _survivors(edges, sig, cfg, stages)
+
+    # Decisions for every document, and its cluster: the near component of its exact survivor.
+    decided = (features.select("row", "rank", "exact_rep")
+               .join(survivors.select(F.col("rank").alias("exact_rep"), "near_kept", "component"), "exact_rep", "left")
+               .withColumn("kept", (F.col("rank") == F.col("exact_rep")) & F.coalesce("near_kept", F.lit(True)))
+               .withColumn("cluster", F.coalesce("component", "exact_rep")))
+    decided = decided.withColumn("cluster_size", F.count("*").over(Window.partitionBy("cluster")))
+    decided = stages.done("decide", decided.join(docs.select(F.col("_row").alias("row"), "id"), "row"))
+
+    staging = staging_dir(out)
+    outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging)
+    stages.done("write")
+    counts, sizes = _counts(decided)
     params = cfg.lsh
     stats = {
         "format_version": FORMAT_VERSION,
