@@ -20,7 +20,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
 
 from jobs.connected_components import connected_components
-from jobs.ingest import default_partitions, read_input
+from jobs.ingest import default_partitions, load_documents
 from jobs.outputs import commit, staging_dir
 from jobs.reports import bar_chart
 from jobs.spark_session import get_spark, spark_schema
@@ -28,8 +28,7 @@ from prep.dedup import BANDS_SCHEMA, FEATURES_SCHEMA, SURVIVORS_SCHEMA, DedupCon
     survivors_table, verify_batch
 from prep.inputs import InputError, InputFile, expand_inputs
 from prep.minhash import MinHashConfig
-from prep.readers import ReaderConfig
-from schemas import DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA
+from schemas import FORMAT_VERSION
 
 log = logging.getLogger("tokenmill.dedup")
 
@@ -50,32 +49,6 @@ def parse_args(argv):
     if args.num_perm < 2 or args.ngram < 1:
         parser.error("--num-perm must be at least 2 and --ngram at least 1")
     return args
-
-
-def _native_parquet(spark, files: list[InputFile]):
-    """Parquet with string `id` and `text` columns (a tokenmill stage's output) is read by Spark as it
-    is, every column kept with its type; anything else goes through the ingestion readers."""
-    if not all(f.path.endswith(".parquet") for f in files):
-        return None
-    frame = spark.read.parquet(*[f.path for f in files])
-    types = dict(frame.dtypes)
-    return frame if types.get("id") == "string" and types.get("text") == "string" else None
-
-
-def load_documents(spark, files: list[InputFile]):
-    """(documents with all their columns, quarantined records or None)."""
-    from pyspark.sql import functions as F
-
-    native = _native_parquet(spark, files)
-    if native is not None:
-        quarantine = native.where(F.col("text").isNull()).select(
-            F.lit("text is null").alias("error"), F.input_file_name().alias("file"),
-            F.lit(None).cast("long").alias("line"), F.lit(None).cast("binary").alias("raw"))
-        return native.where(F.col("text").isNotNull()), quarantine
-    records = read_input(spark, files, ReaderConfig())
-    docs = records.where(F.col("status") == "doc").select(*DOCUMENT_SCHEMA.names)
-    quarantine = records.where(F.col("status") == "quarantined").select(*QUARANTINE_SCHEMA.names)
-    return docs, quarantine
 
 
 class Stages:

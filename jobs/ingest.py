@@ -7,6 +7,7 @@ from jobs.spark_session import spark_schema
 from prep.clean import READ_SCHEMA, read_records
 from prep.inputs import InputFile
 from prep.readers import ReaderConfig
+from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
 
 MAX_INPUT_PARTITIONS = 10_000
 MIN_PARTITIONS = 8  # enough to keep a few cores busy on a small input
@@ -32,3 +33,29 @@ def read_input(spark, files: list[InputFile], cfg: ReaderConfig):
             yield from read_records(((i, InputFile(p, r)) for i, p, r in pairs), cfg)
 
     return file_table.mapInArrow(read_partition, spark_schema(READ_SCHEMA))
+
+
+def _native_parquet(spark, files: list[InputFile]):
+    """Parquet with string `id` and `text` columns (a tokenmill stage's output) is read by Spark as it
+    is, every column kept with its type; anything else goes through the ingestion readers."""
+    if not all(f.path.endswith(".parquet") for f in files):
+        return None
+    frame = spark.read.parquet(*[f.path for f in files])
+    types = dict(frame.dtypes)
+    return frame if types.get("id") == "string" and types.get("text") == "string" else None
+
+
+def load_documents(spark, files: list[InputFile]):
+    """(documents with all their columns, quarantined records or None)."""
+    from pyspark.sql import functions as F
+
+    native = _native_parquet(spark, files)
+    if native is not None:
+        quarantine = native.where(F.col("text").isNull()).select(
+            F.lit("text is null").alias("error"), F.input_file_name().alias("file"),
+            F.lit(None).cast("long").alias("line"), F.lit(None).cast("binary").alias("raw"))
+        return native.where(F.col("text").isNotNull()), quarantine
+    records = read_input(spark, files, ReaderConfig())
+    docs = records.where(F.col("status") == "doc").select(*DOCUMENT_SCHEMA.names)
+    quarantine = records.where(F.col("status") == "quarantined").select(*QUARANTINE_SCHEMA.names)
+    return docs, quarantine

@@ -23,13 +23,14 @@ def _rename_parts(folder: Path) -> None:
     parts = sorted(p for p in folder.iterdir() if p.name.startswith("part-"))
     for index, part in enumerate(parts):
         part.rename(folder / f"part-{index:05d}.parquet")
-    for marker in folder.glob(".*crc"):
-        marker.unlink()
+    for checksum in folder.glob(".*crc"):
+        checksum.unlink()
 
 
-def commit(staging: Path, out: str, names: list[str], stats: dict) -> None:
+def commit(staging: Path, out: str, names: list[str], stats: dict, marker: str = "stats.json") -> None:
+    """Moves the outputs in place; `marker` (the stats) is written last and marks a complete output."""
     out_path = Path(out)
-    (out_path / "stats.json").unlink(missing_ok=True)  # stats.json marks a complete output: remove it first
+    (out_path / marker).unlink(missing_ok=True)
     for name in names:
         _rename_parts(staging / name)
         target = out_path / name
@@ -38,6 +39,6 @@ def commit(staging: Path, out: str, names: list[str], stats: dict) -> None:
     for extra in staging.iterdir():  # reports written beside the data
         os.replace(extra, out_path / extra.name)
     staging.rmdir()
-    tmp = out_path / "stats.json.tmp"
+    tmp = out_path / f"{marker}.tmp"
     tmp.write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out_path / "stats.json")
+    os.replace(tmp, out_path / marker)

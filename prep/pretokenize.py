@@ -42,3 +42,30 @@ def byte_alphabet() -> list[str]:
 def pre_tokens(text: str) -> list[str]:
     """The pre-tokens of a text, as byte-symbol strings (what a tokenizer model sees)."""
     return [piece for piece, _ in pre_tokenizer().pre_tokenize_str(text)]
+
+
+def _byte_symbols() -> list[str]:
+    """GPT-2's byte-to-symbol table (what ByteLevel uses): printable bytes stand for themselves, the
+    others are shifted past U+0100 so no symbol is whitespace or a control character."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    symbols, shifted = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            symbols[byte] = chr(byte)
+        else:
+            symbols[byte] = chr(256 + shifted)
+            shifted += 1
+    return [symbols[b] for b in range(256)]
+
+
+BYTE_SYMBOLS = _byte_symbols()
+_SYMBOL_BYTES = {symbol: byte for byte, symbol in enumerate(BYTE_SYMBOLS)}
+
+
+def to_symbols(text: str) -> str:
+    """A text spelled in byte symbols, as the models see it."""
+    return "".join(BYTE_SYMBOLS[b] for b in text.encode("utf-8"))
+
+
+def from_symbols(symbols: str) -> bytes:
+    return bytes(_SYMBOL_BYTES[s] for s in symbols)

@@ -1,6 +1,6 @@
 from tokenizers import pre_tokenizers
 
-from prep.pretokenize import byte_alphabet, decoder, pre_tokenizer
+from prep.pretokenize import byte_alphabet, decoder, pre_tokenizer, pre_tokens
 
 
 def split(text):
@@ -30,3 +30,12 @@ def test_every_byte_has_a_symbol():
     alphabet = byte_alphabet()
     assert len(alphabet) == 256 and len(set(alphabet)) == 256
     assert set(alphabet) == set(pre_tokenizers.ByteLevel.alphabet())
+
+
+def test_byte_symbol_table_is_the_byte_level_alphabet():
+    from prep.pretokenize import BYTE_SYMBOLS, from_symbols, to_symbols
+
+    assert sorted(BYTE_SYMBOLS) == sorted(byte_alphabet())
+    text = "naïve 中文 \x00\n👍🏽"
+    assert "".join(pre_tokens(text)) == to_symbols(text)
+    assert from_symbols(to_symbols(text)).decode() == text

@@ -1,0 +1,238 @@
+"""The tokenizer job: train the 128K hybrid BPE+Unigram tokenizer (or a plain baseline) on Spark.
+
+    spark-submit jobs/train_tokenizer.py --input IN --output OUT [--vocab-size 131072]
+        [--algorithm hybrid|bpe|unigram] [--sample-bytes N] [--conf key=value ...]
+    python -m jobs.train_tokenizer ...
+
+Writes OUT/tokenizer.json (a `tokenizers` file; OUT also loads with transformers'
+AutoTokenizer.from_pretrained) and OUT/report.json (written last: it marks a complete output).
+
+A share of the documents, chosen by a hash of their id, is held out for the report. The BPE (and
+the plain Unigram) train on the driver from a hash sample of the rest, bounded by --sample-bytes;
+every language keeps its share of the corpus in it. For the hybrid, the pre-tokens of all training
+documents are counted on Spark and every EM pass runs on the executors over that (pre-token, count)
+table, so the Unigram model is fit on the whole corpus, not only on what fits in the driver.
+"""
+
+import argparse
+import functools
+import json
+import logging
+import sys
+import time
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+
+import numpy as np
+import pyarrow as pa
+
+from jobs.ingest import load_documents
+from jobs.outputs import commit, staging_dir
+from jobs.peak_memory import PeakMemory
+from jobs.spark_session import get_spark
+from prep.inputs import InputError, expand_inputs
+from prep.pretokenize import from_symbols, pre_tokenizer
+from prep.tokenizer_base import BOS, EOS, PAD
+from prep.tokenizer_report import KINDS, evaluate, gain, table, text_kind
+from prep.tokenizer_train import ALGORITHMS, Corpus, TokenizerConfig, bpe_of_size, train
+from prep.tokenizer_unigram import EStep, expected_counts, segmenter
+from schemas import FORMAT_VERSION
+
+log = logging.getLogger("tokenmill.train_tokenizer")
+
+HASH_BUCKETS = 1 << 30
+MAX_HELD_OUT_BYTES = 16 << 20  # enough for stable per-language figures; encoded on the driver
+COUNTS_SCHEMA = "piece string, count long"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="jobs.train_tokenizer", description=__doc__.split("\n")[0])
+    parser.add_argument("--input", required=True, help="files, directories or globs, comma-separated")
+    parser.add_argument("--output", required=True, help="output folder")
+    parser.add_argument("--vocab-size", type=int, default=131_072, help="total, specials included (default 131072)")
+    parser.add_argument("--algorithm", choices=ALGORITHMS, default="hybrid", help="default hybrid")
+    parser.add_argument("--sample-bytes", type=int, default=1_000_000_000,
+                        help="text the driver trains BPE on (default 1 GB)")
+    parser.add_argument("--held-out", type=float, default=0.05, help="share of documents held out (default 0.05)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)")
+    args = parser.parse_args(argv)
+    if args.sample_bytes < 1:
+        parser.error("--sample-bytes must be positive")
+    if not 0 < args.held_out < 1:
+        parser.error("--held-out must be in (0, 1)")
+    return args
+
+
+def _with_hash(docs):
+    """A uniform number in [0, 1) per document from its id: the held-out split and the sample."""
+    from pyspark.sql import functions as F
+
+    return docs.select("id", "text", (F.pmod(F.xxhash64("id"), F.lit(HASH_BUCKETS)) / HASH_BUCKETS).alias("u"))
+
+
+def _held_out(docs, share: float) -> list[str]:
+    """The held-out texts, in hash order, up to MAX_HELD_OUT_BYTES."""
+    texts, size = [], 0
+    for row in docs.where(docs.u < share).orderBy("u", "id").select("text").toLocalIterator():
+        size += len(row.text.encode())
+        if size > MAX_HELD_OUT_BYTES:
+            break
+        texts.append(row.text)
+    return texts
+
+
+def _sample(training, share: float, sample_bytes: int):
+    """Training documents at the rate sample_bytes / training bytes (by hash: the same on any cluster)."""
+    from pyspark.sql import functions as F
+
+    total = training.agg(F.sum(F.octet_length("text"))).first()[0] or 0
+    rate = min(1.0, sample_bytes / total) if total else 1.0
+    sample = training.where((training.u - share) / (1 - share) < rate).orderBy("u", "id").select("text").persist()
+    return sample, total, rate
+
+
+def count_pre_tokens(training):
+    """The (pre-token, count) table of the training documents, each task counting its own first."""
+    def count(batches):
+        from collections import Counter
+
+        splitter, counts = pre_tokenizer(), Counter()
+        for batch in batches:
+            for text in batch.column("text").to_pylist():
+                counts.update(piece for piece, _ in splitter.pre_tokenize_str(text))
+        yield pa.RecordBatch.from_pydict({"piece": list(counts), "count": list(counts.values())})
+
+    from pyspark.sql import functions as F
+    from pyspark.storagelevel import StorageLevel
+
+    partial = training.select("text").mapInArrow(count, COUNTS_SCHEMA)
+    return partial.groupBy("piece").agg(F.sum("count").alias("count")).persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def count_characters(table) -> dict[str, int]:
+    def count(batches):
+        from collections import Counter
+
+        counts = Counter()
+        for batch in batches:
+            for piece, n in zip(batch.column("piece").to_pylist(), batch.column("count").to_pylist()):
+                for char in from_symbols(piece).decode("utf-8", errors="replace"):
+                    counts[char] += n
+        yield pa.RecordBatch.from_pydict({"piece": list(counts), "count": list(counts.values())})
+
+    from pyspark.sql import functions as F
+
+    rows = table.mapInArrow(count, COUNTS_SCHEMA).groupBy("piece").agg(F.sum("count").alias("count")).collect()
+    return {row.piece: row["count"] for row in rows}
+
+
+def spark_e_step(spark, table) -> EStep:
+    """Each E-step on the executors: the model is broadcast, each task segments its share of the table
+    and returns one vector of piece counts; the driver adds them up."""
+    def step(pieces: list[str], scores: np.ndarray) -> tuple[np.ndarray, float]:
+        model = spark.sparkContext.broadcast((pieces, scores.tolist()))
+
+        def run(batches):
+            current = segmenter(*model.value)  # built once per task, not per batch
+            freq, tokens = np.zeros(len(model.value[0])), 0.0
+            for batch in batches:
+                f, t = expected_counts(current, batch.column("piece").to_pylist(), batch.column("count").to_numpy())
+                freq, tokens = freq + f, tokens + t
+            yield pa.RecordBatch.from_pydict({"freq": [freq.tobytes()], "tokens": [tokens]})
+
+        rows = table.mapInArrow(run, "freq binary, tokens double").collect()
+        model.unpersist()
+        return sum(np.frombuffer(r.freq) for r in rows), sum(r.tokens for r in rows)
+
+    return step
+
+
+def transformers_config(vocab_size: int) -> dict:
+    """tokenizer_config.json: lets transformers' AutoTokenizer.from_pretrained(OUT) load the folder."""
+    return {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": BOS, "eos_token": EOS, "pad_token": PAD,
+            "model_max_length": 1_000_000_000, "clean_up_tokenization_spaces": False, "vocab_size": vocab_size}
+
+
+def _by_kind(texts: list[str]) -> dict[str, list[str]]:
+    groups = {kind: [] for kind in KINDS}
+    for text in texts:
+        groups[text_kind(text)].append(text)
+    return groups
+
+
+def run_train_tokenizer(spark, files, cfg: TokenizerConfig, out: str, sample_bytes: int, held_out: float) -> dict:
+    started = time.time()
+    with PeakMemory() as peak:
+        docs = _with_hash(load_documents(spark, files)[0])
+        held = _held_out(docs, held_out)
+        training = docs.where(docs.u >= held_out)
+        sample, training_bytes, rate = _sample(training, held_out, sample_bytes)
+
+        def corpus_sample():
+            return (row.text for row in sample.toLocalIterator())
+
+        counts = functools.cache(lambda: count_pre_tokens(training))  # only the hybrid needs them
+        corpus = Corpus(sample=corpus_sample, e_step=lambda: spark_e_step(spark, counts()),
+                        char_counts=lambda: count_characters(counts()))
+        counted = lambda: counts.cache_info().currsize > 0  # noqa: E731
+        tokenizer, details = train(corpus, cfg, print)
+        training_seconds = time.time() - started
+        baseline = bpe_of_size(corpus, cfg, cfg.vocab_size) if cfg.algorithm != "bpe" else None
+        kinds = _by_kind(held)
+        report = {
+            "format_version": FORMAT_VERSION,
+            "algorithm": cfg.algorithm,
+            "vocab_size": cfg.vocab_size,
+            "training": {**details, "training_bytes": training_bytes, "sample_rate": round(rate, 6),
+                         "distinct_pre_tokens": counts().count() if counted() else None},
+            "held_out": {"docs": len(held), "round_trip_exact": sum(
+                tokenizer.decode(e.ids, skip_special_tokens=False) == text
+                for e, text in zip(tokenizer.encode_batch(held, add_special_tokens=False), held)),
+                         "trained": evaluate(tokenizer, kinds)},
+        }
+        if baseline is not None:
+            report["held_out"]["bpe_same_size"] = evaluate(baseline, kinds)
+            report["held_out"]["gain"] = gain(report["held_out"]["trained"], report["held_out"]["bpe_same_size"])
+        sample.unpersist()
+        if counted():
+            counts().unpersist()
+    report["training_seconds"] = round(training_seconds, 1)
+    report["job_seconds"] = round(time.time() - started, 1)
+    report["peak_memory_bytes"] = peak.bytes
+    if details["filled_with_reserved"]:
+        report["warning"] = (f"the corpus gave {details['learned_pieces']} pieces: the vocabulary was filled "
+                             f"with {details['filled_with_reserved']} reserved tokens")
+    staging = staging_dir(out)
+    tokenizer.save(str(staging / "tokenizer.json"))
+    (staging / "tokenizer_config.json").write_text(json.dumps(transformers_config(cfg.vocab_size), indent=2) + "\n")
+    commit(staging, out, [], report, marker="report.json")
+    return report
+
+
+def summary(report: dict) -> str:
+    lines = [f"{report['algorithm']} tokenizer, {report['vocab_size']} tokens: trained in "
+             f"{report['training_seconds']} s, peak memory {report['peak_memory_bytes'] / 2**30:.2f} GiB; held-out "
+             f"round trip exact on {report['held_out']['round_trip_exact']}/{report['held_out']['docs']} documents",
+             table(report)]
+    if "warning" in report:
+        lines.append(f"warning: {report['warning']}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        cfg = TokenizerConfig(vocab_size=args.vocab_size, algorithm=args.algorithm)
+        files = expand_inputs(args.input)
+    except (InputError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    spark = get_spark("tokenmill-train-tokenizer", args.conf)
+    report = run_train_tokenizer(spark, files, cfg, args.output, args.sample_bytes, args.held_out)
+    print(summary(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
