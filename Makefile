@@ -7,8 +7,10 @@ STAMP := $(VENV)/.installed
 TORCH := torch==2.13.0
 SAMPLE := data/sample
 OUT := out/sample
+# 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
+SAMPLE_VOCAB := 32768
 
-.PHONY: install test shards clean-out bench-clean eval-clean bench-dedup eval-dedup
+.PHONY: install test shards clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer
 
 install: $(STAMP)
 
@@ -25,6 +27,7 @@ test: install
 shards: install
 	$(PY) -m jobs.clean --input $(SAMPLE) --output $(OUT)/clean
 	$(PY) -m jobs.dedup --input $(OUT)/clean/docs --output $(OUT)/dedup
+	$(PY) -m jobs.train_tokenizer --input $(OUT)/dedup/docs --output $(OUT)/tokenizer --vocab-size $(SAMPLE_VOCAB)
 
 clean-out:
 	rm -rf out
@@ -41,3 +44,8 @@ bench-dedup: install
 
 eval-dedup: install
 	$(PY) -m benchmarks.eval_dedup_quality
+
+# Needs the large corpus: see data/build_tokenizer_corpus.py (TOKENIZER_CORPUS defaults to its example path).
+TOKENIZER_CORPUS ?= /tmp/corpus/docs
+bench-tokenizer: install
+	$(PY) -m benchmarks.bench_tokenizer --corpus $(TOKENIZER_CORPUS)

@@ -5,7 +5,8 @@
     python -m jobs.train_tokenizer ...
 
 Writes OUT/tokenizer.json (a `tokenizers` file; OUT also loads with transformers'
-AutoTokenizer.from_pretrained) and OUT/report.json (written last: it marks a complete output).
+AutoTokenizer.from_pretrained), OUT/bpe_same_size.json (the plain BPE the report compares with) and
+OUT/report.json (written last: it marks a complete output).
 
 A share of the documents, chosen by a hash of their id, is held out for the report. The BPE (and
 the plain Unigram) train on the driver from a hash sample of the rest, bounded by --sample-bytes;
@@ -205,6 +206,8 @@ def run_train_tokenizer(spark, files, cfg: TokenizerConfig, out: str, sample_byt
                              f"with {details['filled_with_reserved']} reserved tokens")
     staging = staging_dir(out)
     tokenizer.save(str(staging / "tokenizer.json"))
+    if baseline is not None:  # kept so users (and benchmarks/bench_tokenizer.py) can compare for themselves
+        baseline.save(str(staging / "bpe_same_size.json"))
     (staging / "tokenizer_config.json").write_text(json.dumps(transformers_config(cfg.vocab_size), indent=2) + "\n")
     commit(staging, out, [], report, marker="report.json")
     return report

@@ -32,7 +32,8 @@ def test_outputs_load_with_tokenizers_and_transformers(trained):
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     out, _ = trained
-    assert sorted(p.name for p in out.iterdir()) == ["report.json", "tokenizer.json", "tokenizer_config.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["bpe_same_size.json", "report.json", "tokenizer.json",
+                                                         "tokenizer_config.json"]
     tokenizer = Tokenizer.from_file(str(out / "tokenizer.json"))
     fast = PreTrainedTokenizerFast(tokenizer_file=str(out / "tokenizer.json"))
     auto = AutoTokenizer.from_pretrained(str(out))

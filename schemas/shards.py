@@ -1,0 +1,47 @@
+"""Token shards: the Arrow schema of a row and the layout of SHARDS/index.json.
+
+A shard is an Arrow IPC *file* (random access), zstd-compressed, named shard-00000.arrow, ...
+Each row is one training sequence:
+  tokens      list<uint32>  token ids; length a multiple of 128, at most seq_len; padding (pad_id)
+                            only after the last document boundary
+  cu_seqlens  list<int32>   cumulative document boundaries in the row: 0, end of the first piece,
+                            ..., number of real tokens (FlashAttention varlen style)
+
+index.json (INDEX_VERSION):
+  format_version, tokenizer_sha256, vocab_size, embedding_size (vocab_size rounded up to a multiple
+  of 128), seq_len, pad_id, bos_id, eos_id, compression ("zstd"), compression_level,
+  checksum_algorithm ("blake2b-128"), shards: [{file, rows, tokens, real_tokens, bytes, checksum}],
+  totals: {shards, rows, tokens, real_tokens, bytes, documents, padding_waste}
+"""
+
+import hashlib
+from pathlib import Path
+
+import pyarrow as pa
+
+INDEX_VERSION = "1"
+INDEX_FILE = "index.json"
+CHECKSUM_ALGORITHM = "blake2b-128"
+
+SHARD_SCHEMA = pa.schema([
+    pa.field("tokens", pa.list_(pa.uint32()), nullable=False),
+    pa.field("cu_seqlens", pa.list_(pa.int32()), nullable=False),
+])
+
+INDEX_KEYS = ("format_version", "tokenizer_sha256", "vocab_size", "embedding_size", "seq_len", "pad_id", "bos_id",
+              "eos_id", "compression", "compression_level", "checksum_algorithm", "shards", "totals")
+SHARD_KEYS = ("file", "rows", "tokens", "real_tokens", "bytes", "checksum")
+TOTAL_KEYS = ("shards", "rows", "tokens", "real_tokens", "bytes", "documents", "padding_waste")
+
+
+def shard_name(index: int) -> str:
+    return f"shard-{index:05d}.arrow"
+
+
+def file_checksum(path: Path) -> str:
+    """The index's checksum of a file (CHECKSUM_ALGORITHM, hex)."""
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,127 @@
+"""Check SHARDS/index.json against the shard files.
+
+    python -m schemas.validate SHARDS [--quick]
+
+Checks the index's keys and version, then each shard: present, size, checksum, readable Arrow with
+the shard schema, row count, token counts, and every row (length a multiple of 128 and at most
+seq_len, boundaries rising from 0 to the real tokens, padding only after them and equal to pad_id,
+ids below vocab_size); then the totals. `--quick` skips the per-row checks. Prints every problem,
+naming the shard, and exits 1 if there is any (0 when all is well).
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas.shards import CHECKSUM_ALGORITHM, INDEX_FILE, INDEX_KEYS, INDEX_VERSION, SHARD_KEYS, SHARD_SCHEMA, \
+    TOTAL_KEYS, file_checksum
+
+ROW_MULTIPLE = 128
+
+
+def _rows_problems(table: pa.Table, index: dict) -> list[str]:
+    problems = []
+    tokens, cu = table.column("tokens").combine_chunks(), table.column("cu_seqlens").combine_chunks()
+    token_offsets, cu_offsets = tokens.offsets.to_numpy(), cu.offsets.to_numpy()
+    values, bounds = tokens.values.to_numpy(zero_copy_only=False), cu.values.to_numpy(zero_copy_only=False)
+    lengths = np.diff(token_offsets)
+    bad = np.flatnonzero((lengths % ROW_MULTIPLE != 0) | (lengths == 0) | (lengths > index["seq_len"]))
+    if bad.size:
+        problems.append(f"row {bad[0]} has {lengths[bad[0]]} tokens: not a multiple of {ROW_MULTIPLE} in "
+                        f"(0, {index['seq_len']}] ({len(bad)} rows like it)")
+    if values.size and values.max() >= index["vocab_size"]:
+        problems.append(f"token id {values.max()} is not below vocab_size {index['vocab_size']}")
+    for row in range(len(lengths)):
+        b = bounds[cu_offsets[row]:cu_offsets[row + 1]]
+        if len(b) < 2 or b[0] != 0 or np.any(np.diff(b) <= 0) or b[-1] > lengths[row]:
+            problems.append(f"row {row}: cu_seqlens {b[:8].tolist()}... must rise from 0 to at most {lengths[row]}")
+            break
+        padding = values[token_offsets[row] + b[-1]:token_offsets[row + 1]]
+        if np.any(padding != index["pad_id"]) or len(padding) >= ROW_MULTIPLE:
+            problems.append(f"row {row}: {len(padding)} tokens after the last boundary, not all pad_id "
+                            f"{index['pad_id']} or 128 or more")
+            break
+    return problems
+
+
+def shard_problems(folder: Path, entry: dict, index: dict, quick: bool) -> list[str]:
+    path = folder / entry["file"]
+    if not path.is_file():
+        return ["missing"]
+    if path.stat().st_size != entry["bytes"]:
+        return [f"size {path.stat().st_size} bytes, index says {entry['bytes']}"]
+    if file_checksum(path) != entry["checksum"]:
+        return [f"checksum {file_checksum(path)} differs from the index's {entry['checksum']}"]
+    try:
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+    except (pa.ArrowInvalid, OSError) as e:
+        return [f"not a readable Arrow IPC file: {e}"]
+    if not table.schema.equals(SHARD_SCHEMA):
+        return [f"schema {table.schema} is not the shard schema"]
+    problems = []
+    if table.num_rows != entry["rows"]:
+        problems.append(f"{table.num_rows} rows, index says {entry['rows']}")
+    tokens = int(pc.sum(pc.list_value_length(table.column("tokens"))).as_py() or 0)
+    if tokens != entry["tokens"]:
+        problems.append(f"{tokens} tokens, index says {entry['tokens']}")
+    real = sum(int(c[-1]) for c in table.column("cu_seqlens").to_pylist() if c)
+    if real != entry["real_tokens"]:
+        problems.append(f"{real} real tokens, index says {entry['real_tokens']}")
+    return problems + ([] if quick else _rows_problems(table, index))
+
+
+def validate(folder: Path, quick: bool = False) -> list[str]:
+    """Every problem found, each naming where; empty when the shards match their index."""
+    path = folder / INDEX_FILE
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return [f"{path}: missing"]
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return [f"{path}: not JSON: {e}"]
+    missing = [k for k in INDEX_KEYS if k not in index]
+    if missing:
+        return [f"{path}: keys missing: {', '.join(missing)}"]
+    problems = []
+    if index["format_version"] != INDEX_VERSION:
+        problems.append(f"{path}: format_version {index['format_version']!r}, this tokenmill reads {INDEX_VERSION!r}")
+    if index["checksum_algorithm"] != CHECKSUM_ALGORITHM or index["embedding_size"] % ROW_MULTIPLE:
+        problems.append(f"{path}: checksum_algorithm must be {CHECKSUM_ALGORITHM} and embedding_size a multiple of 128")
+    for entry in index["shards"]:
+        if absent := [k for k in SHARD_KEYS if k not in entry]:
+            problems.append(f"{path}: a shard entry lacks {', '.join(absent)}")
+            continue
+        problems += [f"{entry['file']}: {p}" for p in shard_problems(folder, entry, index, quick)]
+    totals = index["totals"]
+    for key in ("rows", "tokens", "real_tokens", "bytes"):
+        if key in totals and totals[key] != sum(e.get(key, 0) for e in index["shards"]):
+            problems.append(f"{path}: totals.{key} {totals[key]} is not the sum over the shards")
+    if [k for k in TOTAL_KEYS if k not in totals] or totals.get("shards") != len(index["shards"]):
+        problems.append(f"{path}: totals must have {', '.join(TOTAL_KEYS)} and count the shards")
+    listed = {e.get("file") for e in index["shards"]}
+    problems += [f"{p.name}: a shard file not in the index" for p in sorted(folder.glob("shard-*.arrow"))
+                 if p.name not in listed]
+    return problems
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="schemas.validate", description=__doc__.split("\n")[0])
+    parser.add_argument("shards", help="the folder holding index.json")
+    parser.add_argument("--quick", action="store_true", help="skip the per-row checks")
+    args = parser.parse_args(argv)
+    problems = validate(Path(args.shards), args.quick)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if not problems:
+        print(f"{args.shards}: index and shards agree")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
