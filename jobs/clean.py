@@ -11,8 +11,9 @@ import argparse
 import sys
 import time
 
-if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable, and
+    # put its root in place of jobs/ (jobs/tokenize.py would shadow the standard library's tokenize)
+    sys.path[0] = str(__import__("pathlib").Path(__file__).resolve().parent.parent)
 
 from jobs.outputs import commit, staging_dir
 from jobs.reports import removal_report

@@ -22,8 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable, and
+    # put its root in place of jobs/ (jobs/tokenize.py would shadow the standard library's tokenize)
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 import numpy as np
 import pyarrow as pa
@@ -33,9 +34,9 @@ from jobs.outputs import commit, staging_dir
 from jobs.spark_session import get_spark
 from prep.encode import TokenizerFile, encode_documents
 from prep.inputs import InputError, expand_inputs
-from prep.packing import ROW_MULTIPLE, PackConfig, materialize, pack
+from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
-from schemas.shards import CHECKSUM_ALGORITHM, INDEX_FILE, INDEX_VERSION, shard_name
+from schemas.shards import INDEX_FILE, new_index, shard_name
 
 ENCODED_SCHEMA = "id string, tokens binary, length long"
 WRITTEN_SCHEMA = "grp int, file string, rows long, tokens long, real_tokens long, bytes long, checksum string"
@@ -113,15 +114,10 @@ def run_tokenize(spark, files, tokenizer: TokenizerFile, out: str, cfg: PackConf
     quarantined = quarantine.count()
     if quarantined:
         quarantine.write.parquet(str(staging / "quarantine"))
-    totals = {key: sum(s[key] for s in shards) for key in ("rows", "tokens", "real_tokens", "bytes")}
-    totals.update(shards=len(shards), documents=documents, quarantined=quarantined,
-                  padding_waste=round(1 - totals["real_tokens"] / totals["tokens"], 6) if totals["tokens"] else 0.0,
-                  bytes_per_token=round(totals["bytes"] / totals["tokens"], 4) if totals["tokens"] else 0.0)
-    index = {"format_version": INDEX_VERSION, "tokenizer_sha256": tokenizer.sha256, "vocab_size": tokenizer.vocab_size,
-             "embedding_size": -(-tokenizer.vocab_size // ROW_MULTIPLE) * ROW_MULTIPLE, "seq_len": cfg.seq_len,
-             "pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id,
-             "compression": "zstd", "compression_level": shard_cfg.zstd_level, "checksum_algorithm": CHECKSUM_ALGORITHM,
-             "shards": shards, "totals": totals}
+    index = new_index(shards, tokenizer_sha256=tokenizer.sha256, vocab_size=tokenizer.vocab_size, seq_len=cfg.seq_len,
+                      pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
+                      compression_level=shard_cfg.zstd_level, documents=documents, quarantined=quarantined)
+    (Path(out) / INDEX_FILE).unlink(missing_ok=True)  # first: no index may point at missing shards
     for stale in Path(out).glob("shard-*.arrow"):  # a previous run's, if any
         stale.unlink()
     shutil.rmtree(Path(out) / "quarantine", ignore_errors=True)

@@ -45,3 +45,16 @@ def file_checksum(path: Path) -> str:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def new_index(shards: list[dict], *, tokenizer_sha256: str, vocab_size: int, seq_len: int, pad_id: int, bos_id: int,
+              eos_id: int, compression_level: int, documents: int, quarantined: int = 0) -> dict:
+    """index.json's content for shard entries {file, rows, tokens, real_tokens, bytes, checksum}, in order."""
+    totals = {key: sum(s[key] for s in shards) for key in ("rows", "tokens", "real_tokens", "bytes")}
+    totals.update(shards=len(shards), documents=documents, quarantined=quarantined,
+                  padding_waste=round(1 - totals["real_tokens"] / totals["tokens"], 6) if totals["tokens"] else 0.0,
+                  bytes_per_token=round(totals["bytes"] / totals["tokens"], 4) if totals["tokens"] else 0.0)
+    return {"format_version": INDEX_VERSION, "tokenizer_sha256": tokenizer_sha256, "vocab_size": vocab_size,
+            "embedding_size": -(-vocab_size // 128) * 128, "seq_len": seq_len, "pad_id": pad_id, "bos_id": bos_id,
+            "eos_id": eos_id, "compression": "zstd", "compression_level": compression_level,
+            "checksum_algorithm": CHECKSUM_ALGORITHM, "shards": shards, "totals": totals}

@@ -1,0 +1,139 @@
+"""The validator accepts good shards and names the shard and the problem for each kind of damage."""
+
+import json
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from prep.packing import PackConfig, materialize, pack
+from prep.shard_writer import ShardConfig, ShardWriter
+from schemas.shards import SHARD_SCHEMA, file_checksum, new_index, shard_name
+from schemas.validate import main, validate
+
+PAD, SEQ = 2, 512
+
+
+def write_shards(folder, rows_per_file=None, bad_row=None):
+    """Two shards of packed rows (written as the job does) and their index."""
+    rng = np.random.default_rng(0)
+    docs = [np.concatenate([[0], rng.integers(19, 1000, n), [1]]).astype(np.uint32) for n in rng.integers(5, 900, 60)]
+    tokens, cu = materialize(pack([len(d) for d in docs], PackConfig(SEQ)), docs, PAD)
+    if bad_row is not None:
+        tokens[0], cu[0] = bad_row
+    entries = []
+    for part, (lo, hi) in enumerate([(0, len(tokens) // 2), (len(tokens) // 2, len(tokens))]):
+        writer = ShardWriter(folder, f"p{part}", ShardConfig())
+        for t, c in zip(tokens[lo:hi], cu[lo:hi]):
+            writer.add(t, c)
+        [entry] = writer.close()
+        (folder / entry["file"]).rename(folder / shard_name(part))
+        entries.append({**entry, "file": shard_name(part)})
+    index = new_index(entries, tokenizer_sha256="0" * 64, vocab_size=1000, seq_len=SEQ, pad_id=PAD, bos_id=0, eos_id=1,
+                      compression_level=3, documents=len(docs))
+    (folder / "index.json").write_text(json.dumps(index))
+    return index
+
+
+def rewrite_index(folder, change):
+    index = json.loads((folder / "index.json").read_text())
+    change(index)
+    (folder / "index.json").write_text(json.dumps(index))
+
+
+def refresh_entry(folder, number):
+    """After damaging a shard's content on purpose, make size and checksum agree again."""
+    def fix(index):
+        entry = index["shards"][number]
+        entry["bytes"] = (folder / entry["file"]).stat().st_size
+        entry["checksum"] = file_checksum(folder / entry["file"])
+    rewrite_index(folder, fix)
+
+
+def test_good_shards_pass(tmp_path, capsys):
+    write_shards(tmp_path)
+    assert validate(tmp_path) == [] and main([str(tmp_path)]) == 0
+    assert "agree" in capsys.readouterr().out
+
+
+def damage_missing(folder):
+    (folder / shard_name(1)).unlink()
+
+
+def damage_truncated(folder):
+    path = folder / shard_name(1)
+    path.write_bytes(path.read_bytes()[:-100])
+
+
+def damage_flipped_byte(folder):
+    path = folder / shard_name(0)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def damage_not_arrow(folder):
+    (folder / shard_name(0)).write_bytes(b"not an arrow file at all" * 100)
+    refresh_entry(folder, 0)
+
+
+def damage_row_count(folder):
+    rewrite_index(folder, lambda index: index["shards"][1].update(rows=index["shards"][1]["rows"] + 1))
+
+
+def damage_stray_file(folder):
+    shutil.copy(folder / shard_name(0), folder / shard_name(7))
+
+
+def damage_totals(folder):
+    rewrite_index(folder, lambda index: index["totals"].update(tokens=1))
+
+
+@pytest.mark.parametrize("damage, shard, words", [
+    (damage_missing, shard_name(1), "missing"),
+    (damage_truncated, shard_name(1), "size"),
+    (damage_flipped_byte, shard_name(0), "checksum"),
+    (damage_not_arrow, shard_name(0), "not a readable Arrow"),
+    (damage_row_count, shard_name(1), "rows, index says"),
+    (damage_stray_file, shard_name(7), "not in the index"),
+    (damage_totals, "index.json", "totals.tokens"),
+])
+def test_each_kind_of_damage_is_named(tmp_path, capsys, damage, shard, words):
+    write_shards(tmp_path)
+    damage(tmp_path)
+    problems = validate(tmp_path)
+    assert any(p.startswith(shard) or shard in p.split(":")[0] for p in problems) and any(words in p for p in problems)
+    assert main([str(tmp_path)]) == 1 and words in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("row, words", [
+    ((np.zeros(200, dtype=np.uint32), np.array([0, 200], dtype=np.int32)), "not a multiple of 128"),
+    ((np.full(256, 5, dtype=np.uint32), np.array([0, 100], dtype=np.int32)), "not all pad_id"),
+    ((np.full(256, 5, dtype=np.uint32), np.array([0, 300], dtype=np.int32)), "must rise from 0"),
+    ((np.full(256, 5000, dtype=np.uint32), np.array([0, 256], dtype=np.int32)), "not below vocab_size"),
+])
+def test_bad_rows_are_found(tmp_path, row, words):
+    write_shards(tmp_path, bad_row=row)
+    problems = validate(tmp_path)
+    assert any(p.startswith(shard_name(0)) and words in p for p in problems), problems
+    assert validate(tmp_path, quick=True) == []  # --quick trusts the rows
+
+
+def test_index_problems(tmp_path):
+    assert "missing" in validate(tmp_path)[0]
+    (tmp_path / "index.json").write_text("{not json")
+    assert "not JSON" in validate(tmp_path)[0]
+    write_shards(tmp_path)
+    rewrite_index(tmp_path, lambda index: index.pop("pad_id"))
+    assert "keys missing: pad_id" in validate(tmp_path)[0]
+
+
+def test_schema_must_be_the_shard_schema(tmp_path):
+    write_shards(tmp_path)
+    table = pa.table({"tokens": pa.array([[1] * 128], pa.list_(pa.int64())), "cu_seqlens": pa.array([[0, 128]])})
+    with pa.OSFile(str(tmp_path / shard_name(0)), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    refresh_entry(tmp_path, 0)
+    assert any("is not the shard schema" in p for p in validate(tmp_path))
+    assert not SHARD_SCHEMA.equals(table.schema)
