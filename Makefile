@@ -25,9 +25,8 @@ test: install
 	$(PY) -m pytest -q tests
 
 shards: install
-	$(PY) -m jobs.clean --input $(SAMPLE) --output $(OUT)/clean
-	$(PY) -m jobs.dedup --input $(OUT)/clean/docs --output $(OUT)/dedup
-	$(PY) -m jobs.train_tokenizer --input $(OUT)/dedup/docs --output $(OUT)/tokenizer --vocab-size $(SAMPLE_VOCAB)
+	$(PY) -m jobs.pipeline --input $(SAMPLE) --output $(OUT) --vocab-size $(SAMPLE_VOCAB)
+	$(PY) -m schemas.validate $(OUT)/shards
 
 clean-out:
 	rm -rf out

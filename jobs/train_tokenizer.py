@@ -46,6 +46,8 @@ log = logging.getLogger("tokenmill.train_tokenizer")
 HASH_BUCKETS = 1 << 30
 MAX_HELD_OUT_BYTES = 16 << 20  # enough for stable per-language figures; encoded on the driver
 COUNTS_SCHEMA = "piece string, count long"
+DEFAULT_SAMPLE_BYTES = 1_000_000_000
+DEFAULT_HELD_OUT = 0.05
 
 
 def parse_args(argv):
@@ -54,9 +56,10 @@ def parse_args(argv):
     parser.add_argument("--output", required=True, help="output folder")
     parser.add_argument("--vocab-size", type=int, default=131_072, help="total, specials included (default 131072)")
     parser.add_argument("--algorithm", choices=ALGORITHMS, default="hybrid", help="default hybrid")
-    parser.add_argument("--sample-bytes", type=int, default=1_000_000_000,
+    parser.add_argument("--sample-bytes", type=int, default=DEFAULT_SAMPLE_BYTES,
                         help="text the driver trains BPE on (default 1 GB)")
-    parser.add_argument("--held-out", type=float, default=0.05, help="share of documents held out (default 0.05)")
+    parser.add_argument("--held-out", type=float, default=DEFAULT_HELD_OUT,
+                        help="share of documents held out (default 0.05)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)")
     args = parser.parse_args(argv)
     if args.sample_bytes < 1:
