@@ -7,13 +7,15 @@ Writes OUT/docs/ (kept, cleaned, with lang), OUT/rejected/ (with reason), OUT/qu
 error, file, line, raw), OUT/report.md and OUT/stats.json, where input == kept + rejected + quarantined.
 """
 
-import argparse
+import os
 import sys
-import time
 
-if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable, and
-    # put its root in place of jobs/ (jobs/tokenize.py would shadow the standard library's tokenize)
-    sys.path[0] = str(__import__("pathlib").Path(__file__).resolve().parent.parent)
+if __package__ in (None, ""):  # run as a file by spark-submit: put the project root in place of jobs/ on the
+    # path, before anything imports the standard library's tokenize (jobs/tokenize.py would shadow it)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+import argparse
+import time
 
 from jobs.outputs import commit, staging_dir
 from jobs.reports import removal_report

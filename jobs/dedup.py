@@ -11,14 +11,16 @@ of the id, then the smaller normalized-text hash. It depends on the data only, s
 any number of partitions, cores or machines.
 """
 
+import os
+import sys
+
+if __package__ in (None, ""):  # run as a file by spark-submit: put the project root in place of jobs/ on the
+    # path, before anything imports the standard library's tokenize (jobs/tokenize.py would shadow it)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 import argparse
 import logging
-import sys
 import time
-
-if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable, and
-    # put its root in place of jobs/ (jobs/tokenize.py would shadow the standard library's tokenize)
-    sys.path[0] = str(__import__("pathlib").Path(__file__).resolve().parent.parent)
 
 from jobs.connected_components import connected_components
 from jobs.ingest import default_partitions, load_documents

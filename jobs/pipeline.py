@@ -9,13 +9,15 @@ exactly as the stage's own job would. Each stage reads the previous one's output
 failed run can be continued stage by stage with the single jobs.
 """
 
-import argparse
+import os
 import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable, and
-    # put its root in place of jobs/ (jobs/tokenize.py would shadow the standard library's tokenize)
-    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+if __package__ in (None, ""):  # run as a file by spark-submit: put the project root in place of jobs/ on the
+    # path, before anything imports the standard library's tokenize (jobs/tokenize.py would shadow it)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+import argparse
+from pathlib import Path
 
 from jobs import clean, dedup, tokenize, train_tokenizer
 from jobs.spark_session import get_spark

@@ -14,17 +14,18 @@ packed by best-fit decreasing and written by one task. Nothing depends on partit
 the same input and settings give byte-identical shards and index anywhere.
 """
 
+import os
+import sys
+
+if __package__ in (None, ""):  # run as a file by spark-submit: put the project root in place of jobs/ on the
+    # path, before anything imports the standard library's tokenize (jobs/tokenize.py would shadow it)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 import argparse
 import math
-import os
 import shutil
-import sys
 import time
 from pathlib import Path
-
-if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable, and
-    # put its root in place of jobs/ (jobs/tokenize.py would shadow the standard library's tokenize)
-    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 import numpy as np
 import pyarrow as pa

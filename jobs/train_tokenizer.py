@@ -15,16 +15,18 @@ documents are counted on Spark and every EM pass runs on the executors over that
 table, so the Unigram model is fit on the whole corpus, not only on what fits in the driver.
 """
 
+import os
+import sys
+
+if __package__ in (None, ""):  # run as a file by spark-submit: put the project root in place of jobs/ on the
+    # path, before anything imports the standard library's tokenize (jobs/tokenize.py would shadow it)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 import argparse
 import functools
 import json
 import logging
-import sys
 import time
-
-if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable, and
-    # put its root in place of jobs/ (jobs/tokenize.py would shadow the standard library's tokenize)
-    sys.path[0] = str(__import__("pathlib").Path(__file__).resolve().parent.parent)
 
 import numpy as np
 import pyarrow as pa

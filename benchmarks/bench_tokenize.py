@@ -1,0 +1,73 @@
+"""Tokenize benchmark (issue 5): tokens/s per core of the whole tokenize job against the tokenizer's
+bare `encode_batch` on the same text, with the shards' bytes/token on disk and padding waste.
+
+    make shards && python -m benchmarks.bench_tokenize [--input out/sample/dedup/docs]
+        [--tokenizer out/sample/tokenizer/tokenizer.json] [--seq-len 4096] [--cores 2]
+
+The job runs twice in one Spark session (local[cores]): the first run pays the Python workers'
+start, the second is warm; the JVM start is not counted in either. The bare encoder runs in one
+process on the same number of threads, over the same texts, the tokens and nothing else.
+"""
+
+import argparse
+import os
+import tempfile
+import time
+
+import pyarrow.parquet as pq
+
+
+def bare_encode(texts: list[str], tokenizer_file: str) -> tuple[int, float]:
+    os.environ["TOKENIZERS_PARALLELISM"] = "true"  # all of the cores, as the job has
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(tokenizer_file)
+    started = time.perf_counter()
+    tokens = sum(len(e.ids) + 2 for e in tokenizer.encode_batch(texts, add_special_tokens=False))
+    return tokens, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--input", default="out/sample/dedup/docs")
+    parser.add_argument("--tokenizer", default="out/sample/tokenizer/tokenizer.json")
+    parser.add_argument("--seq-len", type=int, default=4096)
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args()
+
+    from jobs.spark_session import get_spark
+    from jobs.tokenize import run_tokenize
+    from prep.encode import TokenizerFile
+    from prep.inputs import expand_inputs
+    from prep.packing import PackConfig
+    from prep.shard_writer import ShardConfig
+
+    texts = pq.read_table(args.input, columns=["text"]).column("text").to_pylist()
+    megabytes = sum(len(t.encode()) for t in texts) / 1e6
+    tokens, bare_seconds = bare_encode(texts, args.tokenizer)
+    spark = get_spark("tokenmill-bench-tokenize", [f"spark.master=local[{args.cores}]"])
+    tokenizer = TokenizerFile.read(args.tokenizer)
+    runs = []
+    for _ in range(2):
+        with tempfile.TemporaryDirectory() as out:
+            started = time.perf_counter()
+            index = run_tokenize(spark, expand_inputs(args.input), tokenizer, out, PackConfig(args.seq_len),
+                                 ShardConfig())
+            runs.append(time.perf_counter() - started)
+    spark.stop()
+    totals = index["totals"]
+    assert totals["real_tokens"] == tokens, "the job and the bare encoder disagree on the token count"
+    print(f"{len(texts)} documents, {megabytes:.1f} MB of text, {tokens} tokens (with bos/eos), {args.cores} cores\n")
+    print("| | seconds | tokens/s per core | vs bare encode_batch |\n|---|---|---|---|")
+    bare = tokens / bare_seconds / args.cores
+    print(f"| bare `encode_batch`, {args.cores} threads | {bare_seconds:.1f} | {bare:,.0f} | 1.00x |")
+    for name, seconds in zip(("tokenize job, first run", "tokenize job, warm run"), runs):
+        rate = tokens / seconds / args.cores
+        print(f"| {name} | {seconds:.1f} | {rate:,.0f} | {rate / bare:.2f}x (overhead {bare / rate - 1:.0%}) |")
+    print(f"\nshards: {totals['rows']} rows, padding waste {totals['padding_waste']:.2%}, "
+          f"{totals['bytes_per_token']:.3f} bytes/token on disk (zstd level {index['compression_level']}), "
+          f"{totals['bytes'] / 1e6:.1f} MB for {megabytes:.1f} MB of text")
+
+
+if __name__ == "__main__":
+    main()
