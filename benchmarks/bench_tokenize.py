@@ -16,14 +16,17 @@ import time
 
 import pyarrow.parquet as pq
 
+BATCH = 1000
+
 
 def bare_encode(texts: list[str], tokenizer_file: str) -> tuple[int, float]:
     os.environ["TOKENIZERS_PARALLELISM"] = "true"  # all of the cores, as the job has
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(tokenizer_file)
-    started = time.perf_counter()
-    tokens = sum(len(e.ids) + 2 for e in tokenizer.encode_batch(texts, add_special_tokens=False))
+    started, tokens = time.perf_counter(), 0
+    for i in range(0, len(texts), BATCH):  # in batches, as the job encodes (and to bound memory)
+        tokens += sum(len(e.ids) + 2 for e in tokenizer.encode_batch(texts[i:i + BATCH], add_special_tokens=False))
     return tokens, time.perf_counter() - started
 
 
