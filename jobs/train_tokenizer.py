@@ -168,45 +168,44 @@ def _by_kind(texts: list[str]) -> dict[str, list[str]]:
     return groups
 
 
+def held_out_report(tokenizer, baseline, held: list[str]) -> dict:
+    """The held-out figures: round trip, and bytes/token per kind for the tokenizer and its baseline."""
+    decoded = (tokenizer.decode(e.ids, skip_special_tokens=False)
+               for e in tokenizer.encode_batch(held, add_special_tokens=False))
+    kinds = _by_kind(held)
+    result = {"docs": len(held), "round_trip_exact": sum(d == text for d, text in zip(decoded, held)),
+              "trained": evaluate(tokenizer, kinds)}
+    if baseline is not None:
+        result["bpe_same_size"] = evaluate(baseline, kinds)
+        result["gain"] = gain(result["trained"], result["bpe_same_size"])
+    return result
+
+
 def run_train_tokenizer(spark, files, cfg: TokenizerConfig, out: str, sample_bytes: int, held_out: float) -> dict:
     started = time.time()
     with PeakMemory() as peak:
-        docs = _with_hash(load_documents(spark, files)[0])
+        loaded, quarantine = load_documents(spark, files)
+        docs = _with_hash(loaded)
         held = _held_out(docs, held_out)
         training = docs.where(docs.u >= held_out)
         sample, training_bytes, rate = _sample(training, held_out, sample_bytes)
-
-        def corpus_sample():
-            return (row.text for row in sample.toLocalIterator())
-
         counts = functools.cache(lambda: count_pre_tokens(training))  # only the hybrid needs them
-        corpus = Corpus(sample=corpus_sample, e_step=lambda: spark_e_step(spark, counts()),
-                        char_counts=lambda: count_characters(counts()))
-        counted = lambda: counts.cache_info().currsize > 0  # noqa: E731
+        corpus = Corpus(sample=lambda: (row.text for row in sample.toLocalIterator()),
+                        e_step=lambda: spark_e_step(spark, counts()), char_counts=lambda: count_characters(counts()))
         tokenizer, details = train(corpus, cfg, print)
         training_seconds = time.time() - started
         baseline = bpe_of_size(corpus, cfg, cfg.vocab_size) if cfg.algorithm != "bpe" else None
-        kinds = _by_kind(held)
-        report = {
-            "format_version": FORMAT_VERSION,
-            "algorithm": cfg.algorithm,
-            "vocab_size": cfg.vocab_size,
-            "training": {**details, "training_bytes": training_bytes, "sample_rate": round(rate, 6),
-                         "distinct_pre_tokens": counts().count() if counted() else None},
-            "held_out": {"docs": len(held), "round_trip_exact": sum(
-                tokenizer.decode(e.ids, skip_special_tokens=False) == text
-                for e, text in zip(tokenizer.encode_batch(held, add_special_tokens=False), held)),
-                         "trained": evaluate(tokenizer, kinds)},
-        }
-        if baseline is not None:
-            report["held_out"]["bpe_same_size"] = evaluate(baseline, kinds)
-            report["held_out"]["gain"] = gain(report["held_out"]["trained"], report["held_out"]["bpe_same_size"])
+        hybrid_counted = counts.cache_info().currsize > 0
+        details.update(training_bytes=training_bytes, sample_rate=round(rate, 6),
+                       distinct_pre_tokens=counts().count() if hybrid_counted else None,
+                       quarantined_records=quarantine.count())  # input records that are not documents
+        report = {"format_version": FORMAT_VERSION, "algorithm": cfg.algorithm, "vocab_size": cfg.vocab_size,
+                  "training": details, "held_out": held_out_report(tokenizer, baseline, held)}
         sample.unpersist()
-        if counted():
+        if hybrid_counted:
             counts().unpersist()
-    report["training_seconds"] = round(training_seconds, 1)
-    report["job_seconds"] = round(time.time() - started, 1)
-    report["peak_memory_bytes"] = peak.bytes
+    report.update(training_seconds=round(training_seconds, 1), job_seconds=round(time.time() - started, 1),
+                  peak_memory_bytes=peak.bytes)
     if details["filled_with_reserved"]:
         report["warning"] = (f"the corpus gave {details['learned_pieces']} pieces: the vocabulary was filled "
                              f"with {details['filled_with_reserved']} reserved tokens")

@@ -81,10 +81,12 @@ def test_bad_arguments_exit_with_a_message(tmp_path, capsys):
 
 def test_spark_submit_trains_a_baseline_and_warns_when_the_corpus_is_too_small(tmp_path, sample_dir):
     (tmp_path / "in.jsonl").write_text("".join(
-        json.dumps({"id": str(i), "text": f"line {i}: apt-get install package-{i % 7}"}) + "\n" for i in range(200)))
+        json.dumps({"id": str(i), "text": f"line {i}: apt-get install package-{i % 7}"}) + "\n" for i in range(200))
+        + '{"id": "no text"}\n')
     done = spark_submit("train_tokenizer", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"),
                         "--algorithm", "bpe", "--vocab-size", "1024", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert "filled with" in report["warning"] and "warning: the corpus gave" in done.stdout
+    assert report["training"]["quarantined_records"] == 1  # the line without text is counted, not trained on
     assert Tokenizer.from_file(str(tmp_path / "out" / "tokenizer.json")).get_vocab_size() == 1024
