@@ -7,33 +7,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from prep.packing import PackConfig, materialize, pack
-from prep.shard_writer import ShardConfig, ShardWriter
-from schemas.shards import SHARD_SCHEMA, file_checksum, new_index, shard_name
+from schemas.shards import SHARD_SCHEMA, file_checksum, shard_name
 from schemas.validate import main, validate
+from tests.shard_fixtures import write_shards
 
-PAD, SEQ = 2, 512
-
-
-def write_shards(folder, rows_per_file=None, bad_row=None):
-    """Two shards of packed rows (written as the job does) and their index."""
-    rng = np.random.default_rng(0)
-    docs = [np.concatenate([[0], rng.integers(19, 1000, n), [1]]).astype(np.uint32) for n in rng.integers(5, 900, 60)]
-    tokens, cu = materialize(pack([len(d) for d in docs], PackConfig(SEQ)), docs, PAD)
-    if bad_row is not None:
-        tokens[0], cu[0] = bad_row
-    entries = []
-    for part, (lo, hi) in enumerate([(0, len(tokens) // 2), (len(tokens) // 2, len(tokens))]):
-        writer = ShardWriter(folder, f"p{part}", ShardConfig())
-        for t, c in zip(tokens[lo:hi], cu[lo:hi]):
-            writer.add(t, c)
-        [entry] = writer.close()
-        (folder / entry["file"]).rename(folder / shard_name(part))
-        entries.append({**entry, "file": shard_name(part)})
-    index = new_index(entries, tokenizer_sha256="0" * 64, vocab_size=1000, seq_len=SEQ, pad_id=PAD, bos_id=0, eos_id=1,
-                      compression_level=3, documents=len(docs))
-    (folder / "index.json").write_text(json.dumps(index))
-    return index
 
 
 def rewrite_index(folder, change):
