@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install test shards clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer
+.PHONY: install test shards clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize
 
 install: $(STAMP)
 
@@ -48,3 +48,7 @@ eval-dedup: install
 TOKENIZER_CORPUS ?= /tmp/corpus/docs
 bench-tokenizer: install
 	$(PY) -m benchmarks.bench_tokenizer --corpus $(TOKENIZER_CORPUS)
+
+# The tokenize job against bare encode_batch; defaults to make shards' outputs.
+bench-tokenize: install
+	$(PY) -m benchmarks.bench_tokenize
