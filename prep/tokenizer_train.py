@@ -10,6 +10,7 @@ only in their model. The corpus side (sample, counts, E-step) is passed in: loca
 for the job.
 """
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ ALGORITHMS = ("hybrid", "bpe", "unigram")
 @dataclass(frozen=True)
 class TokenizerConfig:
     vocab_size: int = 131_072  # total, specials included; a multiple of 128 (the embedding matrix)
-    algorithm: str = "hybrid"
+    algorithm: str = "hybrid"  # or the plain baselines "bpe" and "unigram", same pre-tokenizer
     bpe: BpeConfig = field(default_factory=BpeConfig)  # its vocab_size is ignored: set from the above
     unigram: UnigramConfig = field(default_factory=UnigramConfig)
 
@@ -47,7 +48,7 @@ class Corpus:
 
 
 def bpe_of_size(corpus: Corpus, cfg: TokenizerConfig, vocab_size: int) -> Tokenizer:
-    return train_bpe(corpus.sample(), BpeConfig(vocab_size, cfg.bpe.min_frequency, cfg.bpe.max_token_bytes))
+    return train_bpe(corpus.sample(), dataclasses.replace(cfg.bpe, vocab_size=vocab_size))
 
 
 def train_plain_unigram(corpus: Corpus, cfg: TokenizerConfig) -> Tokenizer:
