@@ -36,11 +36,12 @@ from jobs.outputs import commit, staging_dir
 from jobs.peak_memory import PeakMemory
 from jobs.spark_session import get_spark
 from prep.inputs import InputError, expand_inputs
-from prep.pretokenize import from_symbols, pre_tokenizer
+from prep.pretokenize import from_symbols
 from prep.tokenizer_base import BOS, EOS, PAD
 from prep.tokenizer_report import KINDS, evaluate, gain, table, text_kind
 from prep.tokenizer_train import ALGORITHMS, Corpus, TokenizerConfig, bpe_of_size, train
 from prep.tokenizer_unigram import EStep, expected_counts, segmenter
+from prep.tokenizer_unigram import count_pre_tokens as count_texts
 from schemas import FORMAT_VERSION
 
 log = logging.getLogger("tokenmill.train_tokenizer")
@@ -102,12 +103,7 @@ def _sample(training, share: float, sample_bytes: int):
 def count_pre_tokens(training):
     """The (pre-token, count) table of the training documents, each task counting its own first."""
     def count(batches):
-        from collections import Counter
-
-        splitter, counts = pre_tokenizer(), Counter()
-        for batch in batches:
-            for text in batch.column("text").to_pylist():
-                counts.update(piece for piece, _ in splitter.pre_tokenize_str(text))
+        counts = count_texts(text for batch in batches for text in batch.column("text").to_pylist())
         yield pa.RecordBatch.from_pydict({"piece": list(counts), "count": list(counts.values())})
 
     from pyspark.sql import functions as F
