@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install test shards clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize
+.PHONY: install test shards clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize bench-loader
 
 install: $(STAMP)
 
@@ -52,3 +52,7 @@ bench-tokenizer: install
 # The tokenize job against bare encode_batch; defaults to make shards' outputs.
 bench-tokenize: install
 	$(PY) -m benchmarks.bench_tokenize
+
+# The loader against pyarrow alone and a NumPy memmap; defaults to make shards' output, copied to 1 GB.
+bench-loader: install
+	$(PY) -m benchmarks.bench_loader
