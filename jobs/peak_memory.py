@@ -1,9 +1,13 @@
-"""Peak resident memory of this process and all its descendants (the JVM, Spark's Python workers),
-sampled from /proc in a background thread: what a machine must have to run the job."""
+"""Peak resident memory of the job's process tree on this machine, sampled from /proc in a background
+thread: what a machine must have to run the job. Under `python -m` the tree is this process, the
+JVM it started and Spark's Python workers; under spark-submit the JVM is this process's parent, so
+the tree starts there."""
 
 import os
 import threading
 from pathlib import Path
+
+from jobs.spark_session import launched_by_spark_submit
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -34,12 +38,13 @@ class PeakMemory:
 
     def __init__(self, interval: float = 0.5):
         self.interval, self.bytes = interval, 0
+        self.root = os.getppid() if launched_by_spark_submit() else os.getpid()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self):
         while True:
-            self.bytes = max(self.bytes, tree_rss(os.getpid()))
+            self.bytes = max(self.bytes, tree_rss(self.root))
             if self._stop.wait(self.interval):
                 return
 
@@ -50,4 +55,4 @@ class PeakMemory:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
-        self.bytes = max(self.bytes, tree_rss(os.getpid()))
+        self.bytes = max(self.bytes, tree_rss(self.root))

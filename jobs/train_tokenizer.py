@@ -202,9 +202,14 @@ def run_train_tokenizer(spark, files, cfg: TokenizerConfig, out: str, sample_byt
             counts().unpersist()
     report.update(training_seconds=round(training_seconds, 1), job_seconds=round(time.time() - started, 1),
                   peak_memory_bytes=peak.bytes)
+    warnings = []
     if details["filled_with_reserved"]:
-        report["warning"] = (f"the corpus gave {details['learned_pieces']} pieces: the vocabulary was filled "
-                             f"with {details['filled_with_reserved']} reserved tokens")
+        warnings.append(f"the corpus gave {details['learned_pieces']} pieces: the vocabulary was filled "
+                        f"with {details['filled_with_reserved']} reserved tokens")
+    if not held:
+        warnings.append("no document was held out (too few documents): the held-out figures are empty")
+    if warnings:
+        report["warning"] = "; ".join(warnings)
     staging = staging_dir(out)
     tokenizer.save(str(staging / "tokenizer.json"))
     if baseline is not None:  # kept so users (and benchmarks/bench_tokenizer.py) can compare for themselves

@@ -80,7 +80,7 @@ def _ratios(row: dict) -> dict:
 def gain(trained: dict, baseline: dict) -> dict:
     """Relative bytes/token of the trained tokenizer over the baseline, per kind: +0.03 is 3% fewer tokens' worth."""
     return {kind: round(trained[kind]["bytes_per_token"] / baseline[kind]["bytes_per_token"] - 1, 4)
-            for kind in trained if isinstance(trained[kind], dict) and kind in baseline}
+            for kind in trained if isinstance(trained[kind], dict) and baseline.get(kind, {}).get("bytes_per_token")}
 
 
 def table(report: dict) -> str:
@@ -94,6 +94,7 @@ def table(report: dict) -> str:
         row = trained[kind]
         line = f"| {kind} | {row['docs']} | {row['bytes'] / 1e6:.2f} | {row['bytes_per_token']:.3f} | {row['chars_per_token']:.3f} |"
         if baseline:
-            line += f" {baseline[kind]['bytes_per_token']:.3f} | {report['held_out']['gain'][kind]:+.1%} |"
+            change = report["held_out"]["gain"].get(kind)
+            line += f" {baseline[kind]['bytes_per_token']:.3f} | {'' if change is None else f'{change:+.1%}'} |"
         lines.append(line)
     return "\n".join(lines)

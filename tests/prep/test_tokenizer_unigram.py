@@ -101,3 +101,10 @@ def test_config_rejects_bad_values():
         TokenizerConfig(algorithm="wordpiece")
     with pytest.raises(ValueError, match="cannot hold"):
         TokenizerConfig(vocab_size=200)
+
+
+def test_report_of_an_empty_held_out_set_has_no_gain_rather_than_a_crash(trained):
+    from prep.tokenizer_report import gain
+
+    empty = evaluate(trained["bpe"][0], {})
+    assert empty["all"]["tokens"] == 0 and gain(empty, evaluate(trained["hybrid"][0], {})) == {}
