@@ -42,6 +42,7 @@ class ShardLoader:
         self.prefetcher = Prefetcher(self.source, prefetch_threads)
         self.decoded: OrderedDict[int, DecodedShard] = OrderedDict()  # least recently used first
         self.decoded_limit = decoded_shards
+        self._located: tuple[range, list[tuple[int, int]]] | None = None  # the prefetched batch's rows
         self.counters = {"decompressions": 0, "cache_hits": 0, "cache_misses": 0, "bytes_decompressed": 0,
                          "blocked_seconds": 0.0, "batches": 0}
 
@@ -63,9 +64,16 @@ class ShardLoader:
             self.decoded.popitem(last=False)
         return decoded
 
+    def _locate(self, positions: range) -> list[tuple[int, int]]:
+        """(shard, row) of each position; the next batch's are found once, when it is prefetched."""
+        if self._located is not None and self._located[0] == positions:
+            return self._located[1]
+        return [self.order.locate(p)[1:] for p in positions]
+
     def _prefetch(self, positions: range) -> None:
         """Start decompressing the shards of the next batch in the background."""
-        for shard in {self.order.locate(p)[1] for p in positions}:
+        self._located = (positions, self._locate(positions))
+        for shard in {shard for shard, _ in self._located[1]}:
             if shard not in self.decoded:
                 self.prefetcher.request(shard)
 
@@ -75,10 +83,7 @@ class ShardLoader:
     def __next__(self) -> dict[str, torch.Tensor]:
         started = time.perf_counter()
         positions = rank_positions(self.position, self.batch_size, self.rank, self.world_size)
-        rows = []
-        for p in positions:
-            _, shard, row = self.order.locate(p)
-            rows.append(self._shard(shard).row(row))
+        rows = [self._shard(shard).row(row) for shard, row in self._locate(positions)]
         batch = collate(rows, self.seq_len, self.pad_id)
         batch["sample_index"] = np.asarray(positions, dtype=np.int64)
         self.position += self.global_batch_size

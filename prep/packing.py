@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ROW_MULTIPLE = 128  # rows are padded to a multiple of this (tensor-core and kernel friendly)
+from schemas.shards import ROW_MULTIPLE, round_up
+
 
 
 @dataclass(frozen=True)
@@ -81,16 +82,12 @@ def pack(lengths: list[int], cfg: PackConfig) -> list[list[Piece]]:
     return full + best_fit_decreasing(rest, cfg.seq_len)
 
 
-def padded_length(real: int) -> int:
-    return -(-real // ROW_MULTIPLE) * ROW_MULTIPLE
-
-
 def materialize(rows: list[list[Piece]], docs: list[np.ndarray], pad_id: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """(tokens, cu_seqlens) of each row: uint32 tokens padded with pad_id, int32 boundaries."""
     tokens, boundaries = [], []
     for row in rows:
         real = sum(p.length for p in row)
-        out = np.full(padded_length(real), pad_id, dtype=np.uint32)
+        out = np.full(round_up(real), pad_id, dtype=np.uint32)
         cu = np.zeros(len(row) + 1, dtype=np.int32)
         at = 0
         for i, piece in enumerate(row):

@@ -22,6 +22,8 @@ import pyarrow as pa
 INDEX_VERSION = "1"
 INDEX_FILE = "index.json"
 CHECKSUM_ALGORITHM = "blake2b-128"
+# Row lengths and the embedding size are multiples of this (tensor-core and kernel friendly).
+ROW_MULTIPLE = 128
 
 SHARD_SCHEMA = pa.schema([
     pa.field("tokens", pa.list_(pa.uint32()), nullable=False),
@@ -55,6 +57,11 @@ def new_index(shards: list[dict], *, tokenizer_sha256: str, vocab_size: int, seq
                   padding_waste=round(1 - totals["real_tokens"] / totals["tokens"], 6) if totals["tokens"] else 0.0,
                   bytes_per_token=round(totals["bytes"] / totals["tokens"], 4) if totals["tokens"] else 0.0)
     return {"format_version": INDEX_VERSION, "tokenizer_sha256": tokenizer_sha256, "vocab_size": vocab_size,
-            "embedding_size": -(-vocab_size // 128) * 128, "seq_len": seq_len, "pad_id": pad_id, "bos_id": bos_id,
+            "embedding_size": round_up(vocab_size), "seq_len": seq_len, "pad_id": pad_id, "bos_id": bos_id,
             "eos_id": eos_id, "compression": "zstd", "compression_level": compression_level,
             "checksum_algorithm": CHECKSUM_ALGORITHM, "shards": shards, "totals": totals}
+
+
+def round_up(n: int) -> int:
+    """n rounded up to a multiple of ROW_MULTIPLE."""
+    return -(-n // ROW_MULTIPLE) * ROW_MULTIPLE

@@ -18,10 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.shards import CHECKSUM_ALGORITHM, INDEX_FILE, INDEX_KEYS, INDEX_VERSION, SHARD_KEYS, SHARD_SCHEMA, \
-    TOTAL_KEYS, file_checksum
+from schemas.shards import CHECKSUM_ALGORITHM, INDEX_FILE, INDEX_KEYS, INDEX_VERSION, ROW_MULTIPLE, SHARD_KEYS, \
+    SHARD_SCHEMA, TOTAL_KEYS, file_checksum
 
-ROW_MULTIPLE = 128
 
 
 def _rows_problems(table: pa.Table, index: dict) -> list[str]:
