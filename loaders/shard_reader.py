@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from schemas.shards import INDEX_FILE, SHARD_SCHEMA, file_checksum
+from schemas.shards import INDEX_FILE, ShardFileError, open_shard
 
 
 class ShardError(RuntimeError):
@@ -93,20 +93,10 @@ def read_shard(source: ShardSource, shard: int) -> DecodedShard:
     """Checks and decompresses one shard."""
     entry = source.entries[shard]
     path = source.local_path(shard)
-    name = f"{source.location}/{entry['file']}"
-    if not path.is_file():
-        raise ShardError(f"{name}: missing")
-    if path.stat().st_size != entry["bytes"]:
-        raise ShardError(f"{name}: {path.stat().st_size} bytes, the index says {entry['bytes']} (truncated?)")
-    if file_checksum(path) != entry["checksum"]:
-        raise ShardError(f"{name}: checksum mismatch (corrupt)")
     try:
-        with pa.memory_map(str(path)) as mapped:
-            table = pa.ipc.open_file(mapped).read_all()
-    except (pa.ArrowInvalid, OSError) as e:
-        raise ShardError(f"{name}: not a readable Arrow IPC file: {e}") from None
-    if not table.schema.equals(SHARD_SCHEMA) or table.num_rows != entry["rows"]:
-        raise ShardError(f"{name}: schema or row count differs from the index")
+        table = open_shard(path, entry)
+    except ShardFileError as e:
+        raise ShardError(f"{source.location}/{entry['file']}: {e}") from None
     return DecodedShard(*_flat(table.column("tokens")), *_flat(table.column("cu_seqlens")))
 
 

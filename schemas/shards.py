@@ -65,3 +65,29 @@ def new_index(shards: list[dict], *, tokenizer_sha256: str, vocab_size: int, seq
 def round_up(n: int) -> int:
     """n rounded up to a multiple of ROW_MULTIPLE."""
     return -(-n // ROW_MULTIPLE) * ROW_MULTIPLE
+
+
+class ShardFileError(ValueError):
+    """What is wrong with a shard file (the caller adds which file)."""
+
+
+def open_shard(path: Path, entry: dict) -> pa.Table:
+    """The shard's rows, after checking the file against its index entry: present, size, checksum,
+    readable Arrow IPC, schema, row count. Raises ShardFileError saying what is wrong."""
+    if not path.is_file():
+        raise ShardFileError("missing")
+    if path.stat().st_size != entry["bytes"]:
+        raise ShardFileError(f"size {path.stat().st_size} bytes, index says {entry['bytes']} (truncated?)")
+    checksum = file_checksum(path)
+    if checksum != entry["checksum"]:
+        raise ShardFileError(f"checksum mismatch: {checksum}, index says {entry['checksum']} (corrupt)")
+    try:
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+    except (pa.ArrowInvalid, OSError) as e:
+        raise ShardFileError(f"not a readable Arrow IPC file: {e}") from None
+    if not table.schema.equals(SHARD_SCHEMA):
+        raise ShardFileError(f"schema {table.schema} is not the shard schema")
+    if table.num_rows != entry["rows"]:
+        raise ShardFileError(f"{table.num_rows} rows, index says {entry['rows']}")
+    return table

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.shards import CHECKSUM_ALGORITHM, INDEX_FILE, INDEX_KEYS, INDEX_VERSION, ROW_MULTIPLE, SHARD_KEYS, \
-    SHARD_SCHEMA, TOTAL_KEYS, file_checksum
+    TOTAL_KEYS, ShardFileError, open_shard
 
 
 
@@ -49,23 +49,11 @@ def _rows_problems(table: pa.Table, index: dict) -> list[str]:
 
 
 def shard_problems(folder: Path, entry: dict, index: dict, quick: bool) -> list[str]:
-    path = folder / entry["file"]
-    if not path.is_file():
-        return ["missing"]
-    if path.stat().st_size != entry["bytes"]:
-        return [f"size {path.stat().st_size} bytes, index says {entry['bytes']}"]
-    if file_checksum(path) != entry["checksum"]:
-        return [f"checksum {file_checksum(path)} differs from the index's {entry['checksum']}"]
     try:
-        with pa.memory_map(str(path)) as source:
-            table = pa.ipc.open_file(source).read_all()
-    except (pa.ArrowInvalid, OSError) as e:
-        return [f"not a readable Arrow IPC file: {e}"]
-    if not table.schema.equals(SHARD_SCHEMA):
-        return [f"schema {table.schema} is not the shard schema"]
+        table = open_shard(folder / entry["file"], entry)
+    except ShardFileError as e:
+        return [str(e)]
     problems = []
-    if table.num_rows != entry["rows"]:
-        problems.append(f"{table.num_rows} rows, index says {entry['rows']}")
     tokens = int(pc.sum(pc.list_value_length(table.column("tokens"))).as_py() or 0)
     if tokens != entry["tokens"]:
         problems.append(f"{tokens} tokens, index says {entry['tokens']}")
