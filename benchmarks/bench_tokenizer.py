@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from jobs.train_tokenizer import _held_out, _with_hash
+from jobs.train_tokenizer import DEFAULT_HELD_OUT, held_out_texts, with_hash
 from prep.tokenizer_report import KINDS, evaluate
 
 PRODUCTION = {"Llama 3": "llama3", "DeepSeek-V3": "deepseek_v3", "Qwen3": "qwen3"}
@@ -114,8 +114,8 @@ def main() -> None:
 
     cores = 2
     spark = get_spark("tokenmill-bench-tokenizer", [f"spark.master=local[{cores}]"])
-    docs = _with_hash(load_documents(spark, expand_inputs(args.corpus))[0])
-    held = _held_out(docs, 0.05)  # the job's own held-out documents
+    docs = with_hash(load_documents(spark, expand_inputs(args.corpus))[0])
+    held = held_out_texts(docs, DEFAULT_HELD_OUT)  # the job's own held-out documents
     parquet = str(work / "corpus.parquet")
     if not Path(parquet).exists():
         docs.select("id", "text").write.parquet(parquet)

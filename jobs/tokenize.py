@@ -92,7 +92,6 @@ def run_tokenize(spark, files, tokenizer: TokenizerFile, out: str, cfg: PackConf
     from pyspark.sql import functions as F
     from pyspark.storagelevel import StorageLevel
 
-    started = time.time()
     docs, quarantine = load_documents(spark, files)
     encoded = encode(docs, tokenizer, spark).persist(StorageLevel.MEMORY_AND_DISK)
     documents, total_tokens = encoded.agg(F.count("*"), F.sum("length")).first()
@@ -123,7 +122,6 @@ def run_tokenize(spark, files, tokenizer: TokenizerFile, out: str, cfg: PackConf
         stale.unlink()
     shutil.rmtree(Path(out) / "quarantine", ignore_errors=True)
     commit(staging, out, ["quarantine"] if quarantined else [], index, marker=INDEX_FILE)
-    print(f"tokenize: {time.time() - started:.1f} s")
     return index
 
 
@@ -144,9 +142,10 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     spark = get_spark("tokenmill-tokenize", args.conf)
+    started = time.time()
     index = run_tokenize(spark, files, tokenizer, args.output, cfg,
                          ShardConfig(zstd_level=args.zstd_level, shard_bytes=args.shard_mb << 20))
-    print(summary(index))
+    print(f"{summary(index)} ({time.time() - started:.1f} s)")
     return 0
 
 

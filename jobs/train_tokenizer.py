@@ -72,14 +72,14 @@ def parse_args(argv):
     return args
 
 
-def _with_hash(docs):
+def with_hash(docs):
     """A uniform number in [0, 1) per document from its id: the held-out split and the sample."""
     from pyspark.sql import functions as F
 
     return docs.select("id", "text", (F.pmod(F.xxhash64("id"), F.lit(HASH_BUCKETS)) / HASH_BUCKETS).alias("u"))
 
 
-def _held_out(docs, share: float) -> list[str]:
+def held_out_texts(docs, share: float) -> list[str]:
     """The held-out texts, in hash order, up to MAX_HELD_OUT_BYTES."""
     texts, size = [], 0
     for row in docs.where(docs.u < share).orderBy("u", "id").select("text").toLocalIterator():
@@ -181,8 +181,8 @@ def run_train_tokenizer(spark, files, cfg: TokenizerConfig, out: str, sample_byt
     started = time.time()
     with PeakMemory() as peak:
         loaded, quarantine = load_documents(spark, files)
-        docs = _with_hash(loaded)
-        held = _held_out(docs, held_out)
+        docs = with_hash(loaded)
+        held = held_out_texts(docs, held_out)
         training = docs.where(docs.u >= held_out)
         sample, training_bytes, rate = _sample(training, held_out, sample_bytes)
         counts = functools.cache(lambda: count_pre_tokens(training))  # only the hybrid needs them

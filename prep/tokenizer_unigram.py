@@ -39,7 +39,6 @@ class UnigramConfig:
     length_penalty: float = 10.0  # subtracted from every log-probability: a prior for fewer tokens
     character_coverage: float = 0.9995  # share of the text's characters that must stay whole pieces
     max_required_share: float = 0.1  # never let required characters take more of the target than this
-    max_piece_symbols: int = 16  # the longest piece, in bytes (as the BPE seed)
 
 
 # (piece frequencies, total tokens) of one E-step over the whole table, for given pieces and scores
@@ -112,12 +111,13 @@ def removal_loss(pieces: list[str], scores: np.ndarray, freq: np.ndarray, protec
                  cfg: UnigramConfig) -> np.ndarray:
     """What the corpus score loses if each piece goes; unused pieces lose nothing, protected ones all."""
     score = dict(zip(pieces, scores.tolist()))
+    longest = max(map(len, pieces))
     loss = np.zeros(len(pieces))
     for i, piece in enumerate(pieces):
         if piece in protected:
             loss[i] = math.inf
         elif freq[i] > 0:
-            loss[i] = freq[i] * (scores[i] - _best_without(piece, score, cfg.max_piece_symbols))
+            loss[i] = freq[i] * (scores[i] - _best_without(piece, score, longest))
     return loss
 
 
