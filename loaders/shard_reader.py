@@ -94,7 +94,7 @@ def read_shard(source: ShardSource, shard: int) -> DecodedShard:
     entry = source.entries[shard]
     path = source.local_path(shard)
     try:
-        table = open_shard(path, entry)
+        table = open_shard(path, entry, source.index["checksum_algorithm"])
     except ShardFileError as e:
         raise ShardError(f"{source.location}/{entry['file']}: {e}") from None
     return DecodedShard(*_flat(table.column("tokens")), *_flat(table.column("cu_seqlens")))

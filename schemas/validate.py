@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.shards import CHECKSUM_ALGORITHM, INDEX_FILE, INDEX_KEYS, INDEX_VERSION, ROW_MULTIPLE, SHARD_KEYS, \
+from schemas.shards import CHECKSUM_ALGORITHMS, INDEX_FILE, INDEX_KEYS, INDEX_VERSION, ROW_MULTIPLE, SHARD_KEYS, \
     TOTAL_KEYS, ShardFileError, open_shard
 
 
@@ -50,7 +50,7 @@ def _rows_problems(table: pa.Table, index: dict) -> list[str]:
 
 def shard_problems(folder: Path, entry: dict, index: dict, quick: bool) -> list[str]:
     try:
-        table = open_shard(folder / entry["file"], entry)
+        table = open_shard(folder / entry["file"], entry, index["checksum_algorithm"])
     except ShardFileError as e:
         return [str(e)]
     problems = []
@@ -78,8 +78,10 @@ def validate(folder: Path, quick: bool = False) -> list[str]:
     problems = []
     if index["format_version"] != INDEX_VERSION:
         problems.append(f"{path}: format_version {index['format_version']!r}, this tokenmill reads {INDEX_VERSION!r}")
-    if index["checksum_algorithm"] != CHECKSUM_ALGORITHM or index["embedding_size"] % ROW_MULTIPLE:
-        problems.append(f"{path}: checksum_algorithm must be {CHECKSUM_ALGORITHM} and embedding_size a multiple of 128")
+    if index["checksum_algorithm"] not in CHECKSUM_ALGORITHMS or index["embedding_size"] % ROW_MULTIPLE:
+        problems.append(f"{path}: checksum_algorithm must be one of {', '.join(CHECKSUM_ALGORITHMS)} and "
+                        "embedding_size a multiple of 128")
+        return problems
     for entry in index["shards"]:
         if absent := [k for k in SHARD_KEYS if k not in entry]:
             problems.append(f"{path}: a shard entry lacks {', '.join(absent)}")

@@ -12,7 +12,6 @@ from schemas.validate import main, validate
 from tests.shard_fixtures import write_shards
 
 
-
 def rewrite_index(folder, change):
     index = json.loads((folder / "index.json").read_text())
     change(index)
@@ -32,6 +31,20 @@ def test_good_shards_pass(tmp_path, capsys):
     write_shards(tmp_path)
     assert validate(tmp_path) == [] and main([str(tmp_path)]) == 0
     assert "agree" in capsys.readouterr().out
+
+
+def test_shards_checksummed_with_blake2b_still_pass(tmp_path):
+    """Shards written before xxh3 became the default carry BLAKE2b checksums."""
+    write_shards(tmp_path)
+
+    def to_blake2b(index):
+        index["checksum_algorithm"] = "blake2b-128"
+        for entry in index["shards"]:
+            entry["checksum"] = file_checksum(tmp_path / entry["file"], "blake2b-128")
+    rewrite_index(tmp_path, to_blake2b)
+    assert validate(tmp_path) == []
+    rewrite_index(tmp_path, lambda index: index.update(checksum_algorithm="xxh3-128"))
+    assert any("checksum mismatch" in p for p in validate(tmp_path))
 
 
 def damage_missing(folder):
