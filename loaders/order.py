@@ -44,25 +44,55 @@ class GlobalOrder:
         return shards, np.concatenate([[0], np.cumsum(block_rows)]), slots
 
     @functools.lru_cache(maxsize=8)
-    def _block(self, epoch: int, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(permutation of the block's rows, the block's shards, their cumulative row counts)."""
-        shards, starts, slots = self._epoch(epoch)
+    def _block(self, epoch: int, block: int) -> tuple[np.ndarray, np.ndarray]:
+        """(shard, row) of each of the block's positions, in order: two int64 arrays."""
+        shards, _, slots = self._epoch(epoch)
         members = shards[slots[block]:slots[block] + self.cfg.shuffle_block_shards]
-        cumulative = np.concatenate([[0], np.cumsum(self.rows[members])])
+        counts = self.rows[members]
+        total = int(counts.sum())
         rng = np.random.Generator(np.random.PCG64([self.cfg.seed, epoch, block]))
-        return rng.permutation(int(cumulative[-1])), members, cumulative
+        permutation = rng.permutation(total)
+        shard_of = np.repeat(members, counts)
+        row_of = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        return shard_of[permutation], row_of[permutation]
 
-    def locate(self, position: int) -> tuple[int, int, int]:
-        """(epoch, shard, row) of the sample at `position`."""
+    def block_of(self, position: int) -> tuple[int, int]:
+        """(epoch, block) holding `position`."""
         if position < 0:
             raise ValueError(f"position {position} is negative")
         epoch, index = divmod(position, self.epoch_size)
-        _, starts, _ = self._epoch(epoch)
-        block = int(np.searchsorted(starts, index, side="right")) - 1
-        permutation, members, cumulative = self._block(epoch, block)
-        local = int(permutation[index - starts[block]])
-        member = int(np.searchsorted(cumulative, local, side="right")) - 1
-        return epoch, int(members[member]), local - int(cumulative[member])
+        return epoch, int(np.searchsorted(self._epoch(epoch)[1], index, side="right")) - 1
+
+    def block_shards(self, epoch: int, block: int) -> list[int]:
+        """The shards a block reads, in the order they are first needed."""
+        shard_of = self._block(epoch, block)[0]
+        _, first = np.unique(shard_of, return_index=True)
+        return [int(shard_of[i]) for i in sorted(first)]
+
+    def next_block(self, epoch: int, block: int) -> tuple[int, int]:
+        return (epoch, block + 1) if block + 1 < len(self._epoch(epoch)[2]) else (epoch + 1, 0)
+
+    def locate_many(self, positions: range) -> tuple[np.ndarray, np.ndarray]:
+        """(shard, row) arrays for consecutive positions; slices of cached per-block tables."""
+        shards, rows = [], []
+        position, end = positions.start, positions.stop
+        while position < end:
+            epoch, block = self.block_of(position)
+            starts = self._epoch(epoch)[1]
+            first = epoch * self.epoch_size + int(starts[block])
+            take = min(end, epoch * self.epoch_size + int(starts[block + 1])) - position
+            shard_of, row_of = self._block(epoch, block)
+            shards.append(shard_of[position - first:position - first + take])
+            rows.append(row_of[position - first:position - first + take])
+            position += take
+        if len(shards) == 1:
+            return shards[0], rows[0]
+        return np.concatenate(shards or [np.zeros(0, np.int64)]), np.concatenate(rows or [np.zeros(0, np.int64)])
+
+    def locate(self, position: int) -> tuple[int, int, int]:
+        """(epoch, shard, row) of the sample at `position`."""
+        shards, rows = self.locate_many(range(position, position + 1))
+        return position // self.epoch_size, int(shards[0]), int(rows[0])
 
 
 def rank_positions(global_batch_start: int, batch_size: int, rank: int, world_size: int) -> range:
