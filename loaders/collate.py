@@ -15,24 +15,41 @@ IGNORE = -100  # PyTorch's cross-entropy ignore_index
 
 
 def collate(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int, pad_id: int) -> dict[str, np.ndarray]:
+    return finish(*gather(rows, seq_len, pad_id))
+
+
+def gather(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int,
+           pad_id: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Copies what a batch needs out of the rows (which may be shared memory that is about to be
+    reused): (input_ids, real tokens per row, piece boundaries over the flattened batch)."""
     batch = len(rows)
     input_ids = np.full((batch, seq_len), pad_id, dtype=np.int64)
-    labels = np.full((batch, seq_len), IGNORE, dtype=np.int64)
-    position_ids = np.zeros((batch, seq_len), dtype=np.int64)
+    real = np.empty((batch, 1), dtype=np.int64)
     boundaries = [np.zeros(1, dtype=np.int64)]
     for b, (tokens, cu) in enumerate(rows):
-        if len(tokens) > seq_len:
-            raise ValueError(f"a row of {len(tokens)} tokens does not fit seq_len {seq_len}")
-        cu = np.asarray(cu, dtype=np.int64)
-        real = int(cu[-1])
+        if len(tokens) > seq_len or len(cu) < 2:
+            raise ValueError(f"a row of {len(tokens)} tokens and {len(cu)} boundaries does not fit seq_len {seq_len}")
         input_ids[b, :len(tokens)] = tokens
-        starts, lengths = cu[:-1], np.diff(cu)
-        # position inside its piece, for every real token
-        position_ids[b, :real] = np.arange(real) - np.repeat(starts, lengths)
-        position_ids[b, real:] = np.arange(seq_len - real)
-        labels[b, :real - 1] = input_ids[b, 1:real]
-        labels[b, cu[1:] - 1] = IGNORE  # the last token of each piece has no next token in it
-        row_bounds = cu[1:] if real == seq_len else np.append(cu[1:], seq_len)
-        boundaries.append(b * seq_len + row_bounds)
+        real[b] = cu[-1]
+        boundaries.append(b * seq_len + cu[1:])
+        if real[b] < seq_len:  # the row's padding is a piece of its own
+            boundaries.append(np.array([(b + 1) * seq_len]))
+    return input_ids, real, boundaries
+
+
+def finish(input_ids: np.ndarray, real: np.ndarray, boundaries: list[np.ndarray]) -> dict[str, np.ndarray]:
+    batch, seq_len = input_ids.shape
+    cu_seqlens = np.concatenate(boundaries)
+    if cu_seqlens[-1] != batch * seq_len or np.any(np.diff(cu_seqlens) <= 0):
+        raise ValueError(f"row boundaries {cu_seqlens[:8].tolist()}... do not rise to {batch * seq_len}")
+    # Over the flattened batch every token belongs to one piece: the label is the next token,
+    # except at each piece's last token and on padding.
+    labels = np.empty(batch * seq_len, dtype=np.int64)
+    labels[:-1] = input_ids.reshape(-1)[1:]
+    labels[cu_seqlens[1:] - 1] = IGNORE
+    labels = labels.reshape(batch, seq_len)
+    labels[np.arange(seq_len) >= real] = IGNORE
+    starts = np.repeat(cu_seqlens[:-1], np.diff(cu_seqlens))
+    position_ids = (np.arange(batch * seq_len) - starts).reshape(batch, seq_len)
     return {"input_ids": input_ids, "labels": labels, "position_ids": position_ids,
-            "cu_seqlens": np.concatenate(boundaries).astype(np.int32)}
+            "cu_seqlens": cu_seqlens.astype(np.int32)}

@@ -1,96 +1,133 @@
-"""ShardLoader: batches of packed rows in the global order, resumable and elastic.
+"""ShardLoader: batches of packed rows in the global order, resumable and elastic, through three tiers.
 
     loader = ShardLoader("out/sample/shards", batch_size=8, rank=0, world_size=1, seed=0)
-    batch = next(iter(loader))  # input_ids, labels, position_ids, cu_seqlens, sample_index (torch)
+    batch = next(loader)  # input_ids, labels, position_ids, cu_seqlens, sample_index (torch)
     state = loader.state_dict(); loader.load_state_dict(state)
 
-This session's state (see the README): the global order, rank slicing, O(1) elastic resume, L3
-(checked, prefetched decompression) and a per-process cache of decoded shards work. The node-wide
-shared-memory cache (L2), worker processes and the pinned-memory GPU ring (L1) are not built yet:
-`num_workers` must be 0 and `device` None or "cpu", and anything else is refused with a message.
+- L3 (shard_reader, fetch_workers): shards checked and decompressed ahead of need, the current and
+  the next shuffle block, by `prefetch_threads` threads or `num_workers` processes.
+- L2 (shm_arena): the decompressed shards, in one shared-memory arena per node for every rank and
+  worker: each shard is decompressed once per node while it stays in the `cache_bytes` limit.
+- L1 (device_ring): batches are collated here straight out of L2 (the one copy a batch needs:
+  uint32 → int64) and copied to `device` `prefetch_batches` batches ahead.
 """
 
+import shutil
 import time
-from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from loaders.collate import collate
+from loaders.collate import finish, gather
+from loaders.device_ring import BatchRing
+from loaders.fetch_workers import FetchWorkers
 from loaders.order import GlobalOrder, OrderConfig, rank_positions
-from loaders.shard_reader import DecodedShard, Prefetcher, ShardSource
+from loaders.shard_reader import DEFAULT_CACHE_DIR, Prefetcher, ShardSource, read_shard
+from loaders import shm_arena
+from loaders.shm_arena import CachedShard, SharedArena, arena_bytes, arena_folder, arena_key, entry_bytes
 
 STATE_VERSION = 1
+MAX_RETRIES = 100  # a batch re-read because a shard was evicted while being read; more means thrashing
 
 
 class ShardLoader:
     def __init__(self, shards: str, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0,
-                 num_workers: int = 0, device=None, *, shuffle_block_shards: int = 4, cache_dir: str | None = None,
-                 decoded_shards: int = 8, prefetch_threads: int = 2):
-        if num_workers != 0:
-            raise ValueError("num_workers > 0 needs the node-wide shared-memory cache, which is not built yet")
-        if device is not None and torch.device(device).type != "cpu":
-            raise ValueError("only device=None or 'cpu' for now: the pinned-memory GPU ring is not built yet")
-        if batch_size < 1 or not 0 <= rank < world_size:
-            raise ValueError(f"batch_size must be positive and rank in [0, world_size), got {batch_size}, {rank}, "
-                             f"{world_size}")
+                 num_workers: int = 0, device=None, *, shuffle_block_shards: int = 4, cache_bytes: int | None = None,
+                 cache_dir: str | None = None, shm_dir: str | None = None, prefetch_batches: int = 2,
+                 prefetch_threads: int = 2):
+        if batch_size < 1 or not 0 <= rank < world_size or num_workers < 0:
+            raise ValueError(f"batch_size must be positive, rank in [0, world_size) and num_workers >= 0, got "
+                             f"{batch_size}, {rank}, {world_size}, {num_workers}")
+        self.device = torch.device(device or "cpu")
+        self.ring = BatchRing(prefetch_batches, self.device)
         self.source = ShardSource(shards, cache_dir)
-        self.seq_len, self.pad_id = self.source.index["seq_len"], self.source.index["pad_id"]
-        self.order = GlobalOrder([e["rows"] for e in self.source.entries], OrderConfig(seed, shuffle_block_shards))
+        index, entries = self.source.index, self.source.entries
+        self.seq_len, self.pad_id = index["seq_len"], index["pad_id"]
+        self.order = GlobalOrder([e["rows"] for e in entries], OrderConfig(seed, shuffle_block_shards))
         self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
-        self.position = 0  # global position of the next global batch: the whole progress of a run
-        self.prefetcher = Prefetcher(self.source, prefetch_threads)
-        self.decoded: OrderedDict[int, DecodedShard] = OrderedDict()  # least recently used first
-        self.decoded_limit = decoded_shards
-        self._located: tuple[range, list[tuple[int, int]]] | None = None  # the prefetched batch's rows
+        self.position = 0  # global position of the next global batch handed out: the whole progress of a run
+        self._produced = 0  # ... and of the next one collated (ahead by the batches in the ring)
+        self._block: tuple[int, int] | None = None
+
+        key, shm = arena_key(self.source.location, index), Path(shm_dir) if shm_dir else shm_arena.SHM
+        capacity = cache_capacity(entries, shuffle_block_shards, cache_bytes, shm)
+        folder = arena_folder(key, arena_bytes(len(entries), capacity), Path(cache_dir or DEFAULT_CACHE_DIR) / "arena",
+                              shm)
+        self.arena = SharedArena(key, len(entries), capacity, folder)
+        self.fetcher = (FetchWorkers(shards, cache_dir, folder, capacity, num_workers) if num_workers
+                        else Prefetcher(self.source, self.arena, prefetch_threads))
         self.counters = {"decompressions": 0, "cache_hits": 0, "cache_misses": 0, "bytes_decompressed": 0,
-                         "blocked_seconds": 0.0, "batches": 0}
+                         "blocked_seconds": 0.0, "batches": 0, "rereads": 0}
 
     @property
     def global_batch_size(self) -> int:
         return self.batch_size * self.world_size
 
-    def _shard(self, shard: int) -> DecodedShard:
-        if shard in self.decoded:
-            self.counters["cache_hits"] += 1
-            self.decoded.move_to_end(shard)
-            return self.decoded[shard]
-        self.counters["cache_misses"] += 1
-        decoded = self.prefetcher.get(shard)
-        self.counters["decompressions"] += 1
-        self.counters["bytes_decompressed"] += decoded.nbytes
-        self.decoded[shard] = decoded
-        while len(self.decoded) > self.decoded_limit:
-            self.decoded.popitem(last=False)
-        return decoded
-
-    def _locate(self, positions: range) -> list[tuple[int, int]]:
-        """(shard, row) of each position; the next batch's are found once, when it is prefetched."""
-        if self._located is not None and self._located[0] == positions:
-            return self._located[1]
-        return [self.order.locate(p)[1:] for p in positions]
-
-    def _prefetch(self, positions: range) -> None:
-        """Start decompressing the shards of the next batch in the background."""
-        self._located = (positions, self._locate(positions))
-        for shard in {shard for shard, _ in self._located[1]}:
-            if shard not in self.decoded:
-                self.prefetcher.request(shard)
+    def stats(self) -> dict:
+        """The counters: this process's (its prefetch threads included) and the node's decompressions."""
+        stats = dict(self.counters)
+        stats["decompressions"] += len(self.fetcher.decompressed)
+        stats["bytes_decompressed"] += sum(self.fetcher.decompressed)
+        stats["node_decompressions"] = self.arena.decompressions
+        return stats
 
     def __iter__(self):
         return self
 
     def __next__(self) -> dict[str, torch.Tensor]:
         started = time.perf_counter()
-        positions = rank_positions(self.position, self.batch_size, self.rank, self.world_size)
-        rows = [self._shard(shard).row(row) for shard, row in self._locate(positions)]
-        batch = collate(rows, self.seq_len, self.pad_id)
-        batch["sample_index"] = np.asarray(positions, dtype=np.int64)
+        while len(self.ring) <= self.ring.depth:
+            self.ring.push(self._collate(self._produced))
+            self._produced += self.global_batch_size
+        batch = self.ring.pop()
         self.position += self.global_batch_size
-        self._prefetch(rank_positions(self.position, self.batch_size, self.rank, self.world_size))
         self.counters["batches"] += 1
         self.counters["blocked_seconds"] += time.perf_counter() - started
-        return {key: torch.from_numpy(value) for key, value in batch.items()}
+        return batch
+
+    def _collate(self, position: int) -> dict[str, np.ndarray]:
+        """This rank's part of the global batch at `position`, read out of L2."""
+        positions = rank_positions(position, self.batch_size, self.rank, self.world_size)
+        self._prefetch_blocks(positions.start)
+        shards, rows = self.order.locate_many(positions)
+        for _ in range(MAX_RETRIES):
+            cached = {shard: self._cached(shard) for shard in dict.fromkeys(shards.tolist())}
+            try:
+                parts = gather([_row(cached[s], r) for s, r in zip(shards.tolist(), rows.tolist())],
+                               self.seq_len, self.pad_id)
+            except (ValueError, IndexError):  # rows read while their shard was evicted, or really bad
+                if all(map(self.arena.still_valid, cached.values())):
+                    raise
+                parts = None
+            if parts is not None and all(map(self.arena.still_valid, cached.values())):
+                batch = finish(*parts)
+                batch["sample_index"] = np.asarray(positions, dtype=np.int64)
+                return batch
+            self.counters["rereads"] += 1  # a shard was evicted while we read it: read again
+        raise RuntimeError(f"shards are evicted from the {self.arena.capacity / 2**20:.0f} MiB cache faster than "
+                           "a batch can be read from them: raise cache_bytes")
+
+    def _cached(self, shard: int) -> CachedShard:
+        cached = self.arena.lookup(shard)
+        if cached is not None:
+            self.counters["cache_hits"] += 1
+            return cached
+        self.counters["cache_misses"] += 1
+        cached, decompressed = self.arena.fill(shard, lambda: read_shard(self.source, shard))
+        if decompressed:
+            self.counters["decompressions"] += 1
+            self.counters["bytes_decompressed"] += cached.nbytes
+        return cached
+
+    def _prefetch_blocks(self, position: int) -> None:
+        """On entering a shuffle block, ask L3 for its shards and then the next block's."""
+        block = self.order.block_of(position)
+        if block != self._block:
+            self._block = block
+            for shard in self.order.block_shards(*block) + self.order.block_shards(*self.order.next_block(*block)):
+                if self.arena.lookup(shard) is None:
+                    self.fetcher.request(shard)
 
     def state_dict(self) -> dict:
         """Small and O(1) to restore: where the next global batch starts, and what fixes the order."""
@@ -104,7 +141,36 @@ class ShardLoader:
         for key in ("version", "seed", "shuffle_block_shards", "global_batch_size", "epoch_size"):
             if state.get(key) != mine[key]:
                 raise ValueError(f"cannot resume: {key} was {state.get(key)!r}, this loader has {mine[key]!r}")
-        self.position = int(state["position"])
+        self.position = self._produced = int(state["position"])
+        self.ring.clear()
 
     def close(self) -> None:
-        self.prefetcher.close()
+        self.fetcher.close()
+        self.ring.clear()
+        self.arena.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _row(cached: CachedShard, row: int) -> tuple[np.ndarray, np.ndarray]:
+    return (cached.tokens[cached.token_offsets[row]:cached.token_offsets[row + 1]],
+            cached.cu_seqlens[cached.cu_offsets[row]:cached.cu_offsets[row + 1]])
+
+
+def cache_capacity(entries: list[dict], shuffle_block_shards: int, cache_bytes: int | None, shm: Path) -> int:
+    """The L2 byte limit: `cache_bytes`, else the whole data set when it fits in half of /dev/shm's size,
+    else that half; at least two shuffle blocks of the largest shard, the most the reader needs at once."""
+    # Decompressed size from the index; cu_seqlens is guessed at one piece per 64 tokens.
+    sizes = [entry_bytes(e["rows"], e["tokens"], e["rows"] + e["tokens"] // 64) for e in entries]
+    smallest = (2 * shuffle_block_shards + 1) * max(sizes)
+    if cache_bytes is not None:
+        if cache_bytes < smallest:
+            raise ValueError(f"cache_bytes {cache_bytes} is below what two shuffle blocks of the largest shard "
+                             f"need: {smallest}")
+        return cache_bytes
+    half_of_shm = shutil.disk_usage(shm).total // 2 if shm.is_dir() else smallest
+    return max(smallest, min(int(sum(sizes) * 1.1) + 2 * max(sizes), half_of_shm))

@@ -1,5 +1,5 @@
-"""L3, the SSD decompressor: find shards (a local folder or any fsspec URL), check them, decompress
-them into flat NumPy arrays, ahead of need in background threads (zstd releases the GIL).
+"""L3, the SSD decompressor: find shards (a local folder or any fsspec URL), check them and decompress
+them, ahead of need in background threads (zstd and the checksum release the GIL), into L2.
 
 Remote shards are fetched once into a local cache folder (written as NAME.part, renamed when
 complete) and checked there. Every problem raises ShardError naming the shard: missing, wrong size,
@@ -8,8 +8,7 @@ checksum mismatch, unreadable Arrow, wrong schema. Never garbage, never a silent
 
 import json
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -17,26 +16,11 @@ import pyarrow as pa
 
 from schemas.shards import INDEX_FILE, ShardFileError, open_shard
 
+DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tokenmill"  # remote shards fetched here; disk-backed L2 if needed
+
 
 class ShardError(RuntimeError):
     """A shard (or the index) that cannot be used; the message names it and says why."""
-
-
-@dataclass(frozen=True)
-class DecodedShard:
-    """A shard's rows, decompressed: row i is tokens[token_offsets[i]:token_offsets[i + 1]]."""
-    tokens: np.ndarray  # uint32, all rows end to end
-    token_offsets: np.ndarray  # int64, rows + 1
-    cu_seqlens: np.ndarray  # int32, all rows' boundaries end to end
-    cu_offsets: np.ndarray  # int64, rows + 1
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.tokens, self.token_offsets, self.cu_seqlens, self.cu_offsets))
-
-    def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        return (self.tokens[self.token_offsets[i]:self.token_offsets[i + 1]],
-                self.cu_seqlens[self.cu_offsets[i]:self.cu_offsets[i + 1]])
 
 
 def _is_url(location: str) -> bool:
@@ -53,8 +37,7 @@ class ShardSource:
             import fsspec
 
             self.fs, self.root = fsspec.core.url_to_fs(self.location)
-            self.cache = Path(cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "tokenmill", "shards"))
-            self.cache = self.cache / self.root.strip("/").replace("/", "_")
+            self.cache = Path(cache_dir or DEFAULT_CACHE_DIR) / "shards" / self.root.strip("/").replace("/", "_")
             self.cache.mkdir(parents=True, exist_ok=True)
         else:
             self.local = Path(self.location.removeprefix("file://"))
@@ -89,40 +72,43 @@ class ShardSource:
         return target
 
 
-def read_shard(source: ShardSource, shard: int) -> DecodedShard:
-    """Checks and decompresses one shard."""
+Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # token_offsets, tokens, cu_offsets, cu_seqlens
+
+
+def read_shard(source: ShardSource, shard: int) -> list[Chunk]:
+    """Checks and decompresses one shard: per record batch, NumPy views of Arrow's buffers (offsets
+    index into the values as they are; no copy here, L2 copies once into shared memory)."""
     entry = source.entries[shard]
     path = source.local_path(shard)
     try:
         table = open_shard(path, entry, source.index["checksum_algorithm"])
     except ShardFileError as e:
         raise ShardError(f"{source.location}/{entry['file']}: {e}") from None
-    return DecodedShard(*_flat(table.column("tokens")), *_flat(table.column("cu_seqlens")))
+    return [(*_offsets_values(batch.column(0)), *_offsets_values(batch.column(1))) for batch in table.to_batches()]
 
 
-def _flat(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """(values, offsets from 0) of a list column, owning their memory (the file is closed after)."""
-    lists = column.combine_chunks()
-    offsets = lists.offsets.to_numpy().astype(np.int64)
-    values = lists.values.to_numpy()[offsets[0]:offsets[-1]].copy()
-    return values, offsets - offsets[0]
+def _offsets_values(lists: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
+    return lists.offsets.to_numpy(), lists.values.to_numpy()
 
 
 class Prefetcher:
-    """Reads shards in background threads: request() early, get() when needed."""
+    """Fills L2 ahead of need from background threads: request() returns at once."""
 
-    def __init__(self, source: ShardSource, threads: int = 2):
-        self.source = source
+    def __init__(self, source: ShardSource, arena, threads: int = 2):
+        self.source, self.arena = source, arena
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tokenmill-l3")
-        self.pending: dict[int, Future] = {}
+        self.decompressed: list[int] = []  # shards these threads decompressed (list.append is atomic)
 
     def request(self, shard: int) -> None:
-        if shard not in self.pending:
-            self.pending[shard] = self.pool.submit(read_shard, self.source, shard)
+        self.pool.submit(self._fill, shard)
 
-    def get(self, shard: int) -> DecodedShard:
-        self.request(shard)
-        return self.pending.pop(shard).result()  # re-raises the thread's ShardError here
+    def _fill(self, shard: int) -> None:
+        try:
+            cached, decompressed = self.arena.fill(shard, lambda: read_shard(self.source, shard))
+        except Exception:  # the reader hits the same error when it needs the shard, and raises it there
+            return
+        if decompressed:
+            self.decompressed.append(cached.nbytes)
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool.shutdown(wait=True, cancel_futures=True)

@@ -11,16 +11,18 @@ from schemas.shards import new_index, shard_name
 PAD, SEQ = 2, 512
 
 
-def write_shards(folder, rows_per_file=None, bad_row=None):
-    """Two shards of packed rows (written as the job does) and their index; the documents' tokens
+def write_shards(folder, bad_row=None, parts=2):
+    """`parts` shards of packed rows (written as the job does) and their index; the documents' tokens
     are 0 (bos), random ids from 19, 1 (eos)."""
+    folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     docs = [np.concatenate([[0], rng.integers(19, 1000, n), [1]]).astype(np.uint32) for n in rng.integers(5, 900, 60)]
     tokens, cu = materialize(pack([len(d) for d in docs], PackConfig(SEQ)), docs, PAD)
     if bad_row is not None:
         tokens[0], cu[0] = bad_row
     entries = []
-    for part, (lo, hi) in enumerate([(0, len(tokens) // 2), (len(tokens) // 2, len(tokens))]):
+    bounds = np.linspace(0, len(tokens), parts + 1).astype(int)
+    for part, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
         writer = ShardWriter(folder, f"p{part}", ShardConfig())
         for t, c in zip(tokens[lo:hi], cu[lo:hi]):
             writer.add(t, c)

@@ -1,13 +1,15 @@
 """ShardLoader: the same global stream at any world size, exact and elastic resume, errors that
 name the shard, and counters."""
 
-import numpy as np
+import json
+
 import pytest
 import torch
 
 from loaders.collate import IGNORE
 from loaders.shard_loader import ShardLoader
 from loaders.shard_reader import ShardError
+from loaders.shm_arena import entry_bytes
 from schemas.shards import shard_name
 from tests.shard_fixtures import PAD, SEQ, write_shards
 
@@ -100,20 +102,73 @@ def test_a_corrupt_shard_raises_an_error_naming_it(shards):
             next(loader)
 
 
-def test_counters_count_decompressions_and_hits(shards):
+def test_counters_count_decompressions_hits_and_blocked_time(shards):
     path, rows = shards
     loader = ShardLoader(path, GLOBAL_BATCH, seed=3)
     for _ in range(rows // GLOBAL_BATCH):
         next(loader)
-    c = loader.counters
-    assert c["decompressions"] == 2 and c["cache_misses"] == 2 and c["cache_hits"] == c["batches"] * 8 - 2
-    assert c["bytes_decompressed"] > 0 and c["blocked_seconds"] > 0
+    stats = loader.stats()
+    assert stats["decompressions"] == stats["node_decompressions"] == 2  # each shard once
+    assert stats["bytes_decompressed"] > 0 and stats["blocked_seconds"] > 0 and stats["batches"] == rows // GLOBAL_BATCH
+    assert stats["cache_hits"] > 0 and stats["cache_misses"] >= 1
+    other = ShardLoader(path, GLOBAL_BATCH, seed=4)  # another reader on the node: served from L2
+    for _ in range(rows // GLOBAL_BATCH):
+        next(other)
+    assert other.stats()["decompressions"] == 0 and other.stats()["node_decompressions"] == 2
+    assert other.stats()["cache_misses"] == 0
 
 
-def test_what_is_not_built_yet_is_refused_with_a_message(shards):
+def tokens(loader, steps):
+    return [next(loader)["input_ids"].tolist() for _ in range(steps)]
+
+
+def test_batches_do_not_depend_on_prefetch_depth_workers_or_cache_size(tmp_path):
+    write_shards(tmp_path / "a", parts=10)
+    reference = ShardLoader(str(tmp_path / "a"), GLOBAL_BATCH, seed=2, prefetch_batches=0, shuffle_block_shards=1)
+    expected = tokens(reference, 30)  # two epochs and more
+    # Another copy of the shards, so that nothing is in L2 yet: worker processes fill it.
+    write_shards(tmp_path / "b", parts=10)
+    with ShardLoader(str(tmp_path / "b"), GLOBAL_BATCH, seed=2, num_workers=2, prefetch_batches=3,
+                     shuffle_block_shards=1) as workers:
+        assert tokens(workers, 30) == expected
+        assert workers.stats()["node_decompressions"] >= 10
+    # A cache that holds 3 of the 10 shards: evicted shards are decompressed again, batches unchanged.
+    write_shards(tmp_path / "c", parts=10)
+    index = json.loads((tmp_path / "c" / "index.json").read_text())
+    smallest = 3 * max(entry_bytes(e["rows"], e["tokens"], e["rows"] + e["tokens"] // 64) for e in index["shards"])
+    with ShardLoader(str(tmp_path / "c"), GLOBAL_BATCH, seed=2, cache_bytes=smallest, shuffle_block_shards=1) as small:
+        assert tokens(small, 30) == expected
+        assert small.stats()["node_decompressions"] > 10
+    with pytest.raises(ValueError, match="cache_bytes"):
+        ShardLoader(str(tmp_path / "c"), GLOBAL_BATCH, cache_bytes=smallest // 2, shuffle_block_shards=1)
+
+
+def test_resume_after_prefetching_continues_from_the_batches_handed_out(shards):
     path, _ = shards
-    with pytest.raises(ValueError, match="shared-memory cache"):
-        ShardLoader(path, 4, num_workers=2)
-    with pytest.raises(ValueError, match="GPU ring"):
-        ShardLoader(path, 4, device="cuda")
-    assert np.all(next(ShardLoader(path, 2, device="cpu"))["sample_index"].numpy() == [0, 1])
+    ahead = ShardLoader(path, GLOBAL_BATCH, seed=3, prefetch_batches=4)
+    tokens(ahead, 3)  # and four more collated ahead
+    state = ahead.state_dict()
+    resumed = ShardLoader(path, GLOBAL_BATCH, seed=3, prefetch_batches=0)
+    resumed.load_state_dict(state)
+    assert tokens(resumed, 5) == tokens(ahead, 5)
+
+
+def test_a_small_shm_falls_back_to_a_disk_backed_arena(shards, tmp_path):
+    path, rows = shards
+    expected = tokens(ShardLoader(path, GLOBAL_BATCH, seed=3), 4)
+    with pytest.warns(UserWarning, match="memory-mapped file"):
+        loader = ShardLoader(path, GLOBAL_BATCH, seed=3, shm_dir=str(tmp_path / "no-shm"), cache_dir=str(tmp_path))
+    assert loader.arena.path.parent == tmp_path / "arena"
+    assert tokens(loader, 4) == expected
+    loader.close()
+    assert not loader.arena.path.exists()  # the last process to close removes it
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the CPU ring is tested above)")
+def test_the_gpu_ring_delivers_the_cpu_batches(shards):
+    path, _ = shards
+    cpu = ShardLoader(path, GLOBAL_BATCH, seed=3)
+    gpu = ShardLoader(path, GLOBAL_BATCH, seed=3, device="cuda", prefetch_batches=3)
+    for _ in range(12):
+        expected, got = next(cpu), next(gpu)
+        assert all(got[key].is_cuda and torch.equal(got[key].cpu(), expected[key]) for key in expected)
