@@ -14,6 +14,24 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 
 def tree_rss(root: int) -> int:
     """Bytes resident in `root` and its descendants now (0 where /proc is not available)."""
+    return sum(rss for _, rss in _tree(root))
+
+
+def tree_pss(root: int) -> int:
+    """Proportional set size of the tree: pages shared by n processes (shared memory, libraries)
+    count 1/n in each, so a node-wide cache counts once, not once per process mapping it."""
+    total = 0
+    for pid, _ in _tree(root):
+        try:
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        total += next(int(line.split()[1]) * 1024 for line in rollup.splitlines() if line.startswith("Pss:"))
+    return total
+
+
+def _tree(root: int) -> list[tuple[int, int]]:
+    """(pid, resident bytes) of `root` and its descendants."""
     parents, rss = {}, {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -22,29 +40,30 @@ def tree_rss(root: int) -> int:
             continue
         pid = int(stat.parent.name)
         parents[pid], rss[pid] = int(fields[1]), int(fields[21]) * PAGE
-    total, stack = 0, [root]
+    found, stack = [], [root]
     children = {}
     for pid, parent in parents.items():
         children.setdefault(parent, []).append(pid)
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        if pid in rss:
+            found.append((pid, rss[pid]))
         stack.extend(children.get(pid, []))
-    return total
+    return found
 
 
 class PeakMemory:
-    """with PeakMemory() as peak: ...; peak.bytes is the highest tree RSS seen (every `interval` s)."""
+    """with PeakMemory() as peak: ...; peak.bytes is the highest tree RSS (or `measure`) seen, every `interval` s."""
 
-    def __init__(self, interval: float = 0.5):
-        self.interval, self.bytes = interval, 0
+    def __init__(self, interval: float = 0.5, measure=tree_rss):
+        self.interval, self.bytes, self.measure = interval, 0, measure
         self.root = os.getppid() if launched_by_spark_submit() else os.getpid()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self):
         while True:
-            self.bytes = max(self.bytes, tree_rss(self.root))
+            self.bytes = max(self.bytes, self.measure(self.root))
             if self._stop.wait(self.interval):
                 return
 
@@ -55,4 +74,4 @@ class PeakMemory:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
-        self.bytes = max(self.bytes, tree_rss(self.root))
+        self.bytes = max(self.bytes, self.measure(self.root))

@@ -40,7 +40,8 @@ from prep.shard_writer import ShardConfig, ShardWriter
 from schemas.shards import INDEX_FILE, new_index, shard_name
 
 ENCODED_SCHEMA = "id string, tokens binary, length long"
-WRITTEN_SCHEMA = "grp int, file string, rows long, tokens long, real_tokens long, bytes long, checksum string"
+WRITTEN_SCHEMA = ("grp int, file string, rows long, tokens long, real_tokens long, bytes long, checksum string, "
+                  "batch_rows array<long>")
 
 
 def parse_args(argv):
@@ -85,7 +86,8 @@ def pack_and_write(table: pa.Table, folder: str, cfg: PackConfig, shard_cfg: Sha
     return pa.Table.from_pylist([{"grp": group, **f} for f in files],
                                 schema=pa.schema([("grp", pa.int32()), ("file", pa.string()), ("rows", pa.int64()),
                                                   ("tokens", pa.int64()), ("real_tokens", pa.int64()),
-                                                  ("bytes", pa.int64()), ("checksum", pa.string())]))
+                                                  ("bytes", pa.int64()), ("checksum", pa.string()),
+                                                  ("batch_rows", pa.list_(pa.int64()))]))
 
 
 def run_tokenize(spark, files, tokenizer: TokenizerFile, out: str, cfg: PackConfig, shard_cfg: ShardConfig) -> dict:
@@ -110,7 +112,7 @@ def run_tokenize(spark, files, tokenizer: TokenizerFile, out: str, cfg: PackConf
         name = shard_name(len(shards))
         os.replace(staging / entry.file, staging / name)
         shards.append({"file": name, "rows": entry.rows, "tokens": entry.tokens, "real_tokens": entry.real_tokens,
-                       "bytes": entry.bytes, "checksum": entry.checksum})
+                       "bytes": entry.bytes, "checksum": entry.checksum, "batch_rows": list(entry.batch_rows)})
     quarantined = quarantine.count()
     if quarantined:
         quarantine.write.parquet(str(staging / "quarantine"))

@@ -9,6 +9,8 @@ For rows of `tokens` (length a multiple of 128, at most seq_len) with their `cu_
                                     piece, and each row's padding as a piece of its own; ends at B * seq_len
 """
 
+import functools
+
 import numpy as np
 
 IGNORE = -100  # PyTorch's cross-entropy ignore_index
@@ -23,13 +25,14 @@ def gather(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int,
     """Copies what a batch needs out of the rows (which may be shared memory that is about to be
     reused): (input_ids, real tokens per row, piece boundaries over the flattened batch)."""
     batch = len(rows)
-    input_ids = np.full((batch, seq_len), pad_id, dtype=np.int64)
-    real = np.empty((batch, 1), dtype=np.int64)
+    input_ids = np.empty((batch, seq_len), dtype=np.int64)
+    real = np.empty(batch, dtype=np.int64)
     boundaries = [np.zeros(1, dtype=np.int64)]
     for b, (tokens, cu) in enumerate(rows):
         if len(tokens) > seq_len or len(cu) < 2:
             raise ValueError(f"a row of {len(tokens)} tokens and {len(cu)} boundaries does not fit seq_len {seq_len}")
         input_ids[b, :len(tokens)] = tokens
+        input_ids[b, len(tokens):] = pad_id
         real[b] = cu[-1]
         boundaries.append(b * seq_len + cu[1:])
         if real[b] < seq_len:  # the row's padding is a piece of its own
@@ -40,16 +43,25 @@ def gather(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int,
 def finish(input_ids: np.ndarray, real: np.ndarray, boundaries: list[np.ndarray]) -> dict[str, np.ndarray]:
     batch, seq_len = input_ids.shape
     cu_seqlens = np.concatenate(boundaries)
-    if cu_seqlens[-1] != batch * seq_len or np.any(np.diff(cu_seqlens) <= 0):
+    lengths = np.diff(cu_seqlens)
+    if cu_seqlens[-1] != batch * seq_len or np.any(lengths <= 0):
         raise ValueError(f"row boundaries {cu_seqlens[:8].tolist()}... do not rise to {batch * seq_len}")
     # Over the flattened batch every token belongs to one piece: the label is the next token,
     # except at each piece's last token and on padding.
-    labels = np.empty(batch * seq_len, dtype=np.int64)
-    labels[:-1] = input_ids.reshape(-1)[1:]
-    labels[cu_seqlens[1:] - 1] = IGNORE
-    labels = labels.reshape(batch, seq_len)
-    labels[np.arange(seq_len) >= real] = IGNORE
-    starts = np.repeat(cu_seqlens[:-1], np.diff(cu_seqlens))
-    position_ids = (np.arange(batch * seq_len) - starts).reshape(batch, seq_len)
+    labels = np.empty((batch, seq_len), dtype=np.int64)
+    flat = labels.reshape(-1)
+    flat[:-1] = input_ids.reshape(-1)[1:]
+    flat[cu_seqlens[1:] - 1] = IGNORE
+    for b in np.nonzero(real < seq_len)[0]:
+        labels[b, real[b]:] = IGNORE
+    position_ids = np.subtract(_arange(batch * seq_len), np.repeat(cu_seqlens[:-1], lengths)).reshape(batch, seq_len)
     return {"input_ids": input_ids, "labels": labels, "position_ids": position_ids,
             "cu_seqlens": cu_seqlens.astype(np.int32)}
+
+
+@functools.lru_cache(maxsize=4)
+def _arange(n: int) -> np.ndarray:
+    """0..n-1, made once per batch shape (read only)."""
+    values = np.arange(n, dtype=np.int64)
+    values.flags.writeable = False
+    return values

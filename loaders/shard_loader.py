@@ -23,7 +23,7 @@ from loaders.collate import finish, gather
 from loaders.device_ring import BatchRing
 from loaders.fetch_workers import FetchWorkers
 from loaders.order import GlobalOrder, OrderConfig, rank_positions
-from loaders.shard_reader import DEFAULT_CACHE_DIR, Prefetcher, ShardSource, read_shard
+from loaders.shard_reader import DEFAULT_CACHE_DIR, Prefetcher, RecordBatchReader, ShardSource, read_shard
 from loaders import shm_arena
 from loaders.shm_arena import CachedShard, SharedArena, arena_bytes, arena_folder, arena_key, entry_bytes
 
@@ -49,6 +49,9 @@ class ShardLoader:
         self.position = 0  # global position of the next global batch handed out: the whole progress of a run
         self._produced = 0  # ... and of the next one collated (ahead by the batches in the ring)
         self._block: tuple[int, int] | None = None
+        self._views: dict[int, CachedShard] = {}  # L2 entries this process has looked up (checked on use)
+        self._direct = RecordBatchReader(self.source)  # for the first batch after a start or a resume
+        self._first = True
 
         key, shm = arena_key(self.source.location, index), Path(shm_dir) if shm_dir else shm_arena.SHM
         capacity = cache_capacity(entries, shuffle_block_shards, cache_bytes, shm)
@@ -58,7 +61,7 @@ class ShardLoader:
         self.fetcher = (FetchWorkers(shards, cache_dir, folder, capacity, num_workers) if num_workers
                         else Prefetcher(self.source, self.arena, prefetch_threads))
         self.counters = {"decompressions": 0, "cache_hits": 0, "cache_misses": 0, "bytes_decompressed": 0,
-                         "blocked_seconds": 0.0, "batches": 0, "rereads": 0}
+                         "blocked_seconds": 0.0, "batches": 0, "rereads": 0, "direct_rows": 0}
 
     @property
     def global_batch_size(self) -> int:
@@ -91,6 +94,10 @@ class ShardLoader:
         positions = rank_positions(position, self.batch_size, self.rank, self.world_size)
         self._prefetch_blocks(positions.start)
         shards, rows = self.order.locate_many(positions)
+        if self._first:
+            self._first = False
+            if all(self.arena.lookup(s) is not None or self._direct.can_read(s) for s in set(shards.tolist())):
+                return self._collate_direct(positions, shards, rows)
         for _ in range(MAX_RETRIES):
             cached = {shard: self._cached(shard) for shard in dict.fromkeys(shards.tolist())}
             try:
@@ -108,16 +115,36 @@ class ShardLoader:
         raise RuntimeError(f"shards are evicted from the {self.arena.capacity / 2**20:.0f} MiB cache faster than "
                            "a batch can be read from them: raise cache_bytes")
 
+    def _collate_direct(self, positions: range, shards: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The first batch: rows from L2 where cached, else from their record batch alone, while L3
+        decompresses whole shards into L2 in the background."""
+        parts, cached = [], {s: self.arena.lookup(s) for s in dict.fromkeys(shards.tolist())}
+        for shard, row in zip(shards.tolist(), rows.tolist()):
+            parts.append(_row(cached[shard], row) if cached[shard] is not None else self._direct.row(shard, row))
+        self.counters["direct_rows"] += sum(cached[shard] is None for shard in shards.tolist())
+        gathered = gather(parts, self.seq_len, self.pad_id)  # copies: no view outlives this
+        self._direct.clear()
+        if not all(self.arena.still_valid(c) for c in cached.values() if c is not None):
+            return self._collate(positions.start)  # evicted meanwhile: the usual way
+        batch = finish(*gathered)
+        batch["sample_index"] = np.asarray(positions, dtype=np.int64)
+        return batch
+
     def _cached(self, shard: int) -> CachedShard:
-        cached = self.arena.lookup(shard)
+        cached = self._views.get(shard)
+        if cached is not None and self.arena.still_valid(cached):
+            self.arena.touch(shard)
+        else:
+            cached = self.arena.lookup(shard)
         if cached is not None:
             self.counters["cache_hits"] += 1
-            return cached
-        self.counters["cache_misses"] += 1
-        cached, decompressed = self.arena.fill(shard, lambda: read_shard(self.source, shard))
-        if decompressed:
-            self.counters["decompressions"] += 1
-            self.counters["bytes_decompressed"] += cached.nbytes
+        else:
+            self.counters["cache_misses"] += 1
+            cached, decompressed = self.arena.fill(shard, lambda: read_shard(self.source, shard))
+            if decompressed:
+                self.counters["decompressions"] += 1
+                self.counters["bytes_decompressed"] += cached.nbytes
+        self._views[shard] = cached
         return cached
 
     def _prefetch_blocks(self, position: int) -> None:
@@ -143,6 +170,7 @@ class ShardLoader:
                 raise ValueError(f"cannot resume: {key} was {state.get(key)!r}, this loader has {mine[key]!r}")
         self.position = self._produced = int(state["position"])
         self.ring.clear()
+        self._first = True
 
     def close(self) -> None:
         self.fetcher.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from schemas.shards import INDEX_FILE, ShardFileError, open_shard
+from schemas.shards import INDEX_FILE, SHARD_SCHEMA, ShardFileError, check_shard_file, open_shard
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tokenmill"  # remote shards fetched here; disk-backed L2 if needed
 
@@ -89,6 +89,50 @@ def read_shard(source: ShardSource, shard: int) -> list[Chunk]:
 
 def _offsets_values(lists: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
     return lists.offsets.to_numpy(), lists.values.to_numpy()
+
+
+class RecordBatchReader:
+    """Rows read by decompressing only their Arrow record batch (~4 MB), for the first batch after a
+    start or resume: it need not wait for whole shards (index entries list their batch_rows)."""
+
+    def __init__(self, source: ShardSource):
+        self.source = source
+        self.files: dict[int, tuple[pa.ipc.RecordBatchFileReader, np.ndarray]] = {}
+        self.batches: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def can_read(self, shard: int) -> bool:
+        return "batch_rows" in self.source.entries[shard]
+
+    def row(self, shard: int, row: int) -> tuple[np.ndarray, np.ndarray]:
+        reader, starts = self._open(shard)
+        number = int(np.searchsorted(starts, row, side="right")) - 1
+        if (shard, number) not in self.batches:
+            batch = reader.get_batch(number)
+            self.batches[(shard, number)] = (*_offsets_values(batch.column(0)), *_offsets_values(batch.column(1)))
+        token_offsets, tokens, cu_offsets, cu = self.batches[(shard, number)]
+        i = row - starts[number]
+        return tokens[token_offsets[i]:token_offsets[i + 1]], cu[cu_offsets[i]:cu_offsets[i + 1]]
+
+    def _open(self, shard: int):
+        if shard not in self.files:
+            entry = self.source.entries[shard]
+            path = self.source.local_path(shard)
+            try:
+                check_shard_file(path, entry, self.source.index["checksum_algorithm"])
+                reader = pa.ipc.open_file(pa.memory_map(str(path)))
+            except ShardFileError as e:
+                raise ShardError(f"{self.source.location}/{entry['file']}: {e}") from None
+            except (pa.ArrowInvalid, OSError) as e:
+                raise ShardError(f"{self.source.location}/{entry['file']}: not a readable Arrow IPC file: {e}") from None
+            if not reader.schema.equals(SHARD_SCHEMA) or reader.num_record_batches != len(entry["batch_rows"]):
+                raise ShardError(f"{self.source.location}/{entry['file']}: schema or record batches differ from the "
+                                 "index")
+            self.files[shard] = (reader, np.concatenate([[0], np.cumsum(entry["batch_rows"])]))
+        return self.files[shard]
+
+    def clear(self) -> None:
+        self.files.clear()
+        self.batches.clear()
 
 
 class Prefetcher:

@@ -49,6 +49,10 @@ FIELDS = 9
 STATE, GENERATION, OFFSET, NBYTES, ROWS, TOKENS, CU, LAST_USE, PID = range(FIELDS)
 FREE, WRITING, READY = 0, 1, 2
 ALIGN = 64
+PAGE = mmap.PAGESIZE
+# madvise advice (Linux 5.14+): map a range's pages in one call instead of one fault per page. First
+# touch of fresh shared pages runs at ~0.7 GB/s here, ~2 GB/s populated; reused pages ~8 GB/s.
+MADV_POPULATE_READ, MADV_POPULATE_WRITE = 22, 23
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,7 @@ class SharedArena:
         if row[STATE] != READY:
             return None
         base, rows, tokens, cu = self._data + int(row[OFFSET]), int(row[ROWS]), int(row[TOKENS]), int(row[CU])
+        self._populate(base, int(row[NBYTES]), MADV_POPULATE_READ)
         try:
             cached = CachedShard(shard, generation,
                                  np.frombuffer(self._mm, np.uint32, tokens, base + 16 * (rows + 1)),
@@ -165,9 +170,20 @@ class SharedArena:
                                  np.frombuffer(self._mm, np.int64, rows + 1, base + 8 * (rows + 1)))
         except ValueError:  # fields read while another process rewrote them
             return None
-        self.header[CLOCK] += 1  # an approximate LRU clock: a lost update costs nothing
-        row[LAST_USE] = self.header[CLOCK]
+        self.touch(shard)
         return cached
+
+    def touch(self, shard: int) -> None:
+        """Marks a use for the LRU order (an approximate clock: a lost update costs nothing)."""
+        self.header[CLOCK] += 1
+        self.table[shard, LAST_USE] = self.header[CLOCK]
+
+    def _populate(self, start: int, length: int, advice: int) -> None:
+        first = start // PAGE * PAGE
+        try:
+            self._mm.madvise(advice, first, min(start + length, len(self._mm)) - first)
+        except (OSError, ValueError):  # an older kernel, or fields read mid-rewrite: pages fault in as used
+            pass
 
     def still_valid(self, cached: CachedShard) -> bool:
         """True when nothing evicted or rewrote the shard since `cached` was looked up."""
@@ -220,6 +236,7 @@ class SharedArena:
             offset = self._allocate(shard, nbytes)
             self.table[shard, [OFFSET, NBYTES, ROWS, TOKENS, CU]] = [offset, nbytes, rows, tokens, cu]
         base = self._data + offset
+        self._populate(base, nbytes, MADV_POPULATE_WRITE)
         views = (np.frombuffer(self._mm, np.int64, rows + 1, base),
                  np.frombuffer(self._mm, np.uint32, tokens, base + 16 * (rows + 1)),
                  np.frombuffer(self._mm, np.int64, rows + 1, base + 8 * (rows + 1)),

@@ -30,7 +30,8 @@ def _list_array(rows: list[np.ndarray], value_type: pa.DataType) -> pa.ListArray
 
 
 class ShardWriter:
-    """add() rows, close() to get one entry per file written: file, rows, tokens, real_tokens, bytes, checksum."""
+    """add() rows, close() to get one entry per file written: file, rows, tokens, real_tokens, bytes, checksum,
+    batch_rows (rows in each Arrow record batch, in order: lets a reader decompress one batch alone)."""
 
     def __init__(self, folder: Path, prefix: str, cfg: ShardConfig):
         self.folder, self.prefix, self.cfg = Path(folder), prefix, cfg
@@ -54,12 +55,13 @@ class ShardWriter:
             name = f"{self.prefix}-{len(self.files):04d}.arrow"
             self._sink = pa.OSFile(str(self.folder / f"{name}.tmp"), "wb")
             self._writer = pa.ipc.new_file(self._sink, SHARD_SCHEMA, options=self.options)
-            self.files.append({"file": name, "rows": 0, "tokens": 0, "real_tokens": 0})
+            self.files.append({"file": name, "rows": 0, "tokens": 0, "real_tokens": 0, "batch_rows": []})
         batch = pa.record_batch([_list_array(self._tokens, pa.uint32()), _list_array(self._cu, pa.int32())],
                                 schema=SHARD_SCHEMA)
         self._writer.write_batch(batch)
         entry = self.files[-1]
         entry["rows"] += len(self._tokens)
+        entry["batch_rows"].append(len(self._tokens))
         entry["tokens"] += sum(len(t) for t in self._tokens)
         entry["real_tokens"] += sum(int(c[-1]) for c in self._cu)
         self._tokens, self._cu, self._pending_bytes = [], [], 0

@@ -10,7 +10,8 @@ Each row is one training sequence:
 index.json (INDEX_VERSION):
   format_version, tokenizer_sha256, vocab_size, embedding_size (vocab_size rounded up to a multiple
   of 128), seq_len, pad_id, bos_id, eos_id, compression ("zstd"), compression_level,
-  checksum_algorithm ("xxh3-128"; "blake2b-128" in shards written before it), shards: [{file, rows, tokens, real_tokens, bytes, checksum}],
+  checksum_algorithm ("xxh3-128"; "blake2b-128" in shards written before it), shards: [{file, rows, tokens,
+  real_tokens, bytes, checksum, batch_rows (rows per Arrow record batch; absent in older indexes)}],
   totals: {shards, rows, tokens, real_tokens, bytes, documents, padding_waste}
 """
 
@@ -81,13 +82,7 @@ class ShardFileError(ValueError):
 def open_shard(path: Path, entry: dict, algorithm: str = CHECKSUM_ALGORITHM) -> pa.Table:
     """The shard's rows, after checking the file against its index entry: present, size, checksum,
     readable Arrow IPC, schema, row count. Raises ShardFileError saying what is wrong."""
-    if not path.is_file():
-        raise ShardFileError("missing")
-    if path.stat().st_size != entry["bytes"]:
-        raise ShardFileError(f"size {path.stat().st_size} bytes, index says {entry['bytes']} (truncated?)")
-    checksum = file_checksum(path, algorithm)
-    if checksum != entry["checksum"]:
-        raise ShardFileError(f"checksum mismatch: {checksum}, index says {entry['checksum']} (corrupt)")
+    check_shard_file(path, entry, algorithm)
     try:
         with pa.memory_map(str(path)) as source:
             table = pa.ipc.open_file(source).read_all()
@@ -98,3 +93,14 @@ def open_shard(path: Path, entry: dict, algorithm: str = CHECKSUM_ALGORITHM) -> 
     if table.num_rows != entry["rows"]:
         raise ShardFileError(f"{table.num_rows} rows, index says {entry['rows']}")
     return table
+
+
+def check_shard_file(path: Path, entry: dict, algorithm: str = CHECKSUM_ALGORITHM) -> None:
+    """Present, of the indexed size and checksum; else ShardFileError."""
+    if not path.is_file():
+        raise ShardFileError("missing")
+    if path.stat().st_size != entry["bytes"]:
+        raise ShardFileError(f"size {path.stat().st_size} bytes, index says {entry['bytes']} (truncated?)")
+    checksum = file_checksum(path, algorithm)
+    if checksum != entry["checksum"]:
+        raise ShardFileError(f"checksum mismatch: {checksum}, index says {entry['checksum']} (corrupt)")

@@ -60,6 +60,8 @@ def shard_problems(folder: Path, entry: dict, index: dict, quick: bool) -> list[
     real = sum(int(c[-1]) for c in table.column("cu_seqlens").to_pylist() if c)
     if real != entry["real_tokens"]:
         problems.append(f"{real} real tokens, index says {entry['real_tokens']}")
+    if "batch_rows" in entry and entry["batch_rows"] != [batch.num_rows for batch in table.to_batches()]:
+        problems.append("batch_rows does not match the file's record batches")
     return problems + ([] if quick else _rows_problems(table, index))
 
 

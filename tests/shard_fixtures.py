@@ -11,8 +11,8 @@ from schemas.shards import new_index, shard_name
 PAD, SEQ = 2, 512
 
 
-def write_shards(folder, bad_row=None, parts=2):
-    """`parts` shards of packed rows (written as the job does) and their index; the documents' tokens
+def write_shards(folder, bad_row=None, parts=2, batch_bytes=16 << 10):
+    """`parts` shards of packed rows (record batches of about `batch_bytes`) (written as the job does) and their index; the documents' tokens
     are 0 (bos), random ids from 19, 1 (eos)."""
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
@@ -23,7 +23,7 @@ def write_shards(folder, bad_row=None, parts=2):
     entries = []
     bounds = np.linspace(0, len(tokens), parts + 1).astype(int)
     for part, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-        writer = ShardWriter(folder, f"p{part}", ShardConfig())
+        writer = ShardWriter(folder, f"p{part}", ShardConfig(batch_bytes=batch_bytes))
         for t, c in zip(tokens[lo:hi], cu[lo:hi]):
             writer.add(t, c)
         [entry] = writer.close()

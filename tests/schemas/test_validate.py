@@ -72,6 +72,10 @@ def damage_row_count(folder):
     rewrite_index(folder, lambda index: index["shards"][1].update(rows=index["shards"][1]["rows"] + 1))
 
 
+def damage_batch_rows(folder):
+    rewrite_index(folder, lambda index: index["shards"][0]["batch_rows"].reverse())
+
+
 def damage_stray_file(folder):
     shutil.copy(folder / shard_name(0), folder / shard_name(7))
 
@@ -86,6 +90,7 @@ def damage_totals(folder):
     (damage_flipped_byte, shard_name(0), "checksum"),
     (damage_not_arrow, shard_name(0), "not a readable Arrow"),
     (damage_row_count, shard_name(1), "rows, index says"),
+    (damage_batch_rows, shard_name(0), "batch_rows"),
     (damage_stray_file, shard_name(7), "not in the index"),
     (damage_totals, "index.json", "totals.tokens"),
 ])
