@@ -152,7 +152,8 @@ class ShardLoader:
         block = self.order.block_of(position)
         if block != self._block:
             self._block = block
-            for shard in self.order.block_shards(*block) + self.order.block_shards(*self.order.next_block(*block)):
+            upcoming = self.order.block_shards(*block) + self.order.block_shards(*self.order.next_block(*block))
+            for shard in dict.fromkeys(upcoming):
                 if self.arena.lookup(shard) is None:
                     self.fetcher.request(shard)
 
