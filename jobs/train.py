@@ -127,14 +127,21 @@ class Checkpoints:
         self.pending = (future, target)
 
     def poll(self, block: bool = False) -> None:
-        """Finishes the pending save if it is done (or waits for it)."""
-        if self.pending is None or not (block or self.pending[0].done()):
+        """Finishes the pending save once every rank's part is written (or waits for that). Every rank
+        calls this at the same step and they decide together: a rank alone in a barrier while the
+        others enter a training collective would deadlock."""
+        if self.pending is None:
             return
         future, target = self.pending
-        future.result()
+        if block:
+            future.result()
+        everyone_done = torch.tensor([int(future.done())])
+        dist.all_reduce(everyone_done, op=dist.ReduceOp.MIN)
+        if not everyone_done.item():
+            return
+        future.result()  # re-raises a failed save
         self.pending = None
-        dist.barrier(group=self.group)  # every rank's part is written
-        if self.rank == 0:
+        if self.rank == 0:  # the coordinator's part includes DCP's metadata, written after everyone's data
             os.replace(str(target) + ".partial", target)
             for old in sorted(p for p in self.folder.glob("step-*") if not p.name.endswith(".partial"))[:-self.keep]:
                 shutil.rmtree(old, ignore_errors=True)
@@ -183,11 +190,13 @@ def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, wor
 
 
 def train_step(model, optimizer, batch: dict, world: int, grad_clip: float) -> tuple[float, float, int]:
-    """(loss over the real tokens of every rank, gradient norm, real tokens of every rank)."""
+    """(loss over the real tokens of every rank, gradient norm, sum of the global batch's token ids:
+    a fingerprint of the data, the same at any world size)."""
     logits = model(batch["input_ids"], batch["position_ids"], batch["cu_seqlens"])
     labels = batch["labels"]
     loss_sum = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=IGNORE, reduction="sum")
-    counts = torch.stack([(labels != IGNORE).sum().float(), loss_sum.detach()])
+    counts = torch.stack([(labels != IGNORE).sum().double(), loss_sum.detach().double(),
+                          batch["input_ids"].sum().double()])
     dist.all_reduce(counts)
     real_tokens = max(1.0, counts[0].item())
     # FSDP averages gradients over ranks: scale so the result is the gradient of the global mean.
@@ -196,7 +205,7 @@ def train_step(model, optimizer, batch: dict, world: int, grad_clip: float) -> t
     grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return counts[1].item() / real_tokens, grad_norm.item(), int(counts[0].item())
+    return counts[1].item() / real_tokens, grad_norm.item(), int(counts[2].item())
 
 
 def peak_flops(device: torch.device) -> float | None:
@@ -232,7 +241,7 @@ def train(cfg: TrainConfig) -> None:
         started = time.perf_counter()  # before next(): the data wait is part of the step
         batch = next(loader)
         data_wait = time.perf_counter() - started
-        loss, grad_norm, _ = train_step(model, optimizer, batch, world, cfg.grad_clip)
+        loss, grad_norm, token_sum = train_step(model, optimizer, batch, world, cfg.grad_clip)
         lr = scheduler.get_last_lr()[0]
         scheduler.step()
         step += 1
@@ -244,7 +253,7 @@ def train(cfg: TrainConfig) -> None:
         if metrics:
             record = {"step": step, "loss": loss, "lr": lr, "grad_norm": grad_norm, "tokens_per_s": tokens_per_s,
                       "mfu": tokens_per_s * flops_per_token / (peak * world) if peak else None,
-                      "data_wait_pct": 100 * data_wait / seconds}
+                      "data_wait_pct": 100 * data_wait / seconds, "token_sum": token_sum}
             metrics.write(json.dumps(record) + "\n")
             metrics.flush()
             mfu = f"{100 * record['mfu']:.1f}%" if peak else "n/a"

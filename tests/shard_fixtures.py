@@ -1,6 +1,7 @@
 """Small shard folders written the way the tokenize job writes them, for validator and loader tests."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -9,6 +10,7 @@ from prep.shard_writer import ShardConfig, ShardWriter
 from schemas.shards import new_index, shard_name
 
 PAD, SEQ = 2, 512
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 
 
 def write_shards(folder, bad_row=None, parts=2, batch_bytes=16 << 10):
@@ -30,6 +32,42 @@ def write_shards(folder, bad_row=None, parts=2, batch_bytes=16 << 10):
         (folder / entry["file"]).rename(folder / shard_name(part))
         entries.append({**entry, "file": shard_name(part)})
     index = new_index(entries, tokenizer_sha256="0" * 64, vocab_size=1000, seq_len=SEQ, pad_id=PAD, bos_id=0, eos_id=1,
+                      compression_level=3, documents=len(docs))
+    (folder / "index.json").write_text(json.dumps(index))
+    return index
+
+
+def write_text_shards(folder, seq_len=512, vocab_size=1024, files=("debian-faq.en", "debian-faq.zh"), parts=2):
+    """Shards of real text: documents of the embedded sample, tokenized by a small BPE trained on them
+    (no Spark: the prep functions the tokenize job runs), packed into rows of seq_len."""
+    import io
+
+    import zstandard
+
+    from prep.encode import TokenizerFile, encode_documents
+    from prep.tokenizer_bpe import BpeConfig, train_bpe
+
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = []
+    for name in files:
+        raw = zstandard.ZstdDecompressor().stream_reader(open(SAMPLE / f"{name}.jsonl.zst", "rb"))
+        texts += [json.loads(line)["text"] for line in io.TextIOWrapper(raw, encoding="utf-8") if line.strip()]
+    tokenizer = train_bpe(texts, BpeConfig(vocab_size=vocab_size))
+    tokenizer.save(str(folder / "tokenizer.json"))
+    tokenizer_file = TokenizerFile.read(str(folder / "tokenizer.json"))
+    docs = encode_documents(tokenizer_file, texts)
+    tokens, cu = materialize(pack([len(d) for d in docs], PackConfig(seq_len)), docs, tokenizer_file.pad_id)
+    entries = []
+    bounds = np.linspace(0, len(tokens), parts + 1).astype(int)
+    for part, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+        writer = ShardWriter(folder, f"p{part}", ShardConfig(batch_bytes=64 << 10))
+        for t, c in zip(tokens[lo:hi], cu[lo:hi]):
+            writer.add(t, c)
+        [entry] = writer.close()
+        (folder / entry["file"]).rename(folder / shard_name(part))
+        entries.append({**entry, "file": shard_name(part)})
+    index = new_index(entries, tokenizer_sha256=tokenizer_file.sha256, vocab_size=vocab_size, seq_len=seq_len,
+                      pad_id=tokenizer_file.pad_id, bos_id=tokenizer_file.bos_id, eos_id=tokenizer_file.eos_id,
                       compression_level=3, documents=len(docs))
     (folder / "index.json").write_text(json.dumps(index))
     return index
