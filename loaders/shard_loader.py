@@ -80,7 +80,10 @@ class ShardLoader:
 
     def __next__(self) -> dict[str, torch.Tensor]:
         started = time.perf_counter()
-        while len(self.ring) <= self.ring.depth:
+        # The ring fills up from the second call on: the first batch after a start or a resume is
+        # handed out as soon as it exists, not after `prefetch_batches` more.
+        target = 1 if self._produced == self.position else self.ring.depth + 1
+        while len(self.ring) < target:
             self.ring.push(self._collate(self._produced))
             self._produced += self.global_batch_size
         batch = self.ring.pop()
@@ -92,12 +95,14 @@ class ShardLoader:
     def _collate(self, position: int) -> dict[str, np.ndarray]:
         """This rank's part of the global batch at `position`, read out of L2."""
         positions = rank_positions(position, self.batch_size, self.rank, self.world_size)
-        self._prefetch_blocks(positions.start)
         shards, rows = self.order.locate_many(positions)
         if self._first:
             self._first = False
-            if all(self.arena.lookup(s) is not None or self._direct.can_read(s) for s in set(shards.tolist())):
-                return self._collate_direct(positions, shards, rows)
+            if all(self.arena.is_ready(s) or self._direct.can_read(s) for s in set(shards.tolist())):
+                batch = self._collate_direct(positions, shards, rows)
+                self._prefetch_blocks(positions.start)  # after: the first batch has the cores to itself
+                return batch
+        self._prefetch_blocks(positions.start)
         for _ in range(MAX_RETRIES):
             cached = {shard: self._cached(shard) for shard in dict.fromkeys(shards.tolist())}
             try:
@@ -154,7 +159,7 @@ class ShardLoader:
             self._block = block
             upcoming = self.order.block_shards(*block) + self.order.block_shards(*self.order.next_block(*block))
             for shard in dict.fromkeys(upcoming):
-                if self.arena.lookup(shard) is None:
+                if not self.arena.is_ready(shard):
                     self.fetcher.request(shard)
 
     def state_dict(self) -> dict:
