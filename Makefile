@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install test shards clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize bench-loader
+.PHONY: install test shards train clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize bench-loader
 
 install: $(STAMP)
 
@@ -27,6 +27,12 @@ test: install
 shards: install
 	$(PY) -m jobs.pipeline --input $(SAMPLE) --output $(OUT) --vocab-size $(SAMPLE_VOCAB)
 	$(PY) -m schemas.validate $(OUT)/shards
+
+# The bundled training loop: two CPU processes (gloo), the tiny model, 200 steps on make shards' output.
+train: install
+	test -f $(OUT)/shards/index.json || $(MAKE) shards
+	$(VENV)/bin/torchrun --standalone --nproc_per_node=2 jobs/train.py --shards $(OUT)/shards --run-dir out/train \
+		--model tiny --steps 200 --global-batch-size 2 --warmup-steps 20 --lr 3e-3 --checkpoint-every 50
 
 clean-out:
 	rm -rf out
@@ -53,6 +59,8 @@ bench-tokenizer: install
 bench-tokenize: install
 	$(PY) -m benchmarks.bench_tokenize
 
-# The loader against pyarrow alone and a NumPy memmap; defaults to make shards' output, copied to 1 GB.
+# The loader against pyarrow, a memmap, litdata and mosaicml-streaming (installed in .bench/loader-venv the
+# first time); defaults to make shards' output copied to 1 GB. LOADER_SHARDS=DIR for other shards.
+LOADER_SHARDS ?= $(OUT)/shards
 bench-loader: install
-	$(PY) -m benchmarks.bench_loader
+	$(PY) -m benchmarks.bench_loader --shards $(LOADER_SHARDS)

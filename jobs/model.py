@@ -7,6 +7,7 @@ Packed rows hold several documents; attention never crosses a document boundary:
   across documents are skipped, not computed and masked).
 """
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -33,6 +34,7 @@ class ModelConfig:
 
 PRESETS = {
     "tiny": ModelConfig(),
+    # GPT-2 small's width and depth (85M parameters outside the embeddings, 124M with its 50K vocabulary)
     "125m": ModelConfig(dim=768, n_layers=12, n_heads=12, n_kv_heads=4, ffn_dim=2048),
     "1b": ModelConfig(dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, ffn_dim=8192),  # Llama 3.2 1B's shape
 }
@@ -157,9 +159,12 @@ class Transformer(nn.Module):
             std = 0.02 / math.sqrt(2 * self.cfg.n_layers) if name.endswith(("wo.weight", "down.weight")) else 0.02
             nn.init.trunc_normal_(p, std=std, a=-3 * std, b=3 * std, generator=generator)
 
-    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor, cu_seqlens: torch.Tensor,
+                use_flex: bool | None = None) -> torch.Tensor:
+        """Logits [B, S, vocab]. use_flex: flex_attention (default on CUDA) or SDPA with a dense mask."""
         batch, seq_len = input_ids.shape
-        use_flex = input_ids.is_cuda and hasattr(F, "scaled_dot_product_attention") and _flex_available()
+        if use_flex is None:
+            use_flex = input_ids.is_cuda and _flex_available()
         mask = DocumentMask(cu_seqlens, batch, seq_len, use_flex)
         cos, sin = rotary(position_ids, self.cfg.head_dim, self.cfg.rope_theta)
         x = self.embedding(input_ids)
@@ -172,6 +177,14 @@ class Transformer(nn.Module):
         head_dim * seq_len (forward and backward)."""
         params = sum(p.numel() for p in self.parameters()) - self.embedding.weight.numel()
         return 6 * params + 12 * self.cfg.n_layers * self.cfg.n_heads * self.cfg.head_dim * seq_len
+
+
+@functools.cache
+def _compiled_flex_attention():
+    """flex_attention compiled once (uncompiled it runs a slow reference implementation)."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    return torch.compile(flex_attention, dynamic=False)
 
 
 def _flex_available() -> bool:
