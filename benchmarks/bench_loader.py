@@ -96,22 +96,22 @@ def loader_passes(folder: Path, index: dict, workers: int) -> dict:
     warm, _ = epoch_pass(loader, batches)
     state = loader.state_dict()
     state["position"] += (batches // 2) * BATCH
-    started = time.perf_counter()
-    resumed = ShardLoader(str(folder), BATCH, seed=0, num_workers=workers)
-    resumed.load_state_dict(state)
-    next(resumed)
-    resume_warm = time.perf_counter() - started
-    resumed.close()
+    resume_warm = time_to_resume(folder, state, workers)
     stats = loader.stats()
     loader.close()  # the last one attached: L2 is gone
+    return {"cold": cold, "warm": warm, "first": first, "resume_warm": resume_warm,
+            "resume_cold": time_to_resume(folder, state, workers), "stats": stats}
+
+
+def time_to_resume(folder: Path, state: dict, workers: int) -> float:
+    """Seconds from a new loader to its first batch after load_state_dict."""
     started = time.perf_counter()
     resumed = ShardLoader(str(folder), BATCH, seed=0, num_workers=workers)
     resumed.load_state_dict(state)
     next(resumed)
-    resume_cold = time.perf_counter() - started
+    seconds = time.perf_counter() - started
     resumed.close()
-    return {"cold": cold, "warm": warm, "first": first, "resume_warm": resume_warm, "resume_cold": resume_cold,
-            "stats": stats}
+    return seconds
 
 
 def memmap_pass(path: Path, seq_len: int, batches: int) -> float:

@@ -127,7 +127,7 @@ class SharedArena:
                 os.ftruncate(self._fd, total)
                 # Reserving the pages takes ~0.2 s per GB: done in the background so that the first
                 # batch need not wait (arena_folder checked that the space is free).
-                threading.Thread(target=_reserve, args=(self._fd, total, folder), daemon=True).start()
+                threading.Thread(target=_reserve, args=(os.dup(self._fd), total, folder), daemon=True).start()
             self._mm = mmap.mmap(self._fd, os.fstat(self._fd).st_size)
             self.header = np.frombuffer(self._mm, np.int64, HEADER_FIELDS)
             if fresh or self.header[0] == 0:  # new, or its creator died before writing the header
@@ -351,12 +351,15 @@ def lock_exclusive(path: Path, blocking: bool = True) -> int | None:
 
 
 def _reserve(fd: int, total: int, folder: Path) -> None:
-    """posix_fallocate: the pages exist from here on, so a full /dev/shm cannot end in SIGBUS later."""
+    """posix_fallocate: the pages exist from here on, so a full /dev/shm cannot end in SIGBUS later.
+    `fd` is this thread's own descriptor (the arena may close its own meanwhile)."""
     try:
         os.posix_fallocate(fd, 0, total)
     except OSError as e:
         warnings.warn(f"could not reserve {total / 2**20:.0f} MiB for the shard cache in {folder}: {e}; "
                       "lower cache_bytes if /dev/shm fills up")
+    finally:
+        os.close(fd)
 
 
 def _alive(pid: int) -> bool:
