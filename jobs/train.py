@@ -29,7 +29,6 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.distributed.checkpoint as dcp  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict  # noqa: E402
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # noqa: E402
 
@@ -60,6 +59,7 @@ class TrainConfig:
     activation_checkpointing: bool = False  # recompute each block's activations in backward
     compile: bool = False  # torch.compile each block
     num_workers: int = 0  # the loader's decompression processes per rank
+    loss_chunk_tokens: int = 0  # > 0: logits made this many tokens at a time (less memory, one more pass)
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -189,19 +189,19 @@ def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, wor
     return int(state["train"]["step"])
 
 
-def train_step(model, optimizer, batch: dict, world: int, grad_clip: float) -> tuple[float, float, int]:
+def train_step(model, optimizer, batch: dict, world: int, cfg: TrainConfig) -> tuple[float, float, int]:
     """(loss over the real tokens of every rank, gradient norm, sum of the global batch's token ids:
     a fingerprint of the data, the same at any world size)."""
-    logits = model(batch["input_ids"], batch["position_ids"], batch["cu_seqlens"])
     labels = batch["labels"]
-    loss_sum = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=IGNORE, reduction="sum")
+    loss_sum = model(batch["input_ids"], batch["position_ids"], batch["cu_seqlens"], labels=labels,
+                     loss_chunk_tokens=cfg.loss_chunk_tokens)
     counts = torch.stack([(labels != IGNORE).sum().double(), loss_sum.detach().double(),
                           batch["input_ids"].sum().double()])
     dist.all_reduce(counts)
     real_tokens = max(1.0, counts[0].item())
     # FSDP averages gradients over ranks: scale so the result is the gradient of the global mean.
     (loss_sum * world / real_tokens).backward()
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
     grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
@@ -241,7 +241,7 @@ def train(cfg: TrainConfig) -> None:
         started = time.perf_counter()  # before next(): the data wait is part of the step
         batch = next(loader)
         data_wait = time.perf_counter() - started
-        loss, grad_norm, token_sum = train_step(model, optimizer, batch, world, cfg.grad_clip)
+        loss, grad_norm, token_sum = train_step(model, optimizer, batch, world, cfg)
         lr = scheduler.get_last_lr()[0]
         scheduler.step()
         step += 1

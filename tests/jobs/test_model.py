@@ -40,6 +40,25 @@ def test_attention_never_crosses_a_document_boundary():
         assert torch.equal(model(changed, position_ids, cu)[0, :99], before[0, :99])
 
 
+def test_the_chunked_loss_is_the_loss_of_the_whole_logits_with_the_same_gradients():
+    torch.manual_seed(0)
+    model = Transformer(preset("tiny", 1024))
+    model.init_weights()
+    cu, position_ids = packed_row()
+    ids = torch.randint(0, 1024, (2, 256))
+    labels = torch.roll(ids, -1, 1)
+    labels[0, 99] = labels[0, 255] = -100
+    whole = torch.nn.functional.cross_entropy(model(ids, position_ids, cu).flatten(0, 1), labels.flatten(),
+                                              ignore_index=-100, reduction="sum")
+    whole.backward()
+    expected = model.output.weight.grad.clone()
+    model.zero_grad()
+    chunked = model(ids, position_ids, cu, labels=labels, loss_chunk_tokens=96)
+    chunked.backward()
+    assert chunked.item() == pytest.approx(whole.item(), rel=1e-5)
+    assert torch.allclose(model.output.weight.grad, expected, rtol=1e-4, atol=1e-6)
+
+
 def test_presets_have_their_sizes():
     with torch.device("meta"):
         sizes = {name: Transformer(preset(name, 32768)) for name in PRESETS}
