@@ -23,6 +23,7 @@ import os  # noqa: E402
 import random  # noqa: E402
 import shutil  # noqa: E402
 import time  # noqa: E402
+import warnings  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -183,6 +184,12 @@ def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, wor
     dcp.load(state, checkpoint_id=str(checkpoint))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
+    # The learning rate of the next step from this run's schedule (--steps may have changed), computed
+    # the way scheduler.step() does, so that an unchanged run resumes bit for bit.
+    scheduler.last_epoch -= 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "scheduler.step() before optimizer.step()": intended here
+        scheduler.step()
     loader.load_state_dict(state["train"]["loader"])
     if f"rng_rank{rank}" in state and state["train"]["world_size"] == world:
         set_rng_state(state[f"rng_rank{rank}"])

@@ -10,6 +10,8 @@
   worker: each shard is decompressed once per node while it stays in the `cache_bytes` limit.
 - L1 (device_ring): batches are collated here straight out of L2 (the one copy a batch needs:
   uint32 → int64) and copied to `device` `prefetch_batches` batches ahead.
+The first batch after a start or a resume reads its rows' record batches alone instead of waiting
+for whole shards.
 """
 
 import shutil
@@ -32,6 +34,11 @@ MAX_RETRIES = 100  # a batch re-read because a shard was evicted while being rea
 
 
 class ShardLoader:
+    """`batch_size` rows per rank per step. Keyword options: shuffle_block_shards (rows are shuffled
+    across this many shards at a time), cache_bytes (the L2 limit), cache_dir (local cache root: remote
+    shards, and L2 when /dev/shm is too small; default ~/.cache/tokenmill), shm_dir (where L2 lives;
+    default /dev/shm), prefetch_batches (L1 depth), prefetch_threads (L3 threads when num_workers is 0)."""
+
     def __init__(self, shards: str, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0,
                  num_workers: int = 0, device=None, *, shuffle_block_shards: int = 4, cache_bytes: int | None = None,
                  cache_dir: str | None = None, shm_dir: str | None = None, prefetch_batches: int = 2,
