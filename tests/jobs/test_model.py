@@ -7,6 +7,14 @@ import torch
 from jobs.model import PRESETS, Transformer, document_ids, preset
 
 
+def tiny_model_and_batch():
+    """The tiny model, seeded, and random token ids laid out as packed_row()."""
+    torch.manual_seed(0)
+    model = Transformer(preset("tiny", 1024))
+    model.init_weights()
+    return model, torch.randint(0, 1024, (2, 256)), *packed_row()
+
+
 def packed_row():
     """One row of two documents (100 and 156 tokens), another of three."""
     cu = torch.tensor([0, 100, 256, 300, 400, 512], dtype=torch.int32)
@@ -22,11 +30,7 @@ def test_document_ids_follow_cu_seqlens():
 
 
 def test_attention_never_crosses_a_document_boundary():
-    torch.manual_seed(0)
-    model = Transformer(preset("tiny", 1024))
-    model.init_weights()
-    cu, position_ids = packed_row()
-    ids = torch.randint(0, 1024, (2, 256))
+    model, ids, cu, position_ids = tiny_model_and_batch()
     changed = ids.clone()
     changed[0, :100] = 7  # rewrite the first document only
     with torch.no_grad():
@@ -41,11 +45,7 @@ def test_attention_never_crosses_a_document_boundary():
 
 
 def test_the_chunked_loss_is_the_loss_of_the_whole_logits_with_the_same_gradients():
-    torch.manual_seed(0)
-    model = Transformer(preset("tiny", 1024))
-    model.init_weights()
-    cu, position_ids = packed_row()
-    ids = torch.randint(0, 1024, (2, 256))
+    model, ids, cu, position_ids = tiny_model_and_batch()
     labels = torch.roll(ids, -1, 1)
     labels[0, 99] = labels[0, 255] = -100
     whole = torch.nn.functional.cross_entropy(model(ids, position_ids, cu).flatten(0, 1), labels.flatten(),
