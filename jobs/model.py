@@ -211,6 +211,7 @@ def _compiled_flex_attention():
     return torch.compile(flex_attention, dynamic=False)
 
 
+@functools.cache
 def _flex_available() -> bool:
     try:
         from torch.nn.attention.flex_attention import flex_attention  # noqa: F401

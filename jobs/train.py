@@ -107,8 +107,8 @@ class Checkpoints:
     """DIR/checkpoints/step-NNNNNNN: complete ones only (written as .partial, renamed by rank 0 once
     every rank's part and DCP's metadata are on disk)."""
 
-    def __init__(self, run_dir: Path, keep: int, rank: int):
-        self.folder, self.keep, self.rank = run_dir / "checkpoints", keep, rank
+    def __init__(self, run_dir: Path, keep: int, rank: int, device: torch.device):
+        self.folder, self.keep, self.rank, self.device = run_dir / "checkpoints", keep, rank, device
         self.group = dist.new_group(backend="gloo")  # not the training group: no deadlock with its collectives
         self.pending: tuple[object, Path] | None = None
         if rank == 0:
@@ -136,7 +136,7 @@ class Checkpoints:
         future, target = self.pending
         if block:
             future.result()
-        everyone_done = torch.tensor([int(future.done())])
+        everyone_done = torch.tensor([int(future.done())], device=self.device)  # NCCL takes device tensors
         dist.all_reduce(everyone_done, op=dist.ReduceOp.MIN)
         if not everyone_done.item():
             return
@@ -236,7 +236,7 @@ def train(cfg: TrainConfig) -> None:
                          num_workers=cfg.num_workers, device=device)
     model = build_model(cfg, loader.source.index["embedding_size"], device)
     optimizer, scheduler = build_optimizer(model, cfg)
-    checkpoints = Checkpoints(run_dir, cfg.keep_checkpoints, rank)
+    checkpoints = Checkpoints(run_dir, cfg.keep_checkpoints, rank, device)
     step = 0
     if cfg.resume and (latest := checkpoints.latest()) is not None:
         step = resume(latest, model, optimizer, scheduler, loader, rank, world)

@@ -79,7 +79,7 @@ class ShardLoader:
         stats = dict(self.counters)
         stats["decompressions"] += len(self.fetcher.decompressed)
         stats["bytes_decompressed"] += sum(self.fetcher.decompressed)
-        stats["node_decompressions"] = self.arena.decompressions
+        stats["node_decompressions"], stats["node_evictions"] = self.arena.decompressions, self.arena.evictions
         return stats
 
     def __iter__(self):
@@ -102,19 +102,18 @@ class ShardLoader:
     def _collate(self, position: int) -> dict[str, np.ndarray]:
         """This rank's part of the global batch at `position`, read out of L2."""
         positions = rank_positions(position, self.batch_size, self.rank, self.world_size)
-        shards, rows = self.order.locate_many(positions)
+        shards, rows = (located.tolist() for located in self.order.locate_many(positions))
         if self._first:
             self._first = False
-            if all(self.arena.is_ready(s) or self._direct.can_read(s) for s in set(shards.tolist())):
+            if all(self.arena.is_ready(s) or self._direct.can_read(s) for s in set(shards)):
                 batch = self._collate_direct(positions, shards, rows)
                 self._prefetch_blocks(positions.start)  # after: the first batch has the cores to itself
                 return batch
         self._prefetch_blocks(positions.start)
         for _ in range(MAX_RETRIES):
-            cached = {shard: self._cached(shard) for shard in dict.fromkeys(shards.tolist())}
+            cached = {shard: self._cached(shard) for shard in dict.fromkeys(shards)}
             try:
-                parts = gather([_row(cached[s], r) for s, r in zip(shards.tolist(), rows.tolist())],
-                               self.seq_len, self.pad_id)
+                parts = gather([_row(cached[s], r) for s, r in zip(shards, rows)], self.seq_len, self.pad_id)
             except (ValueError, IndexError):  # rows read while their shard was evicted, or really bad
                 if all(map(self.arena.still_valid, cached.values())):
                     raise
@@ -127,13 +126,12 @@ class ShardLoader:
         raise RuntimeError(f"shards are evicted from the {self.arena.capacity / 2**20:.0f} MiB cache faster than "
                            "a batch can be read from them: raise cache_bytes")
 
-    def _collate_direct(self, positions: range, shards: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+    def _collate_direct(self, positions: range, shards: list[int], rows: list[int]) -> dict[str, np.ndarray]:
         """The first batch: rows from L2 where cached, else from their record batch alone, while L3
         decompresses whole shards into L2 in the background."""
-        parts, cached = [], {s: self.arena.lookup(s) for s in dict.fromkeys(shards.tolist())}
-        for shard, row in zip(shards.tolist(), rows.tolist()):
-            parts.append(_row(cached[shard], row) if cached[shard] is not None else self._direct.row(shard, row))
-        self.counters["direct_rows"] += sum(cached[shard] is None for shard in shards.tolist())
+        cached = {s: self.arena.lookup(s) for s in dict.fromkeys(shards)}
+        parts = [_row(cached[s], r) if cached[s] is not None else self._direct.row(s, r) for s, r in zip(shards, rows)]
+        self.counters["direct_rows"] += sum(cached[s] is None for s in shards)
         gathered = gather(parts, self.seq_len, self.pad_id)  # copies: no view outlives this
         self._direct.clear()
         if not all(self.arena.still_valid(c) for c in cached.values() if c is not None):

@@ -10,9 +10,10 @@ decompressed at most once per node while it stays cached:
              cu_offsets int64[rows + 1], tokens uint32[tokens], cu_seqlens int32[cu]
 
 Why this shape:
-- Preallocated once (posix_fallocate, so a full /dev/shm fails here, not with SIGBUS later) and
-  reused by LRU eviction under the byte limit: no per-shard segment to create and unlink, and
-  fresh shared pages (several times slower to touch than reused ones) are touched once.
+- Preallocated once (posix_fallocate in a background thread, so that a /dev/shm filled by others
+  later cannot end in SIGBUS, nor the first batch wait ~0.2 s per GB) and reused by LRU eviction
+  under the byte limit: no per-shard segment to create and unlink, and fresh shared pages (several
+  times slower to touch than reused ones) are touched once.
 - A plain file mapped with mmap, not multiprocessing.shared_memory: Python 3.11's resource
   tracker unlinks SharedMemory segments when any attaching process exits; it never sees this file.
 - Table changes take a lock file (flock: the kernel drops it when a holder dies). Readers take no
@@ -72,6 +73,10 @@ class CachedShard:
         return sum(a.nbytes for a in (self.tokens, self.token_offsets, self.cu_seqlens, self.cu_offsets))
 
 
+def arena_name(key: str) -> str:
+    return f"tokenmill-{key}.arena"
+
+
 def arena_key(location: str, index: dict) -> str:
     """Same shards (location and checksums) → same arena on the node."""
     identity = json.dumps([location, [(e["file"], e["checksum"]) for e in index["shards"]]])
@@ -82,7 +87,7 @@ def arena_folder(key: str, needed: int, fallback: Path, shm: Path = SHM) -> Path
     """Where the arena of `key` is, else /dev/shm when it can hold `needed` more bytes, else the disk
     folder `fallback` (every process of the node must choose the same: an existing arena wins)."""
     for folder in (shm, fallback):
-        if (folder / f"tokenmill-{key}.arena").exists():
+        if (folder / arena_name(key)).exists():
             return folder
     if shm.is_dir() and shutil.disk_usage(shm).free >= needed:
         return shm
@@ -103,7 +108,7 @@ def arena_bytes(shards: int, capacity: int) -> int:
 
 
 def data_offset(shards: int) -> int:
-    return -(-(8 * (HEADER_FIELDS + shards * FIELDS)) // 4096) * 4096
+    return -(-(8 * (HEADER_FIELDS + shards * FIELDS)) // PAGE) * PAGE
 
 
 class ArenaTooSmall(ValueError):
@@ -115,23 +120,21 @@ class SharedArena:
 
     def __init__(self, key: str, shards: int, capacity: int, folder: Path):
         total = arena_bytes(shards, capacity)
-        self.path = folder / f"tokenmill-{key}.arena"
+        self.path = folder / arena_name(key)
         self._thread_lock = threading.RLock()  # flock does not exclude threads sharing one lock file
-        self._lock_path = folder / f"tokenmill-{key}.lock"
+        self._lock_path = self.path.with_suffix(".lock")
         with self._locked():
             sweep_stale_arenas(folder, keep=self.path)
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(self._fd, fcntl.LOCK_SH)  # "attached"; the kernel drops it when we die
-            fresh = os.fstat(self._fd).st_size == 0
-            if fresh:
+            if os.fstat(self._fd).st_size == 0:
                 os.ftruncate(self._fd, total)
-                # Reserving the pages takes ~0.2 s per GB: done in the background so that the first
-                # batch need not wait (arena_folder checked that the space is free).
-                threading.Thread(target=_reserve, args=(os.dup(self._fd), total, folder), daemon=True).start()
             self._mm = mmap.mmap(self._fd, os.fstat(self._fd).st_size)
             self.header = np.frombuffer(self._mm, np.int64, HEADER_FIELDS)
-            if fresh or self.header[0] == 0:  # new, or its creator died before writing the header
+            if self.header[0] == 0:  # new, or its creator died before writing the header
                 self.header[:] = [MAGIC, VERSION, capacity, shards, 0, 0, 0, data_offset(shards)]
+                # arena_folder checked that the space is free; the reservation makes sure it stays so
+                threading.Thread(target=_reserve, args=(os.dup(self._fd), len(self._mm), folder), daemon=True).start()
             elif self.header[0] != MAGIC or self.header[1] != VERSION or self.header[SHARDS] != shards:
                 raise RuntimeError(f"{self.path} is not a tokenmill arena of {shards} shards (remove it)")
             self.capacity, self._data = int(self.header[CAPACITY]), int(self.header[DATA_OFFSET])
@@ -152,6 +155,11 @@ class SharedArena:
     def decompressions(self) -> int:
         """Shards decompressed into this arena by every process on the node."""
         return int(self.header[DECOMPRESSIONS])
+
+    @property
+    def evictions(self) -> int:
+        """Shards dropped to make room, by every process on the node."""
+        return int(self.header[EVICTIONS])
 
     # -- reading (no lock) ------------------------------------------------------------------------
 
@@ -177,11 +185,11 @@ class SharedArena:
         self.header[CLOCK] += 1
         self.table[shard, LAST_USE] = self.header[CLOCK]
 
-    def _populate(self, start: int, length: int, advice: int) -> None:
+    def _populate_for_write(self, start: int, length: int) -> None:
         first = start // PAGE * PAGE
         try:
-            self._mm.madvise(advice, first, min(start + length, len(self._mm)) - first)
-        except (OSError, ValueError):  # an older kernel, or fields read mid-rewrite: pages fault in as used
+            self._mm.madvise(MADV_POPULATE_WRITE, first, min(start + length, len(self._mm)) - first)
+        except OSError:  # a kernel before 5.14: pages fault in as they are written
             pass
 
     def is_ready(self, shard: int) -> bool:
@@ -238,7 +246,7 @@ class SharedArena:
             offset = self._allocate(shard, nbytes)
             self.table[shard, [OFFSET, NBYTES, ROWS, TOKENS, CU]] = [offset, nbytes, rows, tokens, cu]
         base = self._data + offset
-        self._populate(base, nbytes, MADV_POPULATE_WRITE)
+        self._populate_for_write(base, nbytes)
         views = (np.frombuffer(self._mm, np.int64, rows + 1, base),
                  np.frombuffer(self._mm, np.uint32, tokens, base + 16 * (rows + 1)),
                  np.frombuffer(self._mm, np.int64, rows + 1, base + 8 * (rows + 1)),

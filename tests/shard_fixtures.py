@@ -14,27 +14,15 @@ SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 
 
 def write_shards(folder, bad_row=None, parts=2, batch_bytes=16 << 10):
-    """`parts` shards of packed rows (record batches of about `batch_bytes`) (written as the job does) and their index; the documents' tokens
-    are 0 (bos), random ids from 19, 1 (eos)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """`parts` shards of packed rows and their index, written as the job does (record batches of about
+    `batch_bytes`); the documents' tokens are 0 (bos), random ids from 19, 1 (eos)."""
     rng = np.random.default_rng(0)
     docs = [np.concatenate([[0], rng.integers(19, 1000, n), [1]]).astype(np.uint32) for n in rng.integers(5, 900, 60)]
     tokens, cu = materialize(pack([len(d) for d in docs], PackConfig(SEQ)), docs, PAD)
     if bad_row is not None:
         tokens[0], cu[0] = bad_row
-    entries = []
-    bounds = np.linspace(0, len(tokens), parts + 1).astype(int)
-    for part, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-        writer = ShardWriter(folder, f"p{part}", ShardConfig(batch_bytes=batch_bytes))
-        for t, c in zip(tokens[lo:hi], cu[lo:hi]):
-            writer.add(t, c)
-        [entry] = writer.close()
-        (folder / entry["file"]).rename(folder / shard_name(part))
-        entries.append({**entry, "file": shard_name(part)})
-    index = new_index(entries, tokenizer_sha256="0" * 64, vocab_size=1000, seq_len=SEQ, pad_id=PAD, bos_id=0, eos_id=1,
-                      compression_level=3, documents=len(docs))
-    (folder / "index.json").write_text(json.dumps(index))
-    return index
+    return write_rows(folder, tokens, cu, parts, batch_bytes, tokenizer_sha256="0" * 64, vocab_size=1000,
+                      seq_len=SEQ, pad_id=PAD, bos_id=0, eos_id=1, documents=len(docs))
 
 
 def write_text_shards(folder, seq_len=512, vocab_size=1024, files=("debian-faq.en", "debian-faq.zh"), parts=2):
@@ -57,17 +45,23 @@ def write_text_shards(folder, seq_len=512, vocab_size=1024, files=("debian-faq.e
     tokenizer_file = TokenizerFile.read(str(folder / "tokenizer.json"))
     docs = encode_documents(tokenizer_file, texts)
     tokens, cu = materialize(pack([len(d) for d in docs], PackConfig(seq_len)), docs, tokenizer_file.pad_id)
+    return write_rows(folder, tokens, cu, parts, 64 << 10, tokenizer_sha256=tokenizer_file.sha256,
+                      vocab_size=vocab_size, seq_len=seq_len, pad_id=tokenizer_file.pad_id,
+                      bos_id=tokenizer_file.bos_id, eos_id=tokenizer_file.eos_id, documents=len(docs))
+
+
+def write_rows(folder, tokens, cu, parts, batch_bytes, **index_fields):
+    """The rows split into `parts` shard files (shard-NNNNN.arrow) and index.json; returns the index."""
+    folder.mkdir(parents=True, exist_ok=True)
     entries = []
     bounds = np.linspace(0, len(tokens), parts + 1).astype(int)
     for part, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-        writer = ShardWriter(folder, f"p{part}", ShardConfig(batch_bytes=64 << 10))
+        writer = ShardWriter(folder, f"p{part}", ShardConfig(batch_bytes=batch_bytes))
         for t, c in zip(tokens[lo:hi], cu[lo:hi]):
             writer.add(t, c)
         [entry] = writer.close()
         (folder / entry["file"]).rename(folder / shard_name(part))
         entries.append({**entry, "file": shard_name(part)})
-    index = new_index(entries, tokenizer_sha256=tokenizer_file.sha256, vocab_size=vocab_size, seq_len=seq_len,
-                      pad_id=tokenizer_file.pad_id, bos_id=tokenizer_file.bos_id, eos_id=tokenizer_file.eos_id,
-                      compression_level=3, documents=len(docs))
+    index = new_index(entries, compression_level=3, **index_fields)
     (folder / "index.json").write_text(json.dumps(index))
     return index

@@ -14,7 +14,7 @@ import pytest
 
 from loaders.shard_loader import ShardLoader
 from loaders.shard_reader import ShardSource, read_shard
-from loaders.shm_arena import SHM, SharedArena, arena_key, entry_bytes
+from loaders.shm_arena import SHM, SharedArena, arena_key, arena_name, entry_bytes
 from tests.shard_fixtures import write_shards
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,12 +68,8 @@ def test_processes_on_a_node_share_one_cache_in_dev_shm(tmp_path):
     assert {node for *_, node in got} == {6}
     steps = len(got[0][1])
     assert [i for step in range(steps) for _, seen, _, _ in got for i in seen[step]] == list(range(steps * 4 * world))
-    assert not list(SHM.glob(f"tokenmill-{ShardLoader_key(tmp_path)}.*arena"))  # the last to close removed it
-
-
-def ShardLoader_key(path):
-    source = ShardSource(str(path))
-    return arena_key(source.location, source.index)
+    source = ShardSource(str(tmp_path))
+    assert not (SHM / arena_name(arena_key(source.location, source.index))).exists()  # the last to close removed it
 
 
 def start_child(code: str) -> subprocess.Popen:
