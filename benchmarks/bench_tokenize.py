@@ -13,6 +13,7 @@ import argparse
 import os
 import tempfile
 import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 
@@ -21,9 +22,9 @@ BATCH = 1000
 
 def bare_encode(texts: list[str], tokenizer_file: str) -> tuple[int, float]:
     os.environ["TOKENIZERS_PARALLELISM"] = "true"  # all of the cores, as the job has
-    from tokenizers import Tokenizer
+    from prep.tokenizer_base import from_json
 
-    tokenizer = Tokenizer.from_file(tokenizer_file)
+    tokenizer = from_json(Path(tokenizer_file).read_text(encoding="utf-8"))  # as the job loads it
     started, tokens = time.perf_counter(), 0
     for i in range(0, len(texts), BATCH):  # in batches, as the job encodes (and to bound memory)
         tokens += sum(len(e.ids) + 2 for e in tokenizer.encode_batch(texts[i:i + BATCH], add_special_tokens=False))

@@ -64,8 +64,13 @@ def run_clean(spark, files: list[InputFile], cfg: CleanConfig, out: str, partiti
     for name, (status, schema) in OUTPUTS.items():
         result.filter(F.col("status") == status).select(*schema.names).write.parquet(str(staging / name))
     counts = result.groupBy("status", "reason").count().collect()
-    file_errors = [{"file": r["file"], "error": r["error"]}
-                   for r in result.filter(F.col("status") == "file_error").orderBy("file").collect()]
+    problems = result.filter(F.col("status").isin("file_error", "file_warning")).orderBy("file", "record_index")
+    file_errors, file_warnings = [], []
+    for r in problems.select("status", "file", "error").collect():
+        if r["status"] == "file_error":
+            file_errors.append({"file": r["file"], "error": r["error"]})
+        else:
+            file_warnings.append({"file": r["file"], "warning": r["error"]})
     result.unpersist()
 
     by_status = {s: 0 for s in ("kept", "rejected", "quarantined")}
@@ -82,6 +87,7 @@ def run_clean(spark, files: list[InputFile], cfg: CleanConfig, out: str, partiti
         "rejected_by_reason": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
         "files": len(files),
         "file_errors": file_errors,
+        "file_warnings": file_warnings,
         "seconds": round(time.time() - started, 1),
     }
     (staging / "report.md").write_text(removal_report(stats), encoding="utf-8")
@@ -94,6 +100,7 @@ def summary(stats: dict) -> str:
              f"quarantined {stats['quarantined']} ({stats['seconds']} s)"]
     lines += [f"  {reason}: {count}" for reason, count in list(stats["rejected_by_reason"].items())[:8]]
     lines += [f"  damaged file {e['file']}: {e['error']}" for e in stats["file_errors"]]
+    lines += [f"  warning, file {w['file']}: {w['warning']}" for w in stats["file_warnings"]]
     return "\n".join(lines)
 
 

@@ -21,4 +21,6 @@ def removal_report(stats: dict) -> str:
     lines += ["```", ""]
     if stats["file_errors"]:
         lines += ["## Damaged files", ""] + [f"- `{e['file']}`: {e['error']}" for e in stats["file_errors"]] + [""]
+    if stats["file_warnings"]:
+        lines += ["## Ignored bytes", ""] + [f"- `{w['file']}`: {w['warning']}" for w in stats["file_warnings"]] + [""]
     return "\n".join(lines)

@@ -152,9 +152,12 @@ def spark_e_step(spark, table) -> EStep:
 
 
 def transformers_config(vocab_size: int) -> dict:
-    """tokenizer_config.json: lets transformers' AutoTokenizer.from_pretrained(OUT) load the folder."""
+    """tokenizer_config.json: lets transformers' AutoTokenizer.from_pretrained(OUT) load the folder.
+    split_special_tokens: the text "<|eos|>" in a document stays text, as in tokenmill's own encoding
+    (tokenizer.json cannot say so: `encode_special_tokens` is not saved in it)."""
     return {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": BOS, "eos_token": EOS, "pad_token": PAD,
-            "model_max_length": 1_000_000_000, "clean_up_tokenization_spaces": False, "vocab_size": vocab_size}
+            "model_max_length": 1_000_000_000, "clean_up_tokenization_spaces": False, "split_special_tokens": True,
+            "vocab_size": vocab_size}
 
 
 def _by_kind(texts: list[str]) -> dict[str, list[str]]:

@@ -19,7 +19,7 @@ from prep.quality.fineweb import FineWebConfig, fineweb
 from prep.quality.gopher_quality import GopherQualityConfig, gopher_quality
 from prep.quality.gopher_repetition import GopherRepetitionConfig, gopher_repetition
 from prep.quality.word_diversity import WordDiversityConfig, word_diversity
-from prep.readers import Document, FileError, Quarantined, ReaderConfig, read_file
+from prep.readers import Document, FileError, FileWarning, Quarantined, ReaderConfig, read_file
 from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA, REJECTED_SCHEMA
 
 # FineWeb-2's thresholds for Mandarin (configs/cmn_Hani.yml), where each Han character is a word.
@@ -107,8 +107,8 @@ def clean_text(text: str, cfg: CleanConfig) -> Cleaned:
     return Cleaned(text, lang, score, None)
 
 
-# What reading produces: one row per record (status "doc" or "quarantined") or per damaged file
-# ("file_error"), with the position of the record in the input, which fixes the output order.
+# What reading produces: one row per record (status "doc" or "quarantined"), per damaged file
+# ("file_error") or per thing ignored in a file ("file_warning", its text in `error`), with the position of the record in the input, which fixes the output order.
 READ_SCHEMA = pa.schema(
     [pa.field("status", pa.string(), nullable=False),
      pa.field("file_index", pa.int32(), nullable=False),  # position of the file in the sorted input
@@ -130,6 +130,8 @@ def _read_row(record, file_index: int, record_index: int) -> dict:
     if isinstance(record, Quarantined):
         return {**row, "status": "quarantined", "error": record.error, "file": record.file, "line": record.line,
                 "raw": record.raw}
+    if isinstance(record, FileWarning):
+        return {**row, "status": "file_warning", "error": record.warning, "file": record.file}
     assert isinstance(record, FileError)
     return {**row, "status": "file_error", "error": record.error, "file": record.file}
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from tokenizers import Tokenizer
 
-from prep.tokenizer_base import BOS, EOS, PAD
+from prep.tokenizer_base import BOS, EOS, PAD, from_json
 
 _LOADED: dict[str, Tokenizer] = {}
 
@@ -43,7 +43,7 @@ class TokenizerFile:
     def load(self) -> Tokenizer:
         if self.sha256 not in _LOADED:
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one task per core already
-            _LOADED[self.sha256] = Tokenizer.from_str(self.json)
+            _LOADED[self.sha256] = from_json(self.json)  # the text "<|eos|>" in a document stays text
         return _LOADED[self.sha256]
 
 

@@ -35,8 +35,10 @@ def decoder() -> decoders.Decoder:
 
 
 def byte_alphabet() -> list[str]:
-    """The 256 byte symbols: all of them go into every vocabulary, so nothing is ever unknown."""
-    return pre_tokenizers.ByteLevel.alphabet()
+    """The 256 byte symbols in byte order: all of them go into every vocabulary, so nothing is ever
+    unknown. Not `ByteLevel.alphabet()`: it comes from a Rust hash set, in a new order in every
+    process, and the Unigram stage numbers its pieces in the order it is given them."""
+    return list(BYTE_SYMBOLS)
 
 
 def pre_tokens(text: str) -> list[str]:

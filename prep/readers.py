@@ -3,7 +3,8 @@
 JSON Lines (plain, .gz, .zst), Parquet and .txt. Every record comes out as exactly one of:
 a document (`id`, `text`, `source`, `metadata`) or a quarantined record (`error`, `file`, `line`,
 `raw`). Damage to a whole file (a truncated stream, an unreadable Parquet footer) additionally
-yields one FileError naming the file; the records read before the damage are kept.
+yields one FileError naming the file; the records read before the damage are kept. Bytes ignored
+after the last complete frame of a compressed file yield one FileWarning; every record is kept.
 """
 
 import json
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prep.inputs import InputFile
-from prep.streams import StreamDamaged, decompressed_chunks, split_lines
+from prep.streams import CHUNK_BYTES, StreamDamaged, decompressed_chunks, split_lines
 
 UTF8_BOM = b"\xef\xbb\xbf"
 RESERVED_FIELDS = ("id", "text", "source", "metadata")
@@ -24,6 +25,7 @@ RESERVED_FIELDS = ("id", "text", "source", "metadata")
 class ReaderConfig:
     max_record_bytes: int = 10_000_000  # larger records are quarantined, not parsed
     parquet_batch_rows: int = 1024  # rows per Parquet batch read
+    read_bytes: int = CHUNK_BYTES  # bytes per read of a JSON Lines file (compressed bytes when compressed)
 
 
 @dataclass
@@ -48,7 +50,13 @@ class FileError:
     error: str
 
 
-Record = Document | Quarantined | FileError
+@dataclass
+class FileWarning:
+    file: str
+    warning: str
+
+
+Record = Document | Quarantined | FileError | FileWarning
 
 
 def _text_problem(text) -> str | None:
@@ -125,8 +133,9 @@ def _parse_json_line(data: bytes, number: int, file: InputFile) -> Document | Qu
 
 
 def read_jsonl(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
+    warnings: list[str] = []
     try:
-        for line in split_lines(decompressed_chunks(file.path), config.max_record_bytes):
+        for line in split_lines(decompressed_chunks(file.path, warnings, config.read_bytes), config.max_record_bytes):
             data = line.data
             if line.number == 1 and data.startswith(UTF8_BOM):
                 data = data[len(UTF8_BOM):]
@@ -139,6 +148,8 @@ def read_jsonl(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
             yield _parse_json_line(data, line.number, file)
     except (StreamDamaged, OSError) as e:
         yield FileError(file.relative, str(e))
+    for warning in warnings:
+        yield FileWarning(file.relative, warning)
 
 
 def read_txt(file: InputFile, config: ReaderConfig) -> Iterator[Record]:

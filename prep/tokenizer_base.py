@@ -30,6 +30,14 @@ def new_tokenizer(model) -> Tokenizer:
     return tokenizer
 
 
+def from_json(text: str) -> Tokenizer:
+    """A saved tokenizer, with its specials matched by id only, as when it was trained:
+    `encode_special_tokens` is a runtime setting that tokenizer.json does not keep."""
+    tokenizer = Tokenizer.from_str(text)
+    tokenizer.encode_special_tokens = True
+    return tokenizer
+
+
 def finish(tokenizer: Tokenizer, vocab_size: int) -> Tokenizer:
     """Special tokens matched only by id, never in text; reserved tokens up to exactly vocab_size."""
     tokenizer.add_special_tokens([AddedToken(t, special=True) for t in special_tokens()])

@@ -70,6 +70,8 @@ def hostile_inputs(folder):
     ])
     cut = write_lines(folder / "cut.jsonl.zst", [{"text": PROSE + str(i)} for i in range(20000)], "zst")
     cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    padded = write_lines(folder / "padded.jsonl.gz", [{"text": PROSE, "id": f"padded-{i}"} for i in range(30)], "gz")
+    padded.write_bytes(padded.read_bytes() + b"\x00" * 100 + b"junk")  # an appended download, cut short
     (folder / "broken.parquet").write_bytes(b"PAR1 garbage")
     pq.write_table(pa.table({"text": [PROSE, None]}), folder / "table.parquet")
     (folder / "doc.txt").write_text(PROSE)
@@ -95,10 +97,12 @@ def test_hostile_inputs_are_all_accounted_for(spark, tmp_path):
     assert q[("table.parquet", 2)] == "text is null" and "invalid UTF-8" in q[("latin1.txt", None)]
     assert stats["quarantined"] == 9
     assert [e["file"] for e in stats["file_errors"]] == ["broken.parquet", "cut.jsonl.zst"]
+    assert [(w["file"], "104 bytes" in w["warning"]) for w in stats["file_warnings"]] == [("padded.jsonl.gz", True)]
     assert stats["rejected_by_reason"].get("c4:lorem_ipsum") == 1
     assert pq.read_table(out / "rejected", columns=["id"]).column("id").to_pylist() == ["lorem"]
     kept_ids = pq.read_table(out / "docs", columns=["id"]).column("id").to_pylist()
     assert "good-1" in kept_ids and "doc.txt" in kept_ids and "table.parquet:1" in kept_ids
+    assert {f"padded-{i}" for i in range(30)} <= set(kept_ids)  # every record before the trailing bytes
     assert sum(i.startswith("cut.jsonl.zst:") for i in kept_ids) > 1000  # records before the damage
 
 

@@ -9,6 +9,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from jobs.train_tokenizer import count_pre_tokens, main, run_train_tokenizer, spark_e_step
+from prep.encode import TokenizerFile, encode_documents
 from prep.inputs import expand_inputs
 from prep.readers import Document, read_file
 from prep.tokenizer_base import BOS, EOS, PAD
@@ -35,11 +36,14 @@ def test_outputs_load_with_tokenizers_and_transformers(trained):
     assert sorted(p.name for p in out.iterdir()) == ["bpe_same_size.json", "report.json", "tokenizer.json",
                                                          "tokenizer_config.json"]
     tokenizer = Tokenizer.from_file(str(out / "tokenizer.json"))
-    fast = PreTrainedTokenizerFast(tokenizer_file=str(out / "tokenizer.json"))
-    auto = AutoTokenizer.from_pretrained(str(out))
-    text = "The Debian 软件包管理 tools: apt-get install 12345 <|eos|>"
+    tokenizer.encode_special_tokens = True  # not kept in tokenizer.json: the README tells users to set it
+    fast = PreTrainedTokenizerFast(tokenizer_file=str(out / "tokenizer.json"), split_special_tokens=True)
+    auto = AutoTokenizer.from_pretrained(str(out))  # tokenizer_config.json sets split_special_tokens
+    text = "The Debian 软件包管理 tools: apt-get install 12345 <|eos|> <|bos|><|pad|>"
     ids = tokenizer.encode(text).ids
-    assert fast.encode(text) == ids == auto.encode(text)
+    assert fast.encode(text) == ids == auto.encode(text) == encode_documents(TokenizerFile.read(
+        str(out / "tokenizer.json")), [text])[0][1:-1].tolist()  # what the shards job writes inside <bos> … <eos>
+    assert not {0, 1, 2} & set(ids), "a special token's spelling in a document became a control token"
     assert fast.decode(ids) == text and auto.eos_token_id == 1 and auto.pad_token == PAD
     assert tokenizer.get_vocab_size() == VOCAB and tokenizer.token_to_id(BOS) == 0 and tokenizer.token_to_id(EOS) == 1
 

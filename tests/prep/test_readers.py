@@ -5,9 +5,10 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import zstandard
 
 from prep.inputs import InputFile
-from prep.readers import Document, FileError, Quarantined, ReaderConfig, read_file
+from prep.readers import Document, FileError, FileWarning, Quarantined, ReaderConfig, read_file
 from tests.conftest import write_lines
 
 PROSE = "The package manager keeps track of every file it installs, so it can remove them again."
@@ -74,6 +75,31 @@ def test_truncated_compressed_file_keeps_records_before_the_damage(tmp_path, com
     docs = [r for r in records if isinstance(r, Document)]
     assert 0 < len(docs) < len(lines)
     assert [d.text for d in docs[:3]] == [l["text"] for l in lines[:3]]
+
+
+@pytest.mark.parametrize("compress", ["gz", "zst"])
+def test_bytes_after_a_complete_stream_keep_every_record_and_warn(tmp_path, compress):
+    lines = [{"text": f"{PROSE} {i}"} for i in range(30)]
+    path = write_lines(tmp_path / f"in.jsonl.{compress}", lines, compress)
+    path.write_bytes(path.read_bytes() + b"\x00\x00 half an appended download")
+    records = read(path)
+    assert [r.text for r in records[:-1]] == [line["text"] for line in lines]
+    assert isinstance(records[-1], FileWarning) and records[-1].file == path.name
+    assert "ignored" in records[-1].warning
+
+
+@pytest.mark.parametrize("read_bytes", [1024, 1 << 20])
+def test_records_before_damage_in_the_first_read_are_kept(tmp_path, sample_dir, read_bytes):
+    lines = b"".join(zstandard.ZstdDecompressor().stream_reader(p.open("rb")).read()
+                     for p in sorted(sample_dir.glob("*.jsonl.zst"))).splitlines(keepends=True)
+    path = tmp_path / "in.jsonl.zst"
+    damaged = bytearray(zstandard.ZstdCompressor().compress(b"".join(lines)))
+    damaged[300_000:300_032] = b"\xff" * 32  # well inside the first MiB
+    path.write_bytes(damaged)
+    records = read(path, read_bytes=read_bytes)
+    docs = [r for r in records if isinstance(r, Document)]
+    assert isinstance(records[-1], FileError) and "corrupt" in records[-1].error
+    assert len(docs) > 100 and [d.text for d in docs] == [json.loads(line)["text"] for line in lines[:len(docs)]]
 
 
 def test_parquet_rows_are_read_and_bad_rows_quarantined(tmp_path):
