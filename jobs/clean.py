@@ -17,9 +17,9 @@ if __package__ in (None, ""):  # run as a file by spark-submit: put the project 
 import argparse
 import time
 
-from jobs.outputs import commit, staging_dir
+from jobs.outputs import checksums, commit, staging_dir
 from jobs.reports import removal_report
-from jobs.spark_session import get_spark, spark_schema
+from jobs.spark_session import spark_for_job, spark_schema
 from jobs.ingest import default_partitions, read_input
 from prep.clean import CLEAN_RESULT_SCHEMA, CleanConfig, clean_batch, load_clean_config
 from prep.config import ConfigError, to_yaml
@@ -89,6 +89,7 @@ def run_clean(spark, files: list[InputFile], cfg: CleanConfig, out: str, partiti
         "file_errors": file_errors,
         "file_warnings": file_warnings,
         "seconds": round(time.time() - started, 1),
+        "checksums": checksums(spark, staging, list(OUTPUTS)),
     }
     (staging / "report.md").write_text(removal_report(stats), encoding="utf-8")
     commit(staging, out, list(OUTPUTS), stats)
@@ -115,7 +116,7 @@ def main(argv=None) -> int:
     except (InputError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    spark = get_spark("tokenmill-clean", args.conf)
+    spark = spark_for_job("tokenmill-clean", args.conf, ("jobs.clean",))
     stats = run_clean(spark, files, cfg, args.output, args.partitions)
     print(summary(stats))
     return 0

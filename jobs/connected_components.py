@@ -2,7 +2,8 @@
 
 Edges are a DataFrame of (u, v) longs. Each round is a large-star then a small-star step, both
 shuffles over the edge list; nothing is collected to the driver but one count per round. Lineage is
-cut with a checkpoint every few rounds, so a run of many rounds does not rebuild its whole history.
+cut every few rounds by writing the edges as Parquet, so a run of many rounds does not rebuild its
+whole history and a lost executor loses nothing that cannot be recomputed.
 The result maps every node that has an edge to the smallest node of its component.
 """
 
@@ -46,15 +47,28 @@ def _is_forest_of_stars(edges: DataFrame) -> bool:
     return nodes.where((F.col("parents") > 1) | ((F.col("parents") == 1) & (F.col("children") > 0))).isEmpty()
 
 
-def connected_components(edges: DataFrame) -> tuple[DataFrame, int]:
-    """((node, component) for every node with an edge, the component being its smallest node; rounds)."""
+def _checkpoint(edges: DataFrame, folder: str) -> DataFrame:
+    """The edges written as Parquet and read back: cuts the lineage, and survives a lost executor, where
+    a localCheckpoint's blocks would be gone with nothing left to recompute them from."""
+    edges.write.mode("overwrite").parquet(folder)
+    return edges.sparkSession.read.parquet(folder)
+
+
+def connected_components(edges: DataFrame, checkpoint_dir: str) -> tuple[DataFrame, int]:
+    """((node, component) for every node with an edge, the component being its smallest node; rounds).
+
+    `checkpoint_dir` is a folder every executor can reach (the job's staging folder), removed by the caller."""
     edges = edges.select(F.col("u").cast("long"), F.col("v").cast("long")).where(F.col("u") != F.col("v"))
-    edges = edges.select(F.greatest("u", "v").alias("u"), F.least("u", "v").alias("v")).distinct().localCheckpoint()
+    edges = edges.select(F.greatest("u", "v").alias("u"), F.least("u", "v").alias("v")).distinct()
+    edges = _checkpoint(edges, f"{checkpoint_dir}/round-0")
     rounds = 0
     while rounds < MAX_ROUNDS:
         rounds += 1
         edges = _small_star(_large_star(edges))
-        edges = edges.localCheckpoint() if rounds % CHECKPOINT_EVERY == 0 else edges.persist()
+        if rounds % CHECKPOINT_EVERY == 0:
+            edges = _checkpoint(edges, f"{checkpoint_dir}/round-{rounds}")
+        else:
+            edges = edges.persist()
         if _is_forest_of_stars(edges):
             break
     log.info("connected components: %d rounds", rounds)

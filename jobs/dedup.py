@@ -21,12 +21,13 @@ if __package__ in (None, ""):  # run as a file by spark-submit: put the project 
 import argparse
 import logging
 import time
+from pathlib import Path
 
 from jobs.connected_components import connected_components
 from jobs.ingest import default_partitions, load_documents
-from jobs.outputs import commit, staging_dir
+from jobs.outputs import SCRATCH, checksums, commit, staging_dir
 from jobs.reports import bar_chart
-from jobs.spark_session import get_spark, spark_schema
+from jobs.spark_session import spark_for_job, spark_schema
 from prep.dedup import BANDS_SCHEMA, FEATURES_SCHEMA, SURVIVORS_SCHEMA, DedupConfig, bands_batch, features_batch, \
     survivors_table, verify_batch
 from prep.inputs import InputError, InputFile, expand_inputs
@@ -87,8 +88,7 @@ def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
     """Per document: survivor keys, normalized-text hash, MinHash signature, and rank.
 
     Rank = position in survivor order: longest text first, then id hash, then text hash. The
-    smallest rank of a group is its survivor, and rank is the node id of the graph. Ids taken after
-    a global sort increase with the sort order (they need not be dense), all in the JVM.
+    smallest rank of a group is its survivor, and rank is the node id of the graph.
     """
     from pyspark.sql import functions as F
 
@@ -96,9 +96,31 @@ def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
         lambda batches: (features_batch(b, cfg) for b in batches), spark_schema(FEATURES_SCHEMA))
     features = stages.done("signatures", features)  # read twice below: computed once
     order = [F.desc("text_len"), "id_hash", "exact_hash", "row"]
-    ranks = features.select("row", "text_len", "id_hash", "exact_hash").orderBy(*order).select(
-        "row", F.monotonically_increasing_id().alias("rank"))
-    return stages.done("rank", features.join(ranks, "row"))
+    ranks = dense_positions(features.select("row", "text_len", "id_hash", "exact_hash").orderBy(*order), "rank")
+    return stages.done("rank", features.join(ranks.select("row", "rank"), "row"))
+
+
+def dense_positions(ordered, name: str):
+    """`ordered` (a sorted DataFrame) with its rows' positions 0, 1, 2, ... in column `name`.
+
+    Not monotonically_increasing_id alone: its values depend on how the sort was partitioned (cores,
+    shuffle partitions, adaptive execution), and the outputs are partitioned by rank, so the same
+    input would give other files on another cluster. One small job counts the rows of each sorted
+    partition; a position is the rows of the partitions before plus the offset inside its own.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    tagged = ordered.select("*", F.spark_partition_id().alias("_part"),
+                            F.monotonically_increasing_id().alias("_id")).persist(StorageLevel.DISK_ONLY)
+    sizes = dict(tagged.groupBy("_part").count().collect())  # one row per partition
+    starts, total = [], 0
+    for part in range(max(sizes, default=-1) + 1):
+        starts.append(total)
+        total += sizes.get(part, 0)
+    start = F.element_at(F.array(*[F.lit(s) for s in starts] or [F.lit(0)]).cast("array<long>"), F.col("_part") + 1)
+    offset = F.col("_id") - F.shiftleft(F.col("_part").cast("long"), 33)  # the id's layout: partition << 33 | offset
+    return tagged.select(*ordered.columns, (start + offset).alias(name))
 
 
 def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
@@ -133,11 +155,11 @@ def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
     return candidates, stages.done("verify", edges.select("u", "v")), giant
 
 
-def _survivors(edges, sig, cfg: DedupConfig, stages: Stages):
+def _survivors(edges, sig, cfg: DedupConfig, stages: Stages, scratch: Path):
     """(rank, near_kept, copy_of, component) for every exact survivor with a verified edge; rounds."""
     from pyspark.sql import functions as F
 
-    components, rounds = connected_components(edges)
+    components, rounds = connected_components(edges, str(scratch / "components"))
     components = stages.done("components", components)
     members = components.join(sig.withColumnRenamed("rank", "node"), "node").select(
         F.col("component"), F.col("node").alias("rank"), "signature")
@@ -189,6 +211,7 @@ def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partiti
     from pyspark.sql import functions as F
 
     stages = Stages()
+    staging = staging_dir(out)
     partitions = partitions or default_partitions(files)
     docs, quarantine = load_documents(spark, files)
     docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()))
@@ -198,7 +221,7 @@ def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partiti
     features = features.withColumn("exact_rep", F.min("rank").over(Window.partitionBy("exact_hash")))
     sig = stages.done("exact", features.where(F.col("rank") == F.col("exact_rep")).select("rank", "signature"))
     candidates, edges, giant = _verified_edges(sig, cfg, stages)
-    survivors, rounds = _survivors(edges, sig, cfg, stages)
+    survivors, rounds = _survivors(edges, sig, cfg, stages, staging / SCRATCH)
 
     # Decisions for every document, and its cluster: the near component of its exact survivor.
     decided = (features.select("row", "rank", "exact_rep")
@@ -208,7 +231,6 @@ def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partiti
     decided = decided.withColumn("cluster_size", F.count("*").over(Window.partitionBy("cluster")))
     decided = stages.done("decide", decided.join(docs.select(F.col("_row").alias("row"), "id"), "row"))
 
-    staging = staging_dir(out)
     outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging)
     stages.done("write")
     counts, sizes = _counts(decided)
@@ -230,6 +252,7 @@ def run_dedup(spark, files: list[InputFile], cfg: DedupConfig, out: str, partiti
         "threshold": cfg.threshold, "num_perm": cfg.minhash.num_perm, "ngram": cfg.minhash.ngram,
         "bands": params.bands, "rows": params.rows,
         "seconds": stages.seconds,
+        "checksums": checksums(spark, staging, outputs),
     }
     (staging / "report.md").write_text(dedup_report(stats), encoding="utf-8")
     commit(staging, out, outputs, stats)
@@ -265,7 +288,7 @@ def main(argv=None) -> int:
         return 2
     cfg = DedupConfig(threshold=args.threshold, minhash=MinHashConfig(num_perm=args.num_perm, ngram=args.ngram),
                       verify=not args.no_verify)
-    spark = get_spark("tokenmill-dedup", args.conf)
+    spark = spark_for_job("tokenmill-dedup", args.conf, ("jobs.dedup",))
     stats = run_dedup(spark, files, cfg, args.output, args.partitions)
     print(summary(stats))
     return 0

@@ -20,7 +20,7 @@ import argparse
 from pathlib import Path
 
 from jobs import clean, dedup, tokenize, train_tokenizer
-from jobs.spark_session import get_spark
+from jobs.spark_session import spark_for_job
 from prep.clean import load_clean_config
 from prep.config import ConfigError
 from prep.dedup import DedupConfig
@@ -55,7 +55,8 @@ def main(argv=None) -> int:
     except (InputError, ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    spark = get_spark("tokenmill-pipeline", args.conf)
+    spark = spark_for_job("tokenmill-pipeline", args.conf,
+                          ("jobs.clean", "jobs.dedup", "jobs.train_tokenizer", "jobs.tokenize"))
     print("clean:", clean.summary(clean.run_clean(spark, files, clean_cfg, str(out / "clean"))))
     print("dedup:", dedup.summary(dedup.run_dedup(spark, expand_inputs(str(out / "clean" / "docs")), DedupConfig(),
                                                   str(out / "dedup"))))

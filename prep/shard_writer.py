@@ -1,11 +1,14 @@
 """Writing packed rows as zstd Arrow IPC files that appear whole or not at all.
 
 Rows are buffered into record batches of about `batch_bytes` (uncompressed) and a file is closed once
-it passes `shard_bytes` on disk. Each file is written as NAME.tmp and renamed to NAME when complete,
-so a reader (or a rerun after a killed task) never sees a partial file under a real name.
+it passes `shard_bytes` on disk. Each file is written as NAME.<unique>.tmp and renamed to NAME when
+complete, so a reader (or a rerun after a killed task) never sees a partial file under a real name,
+and two attempts at the same task (a retry beside a straggler of a lost executor) never write into
+one file: each renames its own complete copy, and the copies are equal.
 """
 
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +40,7 @@ class ShardWriter:
         self.folder, self.prefix, self.cfg = Path(folder), prefix, cfg
         self.options = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", compression_level=cfg.zstd_level))
         self.files: list[dict] = []
-        self._writer = self._sink = None
+        self._writer = self._sink = self._tmp = None
         self._tokens, self._cu = [], []
         self._pending_bytes = 0
 
@@ -53,7 +56,8 @@ class ShardWriter:
             return
         if self._writer is None:
             name = f"{self.prefix}-{len(self.files):04d}.arrow"
-            self._sink = pa.OSFile(str(self.folder / f"{name}.tmp"), "wb")
+            self._tmp = self.folder / f"{name}.{uuid.uuid4().hex}.tmp"
+            self._sink = pa.OSFile(str(self._tmp), "wb")
             self._writer = pa.ipc.new_file(self._sink, SHARD_SCHEMA, options=self.options)
             self.files.append({"file": name, "rows": 0, "tokens": 0, "real_tokens": 0, "batch_rows": []})
         batch = pa.record_batch([_list_array(self._tokens, pa.uint32()), _list_array(self._cu, pa.int32())],
@@ -72,9 +76,8 @@ class ShardWriter:
         self._writer.close()
         self._sink.close()
         entry = self.files[-1]
-        tmp = self.folder / f"{entry['file']}.tmp"
-        entry["bytes"], entry["checksum"] = tmp.stat().st_size, file_checksum(tmp)
-        os.replace(tmp, self.folder / entry["file"])
+        entry["bytes"], entry["checksum"] = self._tmp.stat().st_size, file_checksum(self._tmp)
+        os.replace(self._tmp, self.folder / entry["file"])
         self._writer = self._sink = None
 
     def close(self) -> list[dict]:

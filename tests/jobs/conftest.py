@@ -1,3 +1,4 @@
+import contextlib
 import os
 import subprocess
 import sys
@@ -15,6 +16,23 @@ def spark():
     session = get_spark("tokenmill-tests", ["spark.master=local[2]", "spark.sql.shuffle.partitions=2"])
     yield session
     session.stop()
+
+
+# What another cluster would run with: more shuffle partitions, none coalesced away on small data.
+OTHER_CLUSTER = {"spark.sql.shuffle.partitions": "5", "spark.sql.adaptive.coalescePartitions.enabled": "false"}
+
+
+@contextlib.contextmanager
+def spark_settings(spark, settings: dict[str, str]):
+    """Runtime SQL settings for the duration of a block (the session is shared by the whole run)."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
 
 
 def spark_submit(job: str, *args: str, cwd) -> subprocess.CompletedProcess:

@@ -28,32 +28,32 @@ def union_find_components(edges):
     return {n: min(groups[find(n)]) for n in nodes}
 
 
-def spark_components(spark, edges):
+def spark_components(spark, edges, folder):
     frame = spark.createDataFrame(edges, "u long, v long")
-    result, rounds = connected_components(frame)
+    result, rounds = connected_components(frame, str(folder / "checkpoints"))
     return {r["node"]: r["component"] for r in result.collect()}, rounds
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_random_graphs_match_union_find(spark, seed):
+def test_random_graphs_match_union_find(spark, seed, tmp_path):
     rng = random.Random(seed)
     nodes = rng.randint(50, 400)
     edges = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(rng.randint(nodes // 2, nodes * 2))]
     edges = [(u, v) for u, v in edges if u != v]
-    result, _ = spark_components(spark, edges)
+    result, _ = spark_components(spark, edges, tmp_path)
     assert result == union_find_components(edges)
 
 
-def test_long_chain_converges_in_logarithmic_rounds(spark):
+def test_long_chain_converges_in_logarithmic_rounds(spark, tmp_path):
     order = list(range(2000))
     random.Random(3).shuffle(order)  # a chain whose node numbers are not in chain order
     edges = list(zip(order, order[1:]))
-    result, rounds = spark_components(spark, edges)
+    result, rounds = spark_components(spark, edges, tmp_path)
     assert set(result.values()) == {0} and len(result) == 2000
     assert rounds <= 25
 
 
-def test_several_chains_and_stars(spark):
+def test_several_chains_and_stars(spark, tmp_path):
     edges = [(i, i + 1) for i in range(100, 160)] + [(500, j) for j in range(501, 540)] + [(7, 3)]
-    result, _ = spark_components(spark, edges)
+    result, _ = spark_components(spark, edges, tmp_path)
     assert result == union_find_components(edges)

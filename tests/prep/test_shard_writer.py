@@ -25,12 +25,24 @@ def test_a_file_is_visible_only_once_complete(tmp_path):
     writer = ShardWriter(tmp_path, "group-00000", ShardConfig(batch_bytes=64 << 10))
     for tokens, cu in rows(200):  # several batches written, file still open
         writer.add(tokens, cu)
-    assert [p.name for p in tmp_path.iterdir()] == ["group-00000-0000.arrow.tmp"]
+    [partial] = [p.name for p in tmp_path.iterdir()]
+    assert partial.startswith("group-00000-0000.arrow.") and partial.endswith(".tmp")
     [entry] = writer.close()
     assert [p.name for p in tmp_path.iterdir()] == ["group-00000-0000.arrow"]
     path = tmp_path / entry["file"]
     assert entry["bytes"] == path.stat().st_size and entry["checksum"] == file_checksum(path)
     assert entry["rows"] == 200 and entry["tokens"] == 200 * 256 and entry["real_tokens"] == 200 * 256
+
+
+def test_two_attempts_at_one_group_write_their_own_partial_files(tmp_path):
+    first, second = (ShardWriter(tmp_path, "group-00000", ShardConfig(batch_bytes=64 << 10)) for _ in range(2))
+    for tokens, cu in rows(200):  # a retried task beside a straggler of a lost executor, interleaved
+        first.add(tokens, cu)
+        second.add(tokens, cu)
+    assert len(list(tmp_path.iterdir())) == 2
+    assert first.close() == second.close()
+    [path] = tmp_path.iterdir()
+    assert path.name == "group-00000-0000.arrow" and file_checksum(path) == first.files[0]["checksum"]
 
 
 def test_a_killed_writer_leaves_no_file_under_a_real_name(tmp_path):
