@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install test shards train clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize bench-loader
+.PHONY: install test test-cluster shards train clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize bench-loader
 
 install: $(STAMP)
 
@@ -23,6 +23,12 @@ $(STAMP): pyproject.toml Makefile
 
 test: install
 	$(PY) -m pytest -q tests
+
+# Where users run it: a real Spark standalone master and worker on 127.0.0.1 with executors in
+# .cluster/executor-venv (the `executor` dependency group alone), the pipeline submitted from outside
+# the repository, Python workers and an executor JVM killed mid-job; two torchrun "nodes", one killed.
+test-cluster: install
+	$(PY) -m pytest -q -m cluster tests/cluster
 
 shards: install
 	$(PY) -m jobs.pipeline --input $(SAMPLE) --output $(OUT) --vocab-size $(SAMPLE_VOCAB)

@@ -267,6 +267,8 @@ def train(cfg: TrainConfig) -> None:
             print(f"step {step:6d} | loss {loss:.4f} | lr {lr:.2e} | grad norm {grad_norm:.3f} | "
                   f"{tokens_per_s:,.0f} tokens/s | MFU {mfu} | data wait {record['data_wait_pct']:.2f}%", flush=True)
     checkpoints.wait()
+    # Each rank's data loading counters (decompressions here and on its node, cache hits, waits).
+    (run_dir / f"loader-rank{rank}.json").write_text(json.dumps(loader.stats()) + "\n")
     loader.close()
     dist.destroy_process_group()
 

@@ -14,6 +14,7 @@ The first batch after a start or a resume reads its rows' record batches alone i
 for whole shards.
 """
 
+import os
 import shutil
 import time
 from pathlib import Path
@@ -30,6 +31,7 @@ from loaders import shm_arena
 from loaders.shm_arena import CachedShard, SharedArena, arena_bytes, arena_folder, arena_key, entry_bytes
 
 STATE_VERSION = 1
+SHM_DIR_VARIABLE = "TOKENMILL_SHM_DIR"  # the default shm_dir
 MAX_RETRIES = 100  # a batch re-read because a shard was evicted while being read; more means thrashing
 
 
@@ -37,7 +39,9 @@ class ShardLoader:
     """`batch_size` rows per rank per step. Keyword options: shuffle_block_shards (rows are shuffled
     across this many shards at a time), cache_bytes (the L2 limit), cache_dir (local cache root: remote
     shards, and L2 when /dev/shm is too small; default ~/.cache/tokenmill), shm_dir (where L2 lives;
-    default /dev/shm), prefetch_batches (L1 depth), prefetch_threads (L3 threads when num_workers is 0)."""
+    default $TOKENMILL_SHM_DIR, else /dev/shm: one folder per node, so several "nodes" on one machine
+    each keep their own cache), prefetch_batches (L1 depth), prefetch_threads (L3 threads when
+    num_workers is 0)."""
 
     def __init__(self, shards: str, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0,
                  num_workers: int = 0, device=None, *, shuffle_block_shards: int = 4, cache_bytes: int | None = None,
@@ -60,7 +64,8 @@ class ShardLoader:
         self._direct = RecordBatchReader(self.source)  # for the first batch after a start or a resume
         self._first = True
 
-        key, shm = arena_key(self.source.location, index), Path(shm_dir) if shm_dir else shm_arena.SHM
+        key = arena_key(self.source.location, index)
+        shm = Path(shm_dir or os.environ.get(SHM_DIR_VARIABLE) or shm_arena.SHM)
         capacity = cache_capacity(entries, shuffle_block_shards, cache_bytes, shm)
         folder = arena_folder(key, arena_bytes(len(entries), capacity), Path(cache_dir or DEFAULT_CACHE_DIR) / "arena",
                               shm)

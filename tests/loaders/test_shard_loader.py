@@ -178,6 +178,21 @@ def test_a_small_shm_falls_back_to_a_disk_backed_arena(shards, tmp_path):
     assert not loader.arena.path.exists()  # the last process to close removes it
 
 
+def test_each_node_keeps_its_cache_where_tokenmill_shm_dir_says(shards, tmp_path, monkeypatch):
+    path, _ = shards
+    nodes = [tmp_path / "node0", tmp_path / "node1"]
+    loaders = []
+    for node in nodes:  # two "nodes" on one machine: two caches, each shard decompressed once in each
+        node.mkdir()
+        monkeypatch.setenv("TOKENMILL_SHM_DIR", str(node))
+        loaders.append(ShardLoader(path, GLOBAL_BATCH, seed=3))
+        assert loaders[-1].arena.path.parent == node
+    for loader in loaders:
+        tokens(loader, 6)
+        assert loader.stats()["node_decompressions"] == 2  # the two shards, in this node's cache only
+        loader.close()
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the CPU ring is tested above)")
 def test_the_gpu_ring_delivers_the_cpu_batches(shards):
     path, _ = shards

@@ -1,0 +1,108 @@
+"""jobs/train.py on two "nodes" of one machine: two torchrun agents meeting through a c10d rendezvous
+on 127.0.0.1, each node with a shared-memory folder of its own (TOKENMILL_SHM_DIR). Each node
+decompresses each shard once; after one node is killed with SIGKILL mid-run and both restart with
+--resume, the losses are bit-identical to an uninterrupted two-node run."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.standalone import REPO, children, free_port, kill
+from tests.jobs.test_train import metrics
+from tests.shard_fixtures import write_text_shards
+
+pytestmark = pytest.mark.cluster
+STEPS, RUN_SECONDS = 24, 300
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("text-shards")
+    write_text_shards(folder, seq_len=256)
+    return folder
+
+
+def start_nodes(shards: Path, run_dir: Path, *extra: str) -> list[subprocess.Popen]:
+    """Two torchrun agents of one process each, as two machines would start them."""
+    endpoint = f"127.0.0.1:{free_port()}"
+    nodes = []
+    for node in range(2):
+        shm = run_dir.parent / f"{run_dir.name}-shm-node{node}"
+        shm.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+                   "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", run_dir.name,
+                   str(REPO / "jobs" / "train.py"), "--shards", str(shards), "--run-dir", str(run_dir),
+                   "--model", "tiny", "--steps", str(STEPS), "--global-batch-size", "4", "--warmup-steps", "4",
+                   "--lr", "3e-3", "--checkpoint-every", "8", "--keep-checkpoints", "2", *extra]
+        log = open(run_dir.parent / f"{run_dir.name}-node{node}.log", "a")
+        nodes.append(subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                      env={**os.environ, "TOKENMILL_SHM_DIR": str(shm)}))
+    return nodes
+
+
+def kill_node(node: subprocess.Popen) -> None:
+    """A lost machine: the agent and its workers at once (torchrun starts workers in sessions of their own)."""
+    kill([node.pid, *children(node.pid)])
+    node.wait()
+
+
+def stop(nodes: list[subprocess.Popen]) -> None:
+    for node in nodes:
+        kill_node(node)
+
+
+def finish(nodes: list[subprocess.Popen], run_dir: Path) -> None:
+    deadline = time.monotonic() + RUN_SECONDS
+    try:
+        while any(n.poll() is None for n in nodes) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        stop(nodes)
+    logs = [(run_dir.parent / f"{run_dir.name}-node{i}.log").read_text()[-2000:] for i in range(2)]
+    assert all(n.returncode == 0 for n in nodes), "\n".join(logs)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(shards, tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("two-nodes") / "run"
+    run_dir.mkdir()
+    finish(start_nodes(shards, run_dir), run_dir)
+    return run_dir
+
+
+def test_two_nodes_train_and_each_decompresses_each_shard_once(shards, uninterrupted):
+    steps = metrics(uninterrupted)
+    assert sorted(steps) == list(range(1, STEPS + 1))
+    assert steps[STEPS]["loss"] < steps[1]["loss"] - 0.5
+    shard_count = len(json.loads((shards / "index.json").read_text())["shards"])
+    for rank in range(2):
+        stats = json.loads((uninterrupted / f"loader-rank{rank}.json").read_text())
+        assert stats["node_decompressions"] == stats["decompressions"] == shard_count, stats
+
+
+def test_a_node_killed_mid_run_then_both_resumed_gives_bit_identical_losses(shards, uninterrupted, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    nodes = start_nodes(shards, run_dir)
+    deadline = time.monotonic() + RUN_SECONDS
+    try:
+        while not (run_dir / "checkpoints" / "step-0000008").is_dir() or max(metrics(run_dir), default=0) < 10:
+            assert all(n.poll() is None for n in nodes) and time.monotonic() < deadline, "ended before the kill"
+            time.sleep(0.05)
+        kill_node(nodes[1])
+        survivor_deadline = time.monotonic() + 60  # the other node's worker fails in its next collective
+        while nodes[0].poll() is None and time.monotonic() < survivor_deadline:
+            time.sleep(0.2)
+    finally:
+        stop(nodes)
+    finish(start_nodes(shards, run_dir, "--resume"), run_dir)
+    expected, resumed = metrics(uninterrupted), metrics(run_dir)
+    assert sorted(resumed) == list(range(1, STEPS + 1))
+    for step in range(9, STEPS + 1):  # the resumed run went on from step 8 (or later)
+        for key in ("loss", "grad_norm", "lr", "token_sum"):
+            assert resumed[step][key] == expected[step][key], (step, key)
