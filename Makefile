@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install test test-cluster shards train clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize bench-loader
+.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize bench-loader
 
 install: $(STAMP)
 
@@ -21,8 +21,15 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-test: install
+lint: install
+	$(VENV)/bin/ruff check .
+
+test: lint
 	$(PY) -m pytest -q tests
+
+# Everything but Spark, torchrun and torch.compile: under two minutes, for the edit-test loop.
+test-fast: lint
+	$(PY) -m pytest -q -m "not spark and not torchrun and not compile and not cluster" tests
 
 # Where users run it: a real Spark standalone master and worker on 127.0.0.1 with executors in
 # .cluster/executor-venv (the `executor` dependency group alone), the pipeline submitted from outside

@@ -21,15 +21,16 @@ import time
 from pathlib import Path
 
 from prep.clean import CleanConfig, clean_text
-from prep.inputs import expand_inputs
-from prep.readers import Document, read_file
+from prep.ingest.inputs import expand_inputs
+from prep.ingest.readers import Document, read_file
 
 REPO = Path(__file__).resolve().parent.parent
 DATATROVE_VENV = REPO / ".bench" / "datatrove-venv"
 
 
 def sample_texts() -> list[str]:
-    return [r.text for f in expand_inputs(str(REPO / "data" / "sample")) for r in read_file(f) if isinstance(r, Document)]
+    files = expand_inputs(str(REPO / "data" / "sample"))
+    return [r.text for f in files for r in read_file(f) if isinstance(r, Document)]
 
 
 def datatrove_python(given: str | None) -> str:
@@ -54,7 +55,8 @@ def time_rules_only(texts: list[str]) -> float:
     rules = CleanConfig().en
     started = time.perf_counter()
     for text in texts:
-        _ = (gopher_repetition(text, rules.gopher_repetition, False) or gopher_quality(text, rules.gopher_quality, False)
+        _ = (gopher_repetition(text, rules.gopher_repetition, False)
+             or gopher_quality(text, rules.gopher_quality, False)
              or c4(text, rules.c4, False)[1] or fineweb(text, rules.fineweb, False)
              or word_diversity(text, rules.word_diversity, False))
     return time.perf_counter() - started
@@ -72,15 +74,15 @@ def time_clean_text(texts: list[str]) -> float:
 def time_spark_job() -> tuple[float, float]:
     """(first run, second run) of the job in one local[2] session: the first pays for starting the
     Python workers and loading the language model in each, the second is the steady state."""
-    from jobs.clean import run_clean
-    from jobs.spark_session import get_spark
+    from spark_stages import clean
+    from spark_stages.session import get_spark
 
     spark = get_spark("bench-clean", ["spark.master=local[2]"])
     files, times = expand_inputs(str(REPO / "data" / "sample")), []
     for _ in range(2):
         with tempfile.TemporaryDirectory() as out:
             started = time.perf_counter()
-            run_clean(spark, files, CleanConfig(), out)
+            clean.run(spark, files, clean.Config(), out)
             times.append(time.perf_counter() - started)
     spark.stop()
     return times[0], times[1]
@@ -95,7 +97,8 @@ def main() -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as f:
         f.writelines(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts)
     try:
-        out = subprocess.run([datatrove_python(args.datatrove_python), str(REPO / "benchmarks" / "datatrove_filters.py"),
+        script = str(REPO / "benchmarks" / "datatrove_filters.py")
+        out = subprocess.run([datatrove_python(args.datatrove_python), script,
                               f.name], check=True, capture_output=True, text=True).stdout
     finally:
         os.unlink(f.name)

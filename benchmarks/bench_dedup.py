@@ -3,7 +3,7 @@
     python -m benchmarks.bench_dedup [--copies 2] [--datatrove-python PATH]
 
 The corpus: every document of the sample plus `--copies` edited copies of each (reposts, reflowed
-text, changed sentences, partial copies; benchmarks/dedup_set.py), as 8 JSON Lines files: real text
+text, changed sentences, partial copies; tests/labelled/dedup_set.py), as 8 JSON Lines files: real text
 with real near duplicates, about 30 MB with the default. The same files, the same machine, one run:
   - tokenmill: `python -m jobs.dedup` in local[2], end to end (JVM start included);
   - datatrove: its four MinHash stages with 2 workers (a throwaway venv under .bench/);
@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 from benchmarks.bench_clean import datatrove_python, sample_texts
-from benchmarks.dedup_set import EDITS, LabelledDoc, _edit
-from prep.minhash import MinHashConfig, shingle_count, signatures
-from prep.shingles import shingles
+from prep.dedup.minhash import MinHashConfig, shingle_count, signatures
+from prep.dedup.shingles import shingles
+from tests.labelled.dedup_set import EDITS, LabelledDoc, _edit
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,8 @@ def build_corpus(folder: Path, copies: int, seed: int = 0) -> list[str]:
     corpus = []
     for i, text in enumerate(texts):
         corpus.append(text)
-        doc = LabelledDoc(str(i), text, "zh" if sum(ord(c) > 0x2E80 for c in text[:200]) > 50 else "en", str(i), "original")
+        lang = "zh" if sum(ord(c) > 0x2E80 for c in text[:200]) > 50 else "en"
+        doc = LabelledDoc(str(i), text, lang, str(i), "original")
         for kind in rng.sample(EDITS, copies):
             try:
                 corpus.append(_edit(doc, kind, texts, rng))
@@ -61,7 +62,8 @@ def time_tokenmill(folder: Path, work: Path) -> tuple[float, dict]:
 
 def time_datatrove(folder: Path, work: Path, python: str) -> tuple[float, dict]:
     started = time.perf_counter()
-    out = subprocess.run([python, str(REPO / "benchmarks" / "datatrove_minhash.py"), str(folder), str(work / "dt"), "2"],
+    script = str(REPO / "benchmarks" / "datatrove_minhash.py")
+    out = subprocess.run([python, script, str(folder), str(work / "dt"), "2"],
                          check=True, capture_output=True, text=True).stdout
     return time.perf_counter() - started, json.loads(out.strip().splitlines()[-1])
 
@@ -121,7 +123,7 @@ def main() -> None:
     print(f"datatrove stages (s): { {k: round(v, 1) for k, v in dt['seconds'].items()} }")
     print("\n| signatures, shingling included, 128 permutations, 1 core | M shingles/s |")
     print("|---|---|")
-    print(f"| tokenmill `prep.minhash.signatures` | {rate / 1e6:.2f} |")
+    print(f"| tokenmill `prep.dedup.minhash.signatures` | {rate / 1e6:.2f} |")
     print(f"| datasketch `MinHash.bulk` | {bulk_rate / 1e6:.2f} |")
 
 

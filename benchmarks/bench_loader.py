@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from jobs.peak_memory import PeakMemory, tree_pss
 from loaders import ShardLoader
 from schemas.shards import shard_name
+from spark_stages.peak_memory import PeakMemory, tree_pss
 
 BATCH = 8
 GIGABYTE = 10**9

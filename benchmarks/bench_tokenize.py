@@ -22,7 +22,7 @@ BATCH = 1000
 
 def bare_encode(texts: list[str], tokenizer_file: str) -> tuple[int, float]:
     os.environ["TOKENIZERS_PARALLELISM"] = "true"  # all of the cores, as the job has
-    from prep.tokenizer_base import from_json
+    from prep.tokenizer.base import from_json
 
     tokenizer = from_json(Path(tokenizer_file).read_text(encoding="utf-8"))  # as the job loads it
     started, tokens = time.perf_counter(), 0
@@ -39,24 +39,21 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args()
 
-    from jobs.spark_session import get_spark
-    from jobs.tokenize import run_tokenize
-    from prep.encode import TokenizerFile
-    from prep.inputs import expand_inputs
+    from prep.ingest.inputs import expand_inputs
     from prep.packing import PackConfig
-    from prep.shard_writer import ShardConfig
+    from spark_stages import shards
+    from spark_stages.session import get_spark
 
     texts = pq.read_table(args.input, columns=["text"]).column("text").to_pylist()
     megabytes = sum(len(t.encode()) for t in texts) / 1e6
     tokens, bare_seconds = bare_encode(texts, args.tokenizer)
     spark = get_spark("tokenmill-bench-tokenize", [f"spark.master=local[{args.cores}]"])
-    tokenizer = TokenizerFile.read(args.tokenizer)
+    cfg = shards.Config(tokenizer=args.tokenizer, pack=PackConfig(args.seq_len))
     runs = []
     for _ in range(2):
         with tempfile.TemporaryDirectory() as out:
             started = time.perf_counter()
-            index = run_tokenize(spark, expand_inputs(args.input), tokenizer, out, PackConfig(args.seq_len),
-                                 ShardConfig())
+            index = shards.run(spark, expand_inputs(args.input), cfg, out)
             runs.append(time.perf_counter() - started)
     spark.stop()
     totals = index["totals"]

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from jobs.train_tokenizer import DEFAULT_HELD_OUT, held_out_texts, with_hash
-from prep.tokenizer_report import KINDS, evaluate
+from prep.tokenizer.report import KINDS, evaluate
+from spark_stages.tokenizer import Config, held_out_texts, with_hash
 
 PRODUCTION = {"Llama 3": "llama3", "DeepSeek-V3": "deepseek_v3", "Qwen3": "qwen3"}
 ALONE_SNIPPET = """
@@ -108,14 +108,14 @@ def main() -> None:
     files = {"hybrid (tokenmill)": work / "hybrid" / "tokenizer.json",
              "BPE same size, same sample": work / "hybrid" / "bpe_same_size.json"}
 
-    from jobs.ingest import load_documents
-    from jobs.spark_session import get_spark
-    from prep.inputs import expand_inputs
+    from prep.ingest.inputs import expand_inputs
+    from spark_stages.ingest import load_documents
+    from spark_stages.session import get_spark
 
     cores = 2
     spark = get_spark("tokenmill-bench-tokenizer", [f"spark.master=local[{cores}]"])
     docs = with_hash(load_documents(spark, expand_inputs(args.corpus))[0])
-    held = held_out_texts(docs, DEFAULT_HELD_OUT)  # the job's own held-out documents
+    held = held_out_texts(docs, Config().held_out)  # the job's own held-out documents
     parquet = str(work / "corpus.parquet")
     if not Path(parquet).exists():
         docs.select("id", "text").write.parquet(parquet)
@@ -125,7 +125,8 @@ def main() -> None:
     t = report["training"]
     print(f"## Training at {report['vocab_size']} on {t['training_bytes'] / 1e6:.0f} MB "
           f"({t['distinct_pre_tokens']} distinct pre-tokens)\n")
-    print(f"hybrid: {report['training_seconds'] / 60:.1f} min, peak memory {report['peak_memory_bytes'] / 2**30:.2f} GiB "
+    print(f"hybrid: {report['training_seconds'] / 60:.1f} min, "
+          f"peak memory {report['peak_memory_bytes'] / 2**30:.2f} GiB "
           f"(process tree); job with the report and the BPE baseline {report['job_seconds'] / 60:.1f} min; "
           f"held-out round trip exact {report['held_out']['round_trip_exact']}/{report['held_out']['docs']}\n")
 
@@ -135,12 +136,12 @@ def main() -> None:
         print(f"| {name} | {alone_mb_per_s(path, texts_file):.2f} | "
               f"{spark_mb_per_s_per_core(spark, parquet, path, cores):.2f} |")
     production = production_tokenizers(work)
-    for name, tokenizer in production.items():
+    for name in production:
         path = work / "production" / f"{PRODUCTION[name]}.json"
         print(f"| {name} | {alone_mb_per_s(path, texts_file):.2f} | |")
 
     print("\n## Bytes per token on the held-out documents (higher is better)\n")
-    from prep.tokenizer_report import text_kind
+    from prep.tokenizer.report import text_kind
     kinds = {kind: [] for kind in KINDS}
     for text in held:
         kinds[text_kind(text)].append(text)

@@ -10,7 +10,12 @@ import sys
 import time
 
 from datatrove.data import Document
-from datatrove.pipeline.filters import C4QualityFilter, FineWebQualityFilter, GopherQualityFilter, GopherRepetitionFilter
+from datatrove.pipeline.filters import (
+    C4QualityFilter,
+    FineWebQualityFilter,
+    GopherQualityFilter,
+    GopherRepetitionFilter,
+)
 
 
 def main(path: str) -> None:

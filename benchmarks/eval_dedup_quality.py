@@ -1,5 +1,5 @@
 """Duplicate recall and removal precision of the dedup job against exact Jaccard ground truth, next to
-datasketch's MinHashLSH on the same labelled set (benchmarks/dedup_set.py).
+datasketch's MinHashLSH on the same labelled set (tests/labelled/dedup_set.py).
 
     python -m benchmarks.eval_dedup_quality [--threshold 0.8]
 
@@ -11,42 +11,12 @@ Definitions, at the threshold t (default 0.8):
 """
 
 import argparse
-import tempfile
 
 from datasketch import MinHash, MinHashLSH
 
-from benchmarks.dedup_set import build, jaccard_pairs
-from prep.shingles import shingles
-
-
-def metrics(kept: set[str], ids: list[str], pairs: dict, threshold: float) -> dict:
-    removed = [i for i in ids if i not in kept]
-    near = {i: set() for i in ids}
-    for (a, b), j in pairs.items():
-        near[a].add((b, j))
-        near[b].add((a, j))
-    dup_pairs = [(a, b) for (a, b), j in pairs.items() if j >= threshold]
-    return {
-        "kept": len(kept), "removed": len(removed), "duplicate_pairs": len(dup_pairs),
-        "duplicate_recall": sum(not (a in kept and b in kept) for a, b in dup_pairs) / max(1, len(dup_pairs)),
-        "removal_precision": sum(any(o in kept and j >= threshold for o, j in near[r]) for r in removed) / max(1, len(removed)),
-        "both_kept_at_0.9": sum(a in kept and b in kept for (a, b), j in pairs.items() if j >= 0.9),
-        "content_lost": sum(not any(o in kept and j >= 0.5 for o, j in near[r]) for r in removed),
-    }
-
-
-def run_tokenmill(docs, threshold: float, spark) -> set[str]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from jobs.dedup import run_dedup
-    from prep.dedup import DedupConfig
-    from prep.inputs import expand_inputs
-
-    with tempfile.TemporaryDirectory() as folder:
-        pq.write_table(pa.Table.from_pylist([{"id": d.id, "text": d.text} for d in docs]), f"{folder}/in.parquet")
-        run_dedup(spark, expand_inputs(f"{folder}/in.parquet"), DedupConfig(threshold=threshold), f"{folder}/out")
-        return set(pq.read_table(f"{folder}/out/docs", columns=["id"]).column("id").to_pylist())
+from prep.dedup.shingles import shingles
+from tests.labelled.dedup_quality import metrics, run_tokenmill
+from tests.labelled.dedup_set import build, jaccard_pairs
 
 
 def run_datasketch(docs, threshold: float) -> set[str]:
@@ -71,13 +41,14 @@ def evaluate(threshold: float = 0.8, spark=None, seed: int = 0) -> dict:
 
 
 def main():
-    from jobs.spark_session import get_spark
+    from spark_stages.session import get_spark
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threshold", type=float, default=0.8)
     args = parser.parse_args()
     result = evaluate(args.threshold, get_spark("eval-dedup", ["spark.master=local[2]"]))
-    print(f"{result['documents']} documents (English and Chinese originals and edited copies), threshold {args.threshold}\n")
+    print(f"{result['documents']} documents (English and Chinese originals and edited copies), "
+          f"threshold {args.threshold}\n")
     print("| tool | kept | removed | duplicate recall | removal precision | J>=0.9 both kept | content lost |")
     print("|---|---|---|---|---|---|---|")
     for tool in ("tokenmill", "datasketch MinHashLSH"):

@@ -1,4 +1,4 @@
-"""The measurements behind the hybrid's settings (prep/tokenizer_unigram.py), on the embedded sample.
+"""The measurements behind the hybrid's settings (prep/tokenizer/unigram.py), on the embedded sample.
 
     python -m benchmarks.experiment_hybrid_tokenizer [VOCAB_SIZE]   # default 4096; ~5 min
 
@@ -10,11 +10,11 @@ import dataclasses
 import random
 import sys
 
-from prep.inputs import expand_inputs
-from prep.readers import Document, read_file
-from prep.tokenizer_report import evaluate, text_kind
-from prep.tokenizer_train import TokenizerConfig, train_local
-from prep.tokenizer_unigram import UnigramConfig
+from prep.ingest.inputs import expand_inputs
+from prep.ingest.readers import Document, read_file
+from prep.tokenizer.report import evaluate, text_kind
+from prep.tokenizer.train import TokenizerConfig, train_local
+from prep.tokenizer.unigram import UnigramConfig
 
 DEFAULT = UnigramConfig()
 VARIANTS = {

@@ -60,7 +60,8 @@ def prepare_litdata(tokens_path: Path, seq_len: int, out: Path) -> float:
     shutil.rmtree(out, ignore_errors=True)
     chunks = np.array_split(np.arange(tokens_path.stat().st_size // (4 * seq_len)), 16)
     started = time.perf_counter()
-    optimize(fn=partial(litdata_rows, tokens_path=str(tokens_path), seq_len=seq_len), inputs=[c.tolist() for c in chunks],
+    optimize(fn=partial(litdata_rows, tokens_path=str(tokens_path), seq_len=seq_len),
+             inputs=[c.tolist() for c in chunks],
              output_dir=str(out), chunk_size=seq_len * 8192, item_loader=TokensLoader(), compression="zstd",
              compression_level="chunk", num_workers=2, verbose=False, reorder_files=False)
     return time.perf_counter() - started
@@ -106,7 +107,7 @@ def run_litdata(data: Path, seq_len: int, workers: int, cache: Path, limit: int)
     return result
 
 
-def run_mosaic(data: Path, seq_len: int, workers: int, local: Path, limit: int) -> dict:
+def run_mosaic(data: Path, workers: int, local: Path, limit: int) -> dict:
     import torch
     from streaming import StreamingDataset
     from streaming.base.util import clean_stale_shared_memory
@@ -148,7 +149,7 @@ def main() -> None:
     for workers in (0, 2):
         result = run_litdata(work / "litdata", args.seq_len, workers, work / "litdata-cache", limit)
         print(json.dumps({"loader": "litdata", "workers": workers, **result}), flush=True)
-        result = run_mosaic(work / "mds", args.seq_len, workers, work / "mds-local", limit)
+        result = run_mosaic(work / "mds", workers, work / "mds-local", limit)
         print(json.dumps({"loader": "mosaicml-streaming", "workers": workers, **result}), flush=True)
 
 

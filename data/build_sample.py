@@ -34,7 +34,7 @@ class SectionSplitter(html.parser.HTMLParser):
         super().__init__(convert_charrefs=True)
         self.sections, self.current, self.skip = [], [], 0
 
-    def handle_starttag(self, tag, attrs):
+    def handle_starttag(self, tag, _attrs):
         if tag in SKIP_TAGS:
             self.skip += 1
         elif tag in HEADING_TAGS:

@@ -23,7 +23,6 @@ import sys
 from pathlib import Path
 
 import zstandard
-
 from build_sample import SectionSplitter, tidy
 
 MAX_DOC_CHARS = 100_000

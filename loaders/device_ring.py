@@ -39,7 +39,8 @@ class BatchRing:
             return
         pinned = self._pinned_slot(batch)
         consumer = torch.cuda.current_stream(self.device)
-        out = {key: torch.empty(value.shape, dtype=pinned[key].dtype, device=self.device) for key, value in batch.items()}
+        out = {key: torch.empty(value.shape, dtype=pinned[key].dtype, device=self.device)
+               for key, value in batch.items()}
         allocated = torch.cuda.Event()
         allocated.record(consumer)
         with torch.cuda.stream(self.stream):

@@ -7,6 +7,7 @@ runs threads and torch, no re-import of the user's main script (multiprocessing'
 and a worker ends by itself when its loader's process dies (its stdin closes).
 """
 
+import functools
 import itertools
 import json
 import os
@@ -57,7 +58,7 @@ def work(config: dict) -> None:
         for line in sys.stdin:  # ends when the loader closes the pipe or dies
             shard = int(line)
             try:
-                arena.fill(shard, lambda: read_shard(source, shard))
+                arena.fill(shard, functools.partial(read_shard, source, shard))
             except Exception:  # the loader raises the same error when it needs this shard
                 continue
     finally:

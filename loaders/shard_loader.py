@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from loaders import shm_arena
 from loaders.collate import finish, gather
 from loaders.device_ring import BatchRing
 from loaders.fetch_workers import FetchWorkers
 from loaders.order import GlobalOrder, OrderConfig, rank_positions
 from loaders.shard_reader import DEFAULT_CACHE_DIR, Prefetcher, RecordBatchReader, ShardSource, read_shard
-from loaders import shm_arena
 from loaders.shm_arena import CachedShard, SharedArena, arena_bytes, arena_folder, arena_key, entry_bytes
 
 STATE_VERSION = 1

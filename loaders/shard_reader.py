@@ -133,7 +133,8 @@ class RecordBatchReader:
             except ShardFileError as e:
                 raise ShardError(f"{self.source.location}/{entry['file']}: {e}") from None
             except (pa.ArrowInvalid, OSError) as e:
-                raise ShardError(f"{self.source.location}/{entry['file']}: not a readable Arrow IPC file: {e}") from None
+                where = f"{self.source.location}/{entry['file']}"
+                raise ShardError(f"{where}: not a readable Arrow IPC file: {e}") from None
             if not reader.schema.equals(SHARD_SCHEMA) or reader.num_record_batches != len(entry["batch_rows"]):
                 raise ShardError(f"{self.source.location}/{entry['file']}: schema or record batches differ from the "
                                  "index")

@@ -365,7 +365,7 @@ def _reserve(fd: int, total: int, folder: Path) -> None:
         os.posix_fallocate(fd, 0, total)
     except OSError as e:
         warnings.warn(f"could not reserve {total / 2**20:.0f} MiB for the shard cache in {folder}: {e}; "
-                      "lower cache_bytes if /dev/shm fills up")
+                      "lower cache_bytes if /dev/shm fills up", stacklevel=2)
     finally:
         os.close(fd)
 

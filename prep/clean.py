@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from prep.config import load_yaml, override
-from prep.inputs import InputFile
+from prep.ingest.inputs import InputFile
+from prep.ingest.readers import Document, FileError, FileWarning, Quarantined, ReaderConfig, read_file
 from prep.langid import LanguageConfig, identify, is_char_based
 from prep.normalize import NormalizeConfig, normalize
 from prep.pii import PiiConfig, redact
@@ -19,7 +19,6 @@ from prep.quality.fineweb import FineWebConfig, fineweb
 from prep.quality.gopher_quality import GopherQualityConfig, gopher_quality
 from prep.quality.gopher_repetition import GopherRepetitionConfig, gopher_repetition
 from prep.quality.word_diversity import WordDiversityConfig, word_diversity
-from prep.readers import Document, FileError, FileWarning, Quarantined, ReaderConfig, read_file
 from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA, REJECTED_SCHEMA
 
 # FineWeb-2's thresholds for Mandarin (configs/cmn_Hani.yml), where each Han character is a word.
@@ -70,10 +69,6 @@ class CleanConfig:
         return {"en": self.en, "zh": self.zh}.get(lang, self.other)
 
 
-def load_clean_config(path: str | None) -> CleanConfig:
-    return override(CleanConfig(), load_yaml(path), path) if path else CleanConfig()
-
-
 @dataclass
 class Cleaned:
     text: str
@@ -108,7 +103,8 @@ def clean_text(text: str, cfg: CleanConfig) -> Cleaned:
 
 
 # What reading produces: one row per record (status "doc" or "quarantined"), per damaged file
-# ("file_error") or per thing ignored in a file ("file_warning", its text in `error`), with the position of the record in the input, which fixes the output order.
+# ("file_error") or per thing ignored in a file ("file_warning", its text in `error`), with the
+# position of the record in the input, which fixes the output order.
 READ_SCHEMA = pa.schema(
     [pa.field("status", pa.string(), nullable=False),
      pa.field("file_index", pa.int32(), nullable=False),  # position of the file in the sorted input
@@ -136,7 +132,8 @@ def _read_row(record, file_index: int, record_index: int) -> dict:
     return {**row, "status": "file_error", "error": record.error, "file": record.file}
 
 
-def read_records(files: Iterable[tuple[int, InputFile]], cfg: ReaderConfig, batch_rows: int = 512) -> Iterator[pa.RecordBatch]:
+def read_records(files: Iterable[tuple[int, InputFile]], cfg: ReaderConfig,
+                 batch_rows: int = 512) -> Iterator[pa.RecordBatch]:
     """Arrow batches in READ_SCHEMA for (file index, file) pairs."""
     rows = []
     for file_index, file in files:

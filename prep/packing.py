@@ -19,7 +19,6 @@ import numpy as np
 from schemas.shards import ROW_MULTIPLE, round_up
 
 
-
 @dataclass(frozen=True)
 class PackConfig:
     seq_len: int = 4096  # the longest row; a multiple of ROW_MULTIPLE
@@ -82,7 +81,8 @@ def pack(lengths: list[int], cfg: PackConfig) -> list[list[Piece]]:
     return full + best_fit_decreasing(rest, cfg.seq_len)
 
 
-def materialize(rows: list[list[Piece]], docs: list[np.ndarray], pad_id: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def materialize(rows: list[list[Piece]], docs: list[np.ndarray],
+                pad_id: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """(tokens, cu_seqlens) of each row: uint32 tokens padded with pad_id, int32 boundaries."""
     tokens, boundaries = [], []
     for row in rows:

@@ -1,7 +1,7 @@
 """Writing packed rows as zstd Arrow IPC files that appear whole or not at all.
 
 Rows are buffered into record batches of about `batch_bytes` (uncompressed) and a file is closed once
-it passes `shard_bytes` on disk. Each file is written as NAME.<unique>.tmp and renamed to NAME when
+it passes `shard_mb` MiB on disk. Each file is written as NAME.<unique>.tmp and renamed to NAME when
 complete, so a reader (or a rerun after a killed task) never sees a partial file under a real name,
 and two attempts at the same task (a retry beside a straggler of a lost executor) never write into
 one file: each renames its own complete copy, and the copies are equal.
@@ -22,7 +22,16 @@ from schemas.shards import SHARD_SCHEMA, file_checksum
 class ShardConfig:
     zstd_level: int = 3  # set explicitly: Arrow's own default is 1
     batch_bytes: int = 4 << 20  # uncompressed bytes per record batch (1-8 MB reads well)
-    shard_bytes: int = 128 << 20  # a file is closed past this many bytes on disk
+    shard_mb: float = 128  # a file is closed past this many MiB on disk
+
+    def __post_init__(self):
+        if not 1 <= self.zstd_level <= 22 or self.shard_mb <= 0 or self.batch_bytes < 1:
+            raise ValueError(f"zstd_level must be in 1..22, shard_mb and batch_bytes positive, got {self.zstd_level}, "
+                             f"{self.shard_mb}, {self.batch_bytes}")
+
+    @property
+    def shard_bytes(self) -> int:
+        return int(self.shard_mb * 2**20)
 
 
 def _list_array(rows: list[np.ndarray], value_type: pa.DataType) -> pa.ListArray:

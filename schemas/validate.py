@@ -18,9 +18,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.shards import CHECKSUM_ALGORITHMS, INDEX_FILE, INDEX_KEYS, INDEX_VERSION, ROW_MULTIPLE, SHARD_KEYS, \
-    TOTAL_KEYS, ShardFileError, open_shard
-
+from schemas.shards import (
+    CHECKSUM_ALGORITHMS,
+    INDEX_FILE,
+    INDEX_KEYS,
+    INDEX_VERSION,
+    ROW_MULTIPLE,
+    SHARD_KEYS,
+    TOTAL_KEYS,
+    ShardFileError,
+    open_shard,
+)
 
 
 def _rows_problems(table: pa.Table, index: dict) -> list[str]:

@@ -2,7 +2,7 @@
 
 import random
 
-from prep.tokenizer_base import BOS, EOS
+from prep.tokenizer.base import BOS, EOS
 
 
 def fuzz_strings(seed=0):

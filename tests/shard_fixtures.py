@@ -32,15 +32,15 @@ def write_text_shards(folder, seq_len=512, vocab_size=1024, files=("debian-faq.e
 
     import zstandard
 
-    from prep.encode import TokenizerFile, encode_documents
-    from prep.tokenizer_bpe import BpeConfig, train_bpe
+    from prep.tokenizer.bpe import train_bpe
+    from prep.tokenizer.encode import TokenizerFile, encode_documents
 
     folder.mkdir(parents=True, exist_ok=True)
     texts = []
     for name in files:
         raw = zstandard.ZstdDecompressor().stream_reader(open(SAMPLE / f"{name}.jsonl.zst", "rb"))
         texts += [json.loads(line)["text"] for line in io.TextIOWrapper(raw, encoding="utf-8") if line.strip()]
-    tokenizer = train_bpe(texts, BpeConfig(vocab_size=vocab_size))
+    tokenizer = train_bpe(texts, vocab_size)
     tokenizer.save(str(folder / "tokenizer.json"))
     tokenizer_file = TokenizerFile.read(str(folder / "tokenizer.json"))
     docs = encode_documents(tokenizer_file, texts)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pyspark
 
-from jobs.executor_env import group_requirements
-from jobs.java import ensure_java
+from spark_stages.executors import group_requirements
+from spark_stages.java import ensure_java
 
 SPARK_HOME = Path(pyspark.__file__).parent
 REPO = Path(__file__).resolve().parents[2]

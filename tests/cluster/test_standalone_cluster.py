@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.standalone import REPO, SPARK_HOME, StandaloneCluster, executor_environment, kill
+from tests.cluster.standalone import REPO, StandaloneCluster, executor_environment, kill
 from tests.conftest import SAMPLE
 
 pytestmark = pytest.mark.cluster
@@ -53,10 +53,12 @@ class Run:
         self.events.mkdir(parents=True)
         self.command = [
             str(Path(sys.executable).parent / "spark-submit"), "--master", cluster.url, "--executor-memory", "4g",
-            "--conf", f"spark.pyspark.python={executor_python}", "--conf", f"spark.pyspark.driver.python={sys.executable}",
+            "--conf", f"spark.pyspark.python={executor_python}",
+            "--conf", f"spark.pyspark.driver.python={sys.executable}",
             "--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.compress=false",
             "--conf", f"spark.eventLog.dir=file://{self.events}",
-            str(REPO / "jobs" / "pipeline.py"), "--input", str(SAMPLE), "--output", str(self.out), "--vocab-size", VOCAB]
+            str(REPO / "jobs" / "pipeline.py"), "--input", str(SAMPLE), "--output", str(self.out),
+            "--vocab-size", VOCAB]
         self.cwd = folder
         self.killed: list[int] = []
         self.finished = threading.Event()  # watchers of a run that ended kill nothing

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.standalone import REPO, children, free_port, kill
-from tests.jobs.test_train import metrics
 from tests.shard_fixtures import write_text_shards
+from tests.trainer.test_train import metrics
 
 pytestmark = pytest.mark.cluster
 STEPS, RUN_SECONDS = 24, 300

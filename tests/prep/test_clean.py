@@ -1,8 +1,8 @@
 import pytest
 
-from benchmarks.eval_clean_quality import evaluate
-from prep.clean import CleanConfig, clean_text, load_clean_config
-from prep.config import ConfigError
+from prep.clean import CleanConfig, clean_text
+from prep.config import ConfigError, load_yaml, override
+from tests.labelled.clean_quality import evaluate
 from tests.prep.quality.test_rules import CHINESE, ENGLISH
 
 
@@ -19,17 +19,17 @@ def test_empty_after_normalization_is_rejected():
 def test_yaml_overrides_and_unknown_keys(tmp_path):
     good = tmp_path / "good.yaml"
     good.write_text("en:\n  gopher_quality:\n    min_doc_words: 10\nzh:\n  c4:\n    enabled: false\n")
-    cfg = load_clean_config(str(good))
+    cfg = override(CleanConfig(), load_yaml(str(good)))
     assert cfg.en.gopher_quality.min_doc_words == 10 and cfg.zh.c4.enabled is False
     assert cfg.zh.gopher_quality.stop_words == CleanConfig().zh.gopher_quality.stop_words
     bad = tmp_path / "bad.yaml"
     bad.write_text("en:\n  gopher_quality:\n    min_doc_wrods: 10\n")
     with pytest.raises(ConfigError, match="min_doc_wrods"):
-        load_clean_config(str(bad))
+        override(CleanConfig(), load_yaml(str(bad)))
 
 
 def test_default_rules_keep_prose_and_remove_junk_in_each_language():
-    """The labelled set of benchmarks/quality_set.py: real prose and six kinds of junk, both languages."""
+    """The labelled set of tests/labelled/quality_set.py: real prose and six kinds of junk, both languages."""
     result = evaluate(seed=0)
     for lang in ("en", "zh"):
         assert result[lang]["prose_kept"] >= 0.80, (lang, result[lang], result["prose_losses"])
@@ -42,7 +42,7 @@ def test_a_rule_that_raises_quarantines_the_document_instead_of_failing(monkeypa
     import prep.clean as clean_module
     from prep.clean import READ_SCHEMA, clean_batch
 
-    def broken(text, cfg):
+    def broken(_text, _cfg):
         raise ValueError("boom")
 
     monkeypatch.setattr(clean_module, "clean_text", broken)

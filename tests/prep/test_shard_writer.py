@@ -65,7 +65,7 @@ def test_batches_and_files_roll_at_their_sizes_and_every_reader_reads_them(tmp_p
     import polars
     import pyarrow.dataset
 
-    cfg = ShardConfig(batch_bytes=32 << 10, shard_bytes=200 << 10)
+    cfg = ShardConfig(batch_bytes=32 << 10, shard_mb=200 / 1024)
     writer = ShardWriter(tmp_path, "g", cfg)
     written = list(rows(600, seed=1))
     for tokens, cu in written:

@@ -37,7 +37,8 @@ def test_gopher_quality():
     assert gopher_quality(numbers, cfg, False) == "max_non_alpha_words_ratio"
     no_stop_words = " ".join(["install configure package system kernel module driver network"] * 8)
     assert gopher_quality(no_stop_words, cfg, False) == "min_stop_words"
-    assert gopher_quality("\n".join(["- item number one in the list of items"] * 20), cfg, False) == "max_bullet_lines_ratio"
+    bullets = "\n".join(["- item number one in the list of items"] * 20)
+    assert gopher_quality(bullets, cfg, False) == "max_bullet_lines_ratio"
 
 
 def test_gopher_quality_counts_whitespace_words_so_technical_prose_passes():

@@ -1,0 +1,78 @@
+"""Dedup transforms the Spark job calls on Arrow batches: document features and survivor selection."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from prep.dedup.lsh import LshParams, band_hashes, document_features, lsh_params
+from prep.dedup.minhash import MinHashConfig
+from prep.dedup.near_clusters import select_survivors
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    threshold: float = 0.8  # Jaccard similarity of shingle sets at which two documents are duplicates
+    minhash: MinHashConfig = field(default_factory=MinHashConfig)
+    verify: bool = True  # keep an LSH candidate pair only if its estimated Jaccard reaches the threshold
+    giant_bucket: int = 10_000  # buckets larger than this are logged and counted (boilerplate)
+
+    def __post_init__(self):
+        if not 0 < self.threshold <= 1:
+            raise ValueError(f"threshold must be in (0, 1], got {self.threshold}")
+
+    @property
+    def lsh(self) -> LshParams:
+        return lsh_params(self.threshold, self.minhash.num_perm)
+
+
+FEATURES_SCHEMA = pa.schema([
+    ("row", pa.int64()),  # the document's position in the input order the job assigned
+    ("id_hash", pa.int64()),
+    ("text_len", pa.int64()),
+    ("exact_hash", pa.binary()),  # 16 bytes
+    ("signature", pa.binary()),  # num_perm little-endian uint32
+])
+
+BANDS_SCHEMA = pa.schema([("rank", pa.int64()), ("band", pa.int32()), ("bucket", pa.int64())])
+
+SURVIVORS_SCHEMA = pa.schema([("rank", pa.int64()), ("near_kept", pa.bool_()), ("copy_of", pa.int64())])
+
+
+def features_batch(batch: pa.RecordBatch, cfg: DedupConfig) -> pa.RecordBatch:
+    """(row, id, text) in, FEATURES_SCHEMA out."""
+    features = document_features(batch["id"].to_pylist(), batch["text"].to_pylist(), cfg.minhash)
+    return pa.RecordBatch.from_pydict({"row": batch["row"], **features}, schema=FEATURES_SCHEMA)
+
+
+def signature_array(column: pa.Array, num_perm: int) -> np.ndarray:
+    return np.frombuffer(b"".join(column.to_pylist()), dtype=np.uint32).reshape(-1, num_perm)
+
+
+def bands_batch(batch: pa.RecordBatch, cfg: DedupConfig) -> pa.RecordBatch:
+    """(rank, signature) in, one row per (document, band) out."""
+    params = cfg.lsh
+    keys = band_hashes(signature_array(batch["signature"], cfg.minhash.num_perm), params)
+    ranks = np.asarray(batch["rank"].to_numpy(zero_copy_only=False))
+    return pa.RecordBatch.from_pydict({
+        "rank": np.repeat(ranks, params.bands),
+        "band": np.tile(np.arange(params.bands, dtype=np.int32), len(ranks)),
+        "bucket": keys.reshape(-1),
+    }, schema=BANDS_SCHEMA)
+
+
+def verify_batch(batch: pa.RecordBatch, cfg: DedupConfig) -> pa.RecordBatch:
+    """(u, v, sig_u, sig_v) in, (u, v, similarity) out."""
+    n = cfg.minhash.num_perm
+    a, b = signature_array(batch["sig_u"], n), signature_array(batch["sig_v"], n)
+    return pa.RecordBatch.from_pydict({"u": batch["u"], "v": batch["v"], "similarity": (a == b).mean(axis=1)})
+
+
+def survivors_table(group: pa.Table, cfg: DedupConfig) -> pa.Table:
+    """One component, (rank, signature) rows, in, SURVIVORS_SCHEMA out."""
+    group = group.sort_by("rank")
+    kept, copy_of = select_survivors(signature_array(group["signature"].combine_chunks(), cfg.minhash.num_perm),
+                                     cfg.threshold)
+    ranks = group["rank"].to_numpy()
+    return pa.table({"rank": ranks, "near_kept": kept, "copy_of": np.where(copy_of >= 0, ranks[copy_of], -1)},
+                    schema=SURVIVORS_SCHEMA)

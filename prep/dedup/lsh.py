@@ -1,0 +1,63 @@
+"""LSH banding over MinHash signatures, and the estimated Jaccard similarity used to verify pairs."""
+
+import functools
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+from datasketch.lsh import _optimal_param
+
+from prep.dedup.minhash import MinHashConfig, signatures_of_normalized
+from prep.dedup.shingles import normalize_bytes
+
+BAND_BASE = np.uint64(0xD6E8FEB86659FD93)
+
+
+@dataclass(frozen=True)
+class LshParams:
+    bands: int
+    rows: int
+
+
+@functools.cache  # datasketch integrates numerically over every (bands, rows): about a second
+def lsh_params(threshold: float, num_perm: int) -> LshParams:
+    """datasketch's optimal bands x rows for the threshold (equal weight on false positives and negatives)."""
+    bands, rows = _optimal_param(threshold, num_perm, 0.5, 0.5)
+    return LshParams(bands, rows)
+
+
+def band_hashes(sigs: np.ndarray, params: LshParams) -> np.ndarray:
+    """int64 [docs, bands]: one bucket key per band (a polynomial hash of the band's rows)."""
+    h = np.zeros((sigs.shape[0], params.bands), np.uint64)
+    with np.errstate(over="ignore"):
+        for r in range(params.rows):
+            h = h * BAND_BASE + sigs[:, r : params.bands * params.rows : params.rows].astype(np.uint64)
+    return h.view(np.int64)
+
+
+def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Share of equal positions between signature rows: an unbiased estimate of Jaccard similarity."""
+    return (a == b).mean(axis=-1)
+
+
+def id_hash(doc_id: str) -> int:
+    """A signed 64-bit hash of an id: the tie-breaker of the survivor rule."""
+    return int.from_bytes(hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little",
+                          signed=True)
+
+
+def exact_hash(normalized: bytes) -> bytes:
+    """128 bits of the normalized text: documents equal after normalization are exact duplicates."""
+    return hashlib.blake2b(normalized, digest_size=16).digest()
+
+
+def document_features(ids: list[str], texts: list[str], cfg: MinHashConfig) -> dict[str, list]:
+    """Everything dedup needs per document, for one batch: survivor-rule keys, exact hash, signature."""
+    normalized = [normalize_bytes(t) for t in texts]  # once, for both the exact hash and the shingles
+    sigs = signatures_of_normalized(normalized, cfg)
+    return {
+        "id_hash": [id_hash(i) for i in ids],
+        "text_len": [len(t) for t in texts],
+        "exact_hash": [exact_hash(n) for n in normalized],
+        "signature": [row.tobytes() for row in sigs],
+    }

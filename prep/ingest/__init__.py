@@ -1,0 +1,1 @@
+"""Reading input files: `--input` expanded to files, decompressed streams, records or quarantined lines."""

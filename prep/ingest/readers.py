@@ -1,0 +1,207 @@
+"""Reads input files into documents, quarantined records and file errors.
+
+JSON Lines (plain, .gz, .zst), Parquet and .txt. Every record comes out as exactly one of:
+a document (`id`, `text`, `source`, `metadata`) or a quarantined record (`error`, `file`, `line`,
+`raw`). Damage to a whole file (a truncated stream, an unreadable Parquet footer) additionally
+yields one FileError naming the file; the records read before the damage are kept. Bytes ignored
+after the last complete frame of a compressed file yield one FileWarning; every record is kept.
+"""
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from prep.ingest.inputs import InputFile
+from prep.ingest.streams import CHUNK_BYTES, StreamDamaged, decompressed_chunks, split_lines
+
+UTF8_BOM = b"\xef\xbb\xbf"
+RESERVED_FIELDS = ("id", "text", "source", "metadata")
+
+
+@dataclass(frozen=True)
+class ReaderConfig:
+    max_record_bytes: int = 10_000_000  # larger records are quarantined, not parsed
+    parquet_batch_rows: int = 1024  # rows per Parquet batch read
+    read_bytes: int = CHUNK_BYTES  # bytes per read of a JSON Lines file (compressed bytes when compressed)
+
+
+@dataclass
+class Document:
+    id: str
+    text: str
+    source: str
+    metadata: str | None
+
+
+@dataclass
+class Quarantined:
+    error: str
+    file: str
+    line: int | None
+    raw: bytes | None
+
+
+@dataclass
+class FileError:
+    file: str
+    error: str
+
+
+@dataclass
+class FileWarning:
+    file: str
+    warning: str
+
+
+Record = Document | Quarantined | FileError | FileWarning
+
+
+def _text_problem(text) -> str | None:
+    """Why a `text` value cannot be a document, or None."""
+    if text is None:
+        return "text is null"
+    if not isinstance(text, str):
+        return f"text is {type(text).__name__}, not a string"
+    if "\x00" in text:
+        return "text contains a NUL byte"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "text contains an unpaired surrogate (not valid Unicode)"
+    return None
+
+
+def _json_default(value):
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def to_document(fields: dict, file: InputFile, line: int | None) -> Document | str:
+    """A Document from a parsed record, or the reason it cannot be one."""
+    if "text" not in fields:
+        return "missing field 'text'"
+    if problem := _text_problem(fields["text"]):
+        return problem
+    raw_id = fields.get("id")
+    if raw_id is None:
+        doc_id = file.relative if line is None else f"{file.relative}:{line}"
+    else:
+        doc_id = raw_id if isinstance(raw_id, str) else json.dumps(raw_id, default=_json_default)
+        if problem := _text_problem(doc_id):
+            return problem.replace("text", "id", 1)
+    extra = {k: v for k, v in fields.items() if k not in RESERVED_FIELDS}
+    source = fields.get("source")
+    if not isinstance(source, str) or _text_problem(source):
+        if source is not None:
+            extra["source"] = source  # not usable as the source column, but not dropped either
+        source = file.relative
+    metadata = fields.get("metadata")
+    if isinstance(metadata, str):  # a tokenmill output read again: metadata is a JSON object as text
+        try:
+            metadata = json.loads(metadata)
+        except json.JSONDecodeError:
+            pass
+    if isinstance(metadata, dict):
+        extra = {**metadata, **extra}
+    elif metadata is not None:
+        extra["metadata"] = metadata
+    # ensure_ascii keeps odd values (lone surrogates) representable; sort_keys makes it deterministic.
+    metadata_json = json.dumps(extra, ensure_ascii=True, sort_keys=True, default=_json_default) if extra else None
+    return Document(doc_id, fields["text"], source, metadata_json)
+
+
+def _parse_json_line(data: bytes, number: int, file: InputFile) -> Document | Quarantined:
+    def quarantine(error: str) -> Quarantined:
+        return Quarantined(error, file.relative, number, data)
+
+    try:
+        line = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return quarantine(f"invalid UTF-8 at byte {e.start}")
+    try:
+        fields = json.loads(line)
+    except json.JSONDecodeError as e:
+        return quarantine(f"malformed JSON: {e.msg} at column {e.colno}")
+    except RecursionError:
+        return quarantine("malformed JSON: nested too deeply")
+    if not isinstance(fields, dict):
+        return quarantine(f"line is a JSON {type(fields).__name__}, not an object")
+    result = to_document(fields, file, number)
+    return quarantine(result) if isinstance(result, str) else result
+
+
+def read_jsonl(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
+    warnings: list[str] = []
+    try:
+        for line in split_lines(decompressed_chunks(file.path, warnings, config.read_bytes), config.max_record_bytes):
+            data = line.data
+            if line.number == 1 and data.startswith(UTF8_BOM):
+                data = data[len(UTF8_BOM):]
+            if line.too_long:
+                yield Quarantined(f"record over {config.max_record_bytes} bytes", file.relative, line.number, data)
+                continue
+            data = data.removesuffix(b"\r")
+            if not data.strip():
+                continue  # blank lines are not records
+            yield _parse_json_line(data, line.number, file)
+    except (StreamDamaged, OSError) as e:
+        yield FileError(file.relative, str(e))
+    for warning in warnings:
+        yield FileWarning(file.relative, warning)
+
+
+def read_txt(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
+    """One document per file."""
+    try:
+        with open(file.path, "rb") as f:
+            data = f.read(config.max_record_bytes + 1)
+    except OSError as e:
+        yield FileError(file.relative, str(e))
+        return
+    if len(data) > config.max_record_bytes:
+        yield Quarantined(f"record over {config.max_record_bytes} bytes", file.relative, None, data[: 1 << 20])
+        return
+    try:
+        text = data.removeprefix(UTF8_BOM).decode("utf-8")
+    except UnicodeDecodeError as e:
+        yield Quarantined(f"invalid UTF-8 at byte {e.start}", file.relative, None, data)
+        return
+    result = to_document({"text": text}, file, None)
+    yield Quarantined(result, file.relative, None, data) if isinstance(result, str) else result
+
+
+def _raw_row(row: dict) -> bytes:
+    return json.dumps(row, ensure_ascii=True, default=_json_default).encode()
+
+
+def read_parquet(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
+    row_number = 0
+    try:
+        parquet = pq.ParquetFile(file.path)
+        for batch in parquet.iter_batches(batch_size=config.parquet_batch_rows):
+            for row in batch.to_pylist():
+                row_number += 1
+                text = row.get("text")
+                if isinstance(text, str) and len(text) > config.max_record_bytes:  # chars <= bytes
+                    if len(text.encode("utf-8", "replace")) > config.max_record_bytes:
+                        yield Quarantined(f"record over {config.max_record_bytes} bytes", file.relative,
+                                          row_number, text.encode("utf-8", "replace")[: 1 << 20])
+                        continue
+                result = to_document(row, file, row_number)
+                if isinstance(result, str):
+                    yield Quarantined(result, file.relative, row_number, _raw_row(row))
+                else:
+                    yield result
+    except (pa.ArrowException, OSError, ValueError) as e:
+        yield FileError(file.relative, f"parquet: {e}")
+
+
+def read_file(file: InputFile, config: ReaderConfig = ReaderConfig()) -> Iterator[Record]:
+    """Every record of one input file; never raises for bad content."""
+    if file.path.endswith(".parquet"):
+        return read_parquet(file, config)
+    if file.path.endswith(".txt"):
+        return read_txt(file, config)
+    return read_jsonl(file, config)

@@ -1,0 +1,179 @@
+"""Decompressing byte streams and a line splitter with a size limit.
+
+Everything is read in chunks, so neither a compressed file nor one enormous line is ever held whole
+in memory. Compressed files are read frame by frame (gzip members, zstd frames, zstd's skippable
+frames), as `gzip -d` and `zstd -d` read them:
+  - several frames are one stream;
+  - bytes after a complete frame that do not start another one (padding, a half-appended
+    download) are ignored with a warning: every record before them is complete;
+  - damage inside a frame (corrupt data, a file cut short) is raised as StreamDamaged after every
+    byte that could be decompressed before it has been handed out, whatever the chunk size, so
+    every complete line before the damage is kept.
+"""
+
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import zstandard
+
+CHUNK_BYTES = 1 << 20
+RAW_KEEP_BYTES = 1 << 20  # how much of an over-limit line is kept for the quarantine
+
+
+class StreamDamaged(Exception):
+    """The file ends early or its compressed data is corrupt."""
+
+
+class _Gzip:
+    name, frame, magic_bytes, errors = "gzip", "member", 2, (zlib.error,)
+
+    @staticmethod
+    def starts_frame(head: bytes) -> bool:
+        return head[:2] == b"\x1f\x8b"
+
+    @staticmethod
+    def new():
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)  # 16+: a gzip header and trailer around the deflate data
+
+    @staticmethod
+    def feed(inflater, data: bytes, chunk_bytes: int) -> Iterator[bytes]:
+        # Output bounded per call (a small chunk may inflate to gigabytes); a full output means zlib may
+        # hold more, so it is asked again even when all input is taken.
+        while not inflater.eof:
+            out = inflater.decompress(data, chunk_bytes)
+            yield out
+            data = inflater.unconsumed_tail
+            if not data and len(out) < chunk_bytes:
+                return
+
+
+class _Zstd:
+    name, frame, magic_bytes, errors = "zstd", "frame", 4, (zstandard.ZstdError,)
+
+    @staticmethod
+    def starts_frame(head: bytes) -> bool:
+        skippable = head[0] & 0xF0 == 0x50 and head[1:4] == b"\x2a\x4d\x18"  # metadata the decoder passes over
+        return head[:4] == b"\x28\xb5\x2f\xfd" or skippable
+
+    @staticmethod
+    def new():
+        return zstandard.ZstdDecompressor().decompressobj()
+
+    @staticmethod
+    def feed(decompressor, data: bytes, _chunk_bytes: int) -> Iterator[bytes]:  # zstd hands out a chunk whole
+        yield decompressor.decompress(data)
+
+
+FORMATS = {".gz": _Gzip, ".zst": _Zstd}
+
+
+def _output_before_damage(raw: BinaryIO, fmt, frame_start: int, chunk_start: int, chunk: bytes,
+                          chunk_bytes: int) -> tuple[bytes, int]:
+    """(what the chunk that failed decompresses to before the damage, the file offset of the damage).
+
+    The frame is decompressed again up to that chunk (its output was handed out already), then the
+    chunk byte by byte, so nothing that precedes the damage is lost to the size of a read."""
+    decompressor = fmt.new()
+    raw.seek(frame_start)
+    for _ in fmt.feed(decompressor, raw.read(chunk_start - frame_start), chunk_bytes):
+        pass
+    out = []
+    for i in range(len(chunk)):
+        try:
+            out += fmt.feed(decompressor, chunk[i:i + 1], chunk_bytes)
+        except fmt.errors:
+            return b"".join(out), chunk_start + i
+    return b"".join(out), chunk_start + len(chunk)
+
+
+def _frames(raw: BinaryIO, fmt, warnings: list[str], chunk_bytes: int) -> Iterator[bytes]:
+    decompressor, frames, frame_start = None, 0, 0
+    offset, data = 0, raw.read(chunk_bytes)  # offset: where `data` starts in the file
+    while data:
+        if decompressor is None:  # between frames: does another one start here?
+            while len(data) < fmt.magic_bytes and (more := raw.read(chunk_bytes)):
+                data += more
+            if not fmt.starts_frame(data + bytes(fmt.magic_bytes)):
+                if frames == 0:
+                    raise StreamDamaged(f"{fmt.name}: not a {fmt.name} file")
+                left = os.fstat(raw.fileno()).st_size - offset
+                warnings.append(f"{fmt.name}: {left} bytes after {fmt.frame} {frames} are not another "
+                                f"{fmt.frame}: ignored")
+                return
+            decompressor, frames, frame_start = fmt.new(), frames + 1, offset
+        handed_out = 0  # of this chunk's output
+        try:
+            for out in fmt.feed(decompressor, data, chunk_bytes):
+                handed_out += len(out)
+                yield out
+        except fmt.errors as e:
+            out, at = _output_before_damage(raw, fmt, frame_start, offset, data, chunk_bytes)
+            yield out[handed_out:]
+            raise StreamDamaged(f"{fmt.name}: {fmt.frame} {frames} is corrupt at byte {at}: {e}") from e
+        if decompressor.eof:
+            rest = decompressor.unused_data
+            offset += len(data) - len(rest)
+            decompressor, data = None, rest
+            if not data:
+                data = raw.read(chunk_bytes)
+        else:
+            offset, data = offset + len(data), raw.read(chunk_bytes)
+    if decompressor is not None:
+        raise StreamDamaged(f"{fmt.name}: file ends inside {fmt.frame} {frames} (truncated)")
+
+
+def decompressed_chunks(path: str, warnings: list[str] | None = None,
+                        chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """The file's bytes, decompressed by suffix, in chunks; what was ignored is added to `warnings`."""
+    fmt = FORMATS.get(os.path.splitext(path)[1])
+    with open(path, "rb") as raw:
+        if fmt is None:
+            while chunk := raw.read(chunk_bytes):
+                yield chunk
+        else:
+            yield from _frames(raw, fmt, [] if warnings is None else warnings, chunk_bytes)
+
+
+@dataclass
+class Line:
+    number: int  # 1-based
+    data: bytes  # without the line ending; only the first RAW_KEEP_BYTES when too_long
+    too_long: bool
+
+
+def split_lines(chunks: Iterator[bytes], max_bytes: int) -> Iterator[Line]:
+    """Lines of a chunked stream; a line over max_bytes is reported too_long, not accumulated."""
+    pieces: list[bytes] = []  # the current line so far
+    size, number = 0, 0
+    kept_of_long_line: bytes | None = None  # set once the current line is over the limit
+
+    def finish() -> Line:
+        nonlocal pieces, size, kept_of_long_line
+        if kept_of_long_line is not None:
+            line = Line(number, kept_of_long_line, True)
+        else:
+            line = Line(number, b"".join(pieces), False)
+        pieces, size, kept_of_long_line = [], 0, None
+        return line
+
+    for chunk in chunks:
+        pos = 0
+        while pos < len(chunk):
+            end = chunk.find(b"\n", pos)
+            piece = chunk[pos:] if end == -1 else chunk[pos:end]
+            if kept_of_long_line is None:
+                pieces.append(piece)
+                size += len(piece)
+                if size > max_bytes:
+                    kept_of_long_line, pieces = b"".join(pieces)[:RAW_KEEP_BYTES], []
+            if end == -1:
+                break
+            number += 1
+            yield finish()
+            pos = end + 1
+    if size or kept_of_long_line is not None:
+        number += 1
+        yield finish()

@@ -1,0 +1,51 @@
+"""What every tokenmill tokenizer shares: the pre-tokenizer and decoder, the special tokens and the
+exact vocabulary size.
+
+The special tokens come first (ids 0, 1, 2 = bos, eos, pad, then reserved ones) whatever the model,
+so shards and loaders can rely on them. The vocabulary size is the total, specials included; when
+the corpus is too small for that many pieces, the rest is filled with reserved tokens, so the
+embedding size is always what was asked.
+"""
+
+from tokenizers import AddedToken, Tokenizer
+
+from prep.tokenizer.pretokenize import decoder, pre_tokenizer
+
+BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"
+RESERVED = 16  # reserved special tokens beyond bos/eos/pad, for later use without resizing
+
+
+def special_tokens() -> list[str]:
+    return [BOS, EOS, PAD] + [f"<|reserved_{i}|>" for i in range(RESERVED)]
+
+
+def is_special(piece: str) -> bool:
+    return piece in (BOS, EOS, PAD) or piece.startswith("<|reserved_")
+
+
+def new_tokenizer(model) -> Tokenizer:
+    tokenizer = Tokenizer(model)
+    tokenizer.pre_tokenizer = pre_tokenizer()
+    tokenizer.decoder = decoder()
+    return tokenizer
+
+
+def from_json(text: str) -> Tokenizer:
+    """A saved tokenizer, with its specials matched by id only, as when it was trained:
+    `encode_special_tokens` is a runtime setting that tokenizer.json does not keep."""
+    tokenizer = Tokenizer.from_str(text)
+    tokenizer.encode_special_tokens = True
+    return tokenizer
+
+
+def finish(tokenizer: Tokenizer, vocab_size: int) -> Tokenizer:
+    """Special tokens matched only by id, never in text; reserved tokens up to exactly vocab_size."""
+    tokenizer.add_special_tokens([AddedToken(t, special=True) for t in special_tokens()])
+    # A document containing the text "<|eos|>" must not end there: specials are inserted by id only.
+    tokenizer.encode_special_tokens = True
+    missing = vocab_size - tokenizer.get_vocab_size()
+    if missing > 0:
+        tokenizer.add_special_tokens([AddedToken(f"<|reserved_{RESERVED + i}|>", special=True) for i in range(missing)])
+    if tokenizer.get_vocab_size() != vocab_size:
+        raise ValueError(f"vocabulary has {tokenizer.get_vocab_size()} entries, {vocab_size} were asked")
+    return tokenizer

@@ -1,0 +1,26 @@
+"""Byte-level BPE with tokenmill's pre-tokenizer and special tokens: the plain baseline of issue 4
+and the seed vocabulary of the hybrid. Trained with the `tokenizers` library."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tokenizers import Tokenizer, models, trainers
+
+from prep.tokenizer.base import finish, new_tokenizer, special_tokens
+from prep.tokenizer.pretokenize import byte_alphabet
+
+
+@dataclass(frozen=True)
+class BpeConfig:
+    min_frequency: int = 2  # a pair seen once is noise, not a merge
+    max_token_bytes: int = 16  # longer merges are rare and mostly memorized strings
+
+
+def train_bpe(texts: Iterable[str], vocab_size: int, cfg: BpeConfig = BpeConfig()) -> Tokenizer:
+    """`vocab_size` in all, special tokens included."""
+    tokenizer = new_tokenizer(models.BPE())
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=cfg.min_frequency,
+                                  special_tokens=special_tokens(), initial_alphabet=byte_alphabet(),
+                                  max_token_length=cfg.max_token_bytes, show_progress=False)
+    tokenizer.train_from_iterator(texts, trainer)
+    return finish(tokenizer, vocab_size)

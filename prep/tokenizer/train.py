@@ -1,0 +1,107 @@
+"""Training any of the three tokenizers from a sample and, for the hybrid, the whole corpus's counts.
+
+- `bpe`: plain byte-level BPE on the sample (prep/tokenizer/bpe.py);
+- `unigram`: plain Unigram on the sample, with the `tokenizers` trainer (SentencePiece's algorithm);
+- `hybrid`: BPE on the sample at `seed_factor` times the size gives the seed; the Unigram stage
+  (prep/tokenizer/unigram.py) fits and prunes it over the (pre-token, count) table of the whole corpus.
+
+All three share the pre-tokenizer, the byte-level decoder and the special tokens, so they differ
+only in their model. The corpus side (sample, counts, E-step) is passed in: local for tests, Spark
+for the job.
+"""
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from tokenizers import Tokenizer, models, trainers
+
+from prep.tokenizer.base import finish, is_special, new_tokenizer, special_tokens
+from prep.tokenizer.bpe import BpeConfig, train_bpe
+from prep.tokenizer.pretokenize import byte_alphabet
+from prep.tokenizer.unigram import (
+    EStep,
+    UnigramConfig,
+    count_characters,
+    count_pre_tokens,
+    fit,
+    local_e_step,
+    required_characters,
+    unigram_tokenizer,
+)
+
+ALGORITHMS = ("hybrid", "bpe", "unigram")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    vocab_size: int = 131_072  # total, specials included; a multiple of 128 (the embedding matrix)
+    algorithm: str = "hybrid"  # or the plain baselines "bpe" and "unigram", same pre-tokenizer
+    bpe: BpeConfig = field(default_factory=BpeConfig)  # the BPE baseline and the hybrid's seed
+    unigram: UnigramConfig = field(default_factory=UnigramConfig)
+
+    def __post_init__(self):
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {self.algorithm!r}: one of {', '.join(ALGORITHMS)}")
+        if self.vocab_size < 256 + len(special_tokens()) + 1:
+            raise ValueError(f"vocab_size {self.vocab_size} cannot hold the 256 bytes and the special tokens")
+
+
+@dataclass
+class Corpus:
+    """What training reads. `sample()` may be called more than once and yields the same texts."""
+    sample: Callable[[], Iterable[str]]
+    e_step: Callable[[], EStep]  # built lazily: counting the whole corpus is the expensive part
+    char_counts: Callable[[], dict[str, int]]
+
+
+def bpe_of_size(corpus: Corpus, cfg: TokenizerConfig, vocab_size: int) -> Tokenizer:
+    return train_bpe(corpus.sample(), vocab_size, cfg.bpe)
+
+
+def train_plain_unigram(corpus: Corpus, cfg: TokenizerConfig) -> Tokenizer:
+    tokenizer = new_tokenizer(models.Unigram())
+    trainer = trainers.UnigramTrainer(vocab_size=cfg.vocab_size, special_tokens=special_tokens(),
+                                      initial_alphabet=byte_alphabet(), max_piece_length=cfg.bpe.max_token_bytes,
+                                      show_progress=False)
+    tokenizer.train_from_iterator(corpus.sample(), trainer)
+    return finish(tokenizer, cfg.vocab_size)
+
+
+def train_hybrid(corpus: Corpus, cfg: TokenizerConfig) -> tuple[Tokenizer, dict]:
+    target = cfg.vocab_size - len(special_tokens())
+    log.info("hybrid: training the BPE seed of %d pieces", int(cfg.unigram.seed_factor * cfg.vocab_size))
+    seed_tokenizer = bpe_of_size(corpus, cfg, int(cfg.unigram.seed_factor * cfg.vocab_size))
+    seed = [p for p, _ in sorted(seed_tokenizer.get_vocab().items(), key=lambda kv: kv[1]) if not is_special(p)]
+    log.info("hybrid: BPE seed of %d pieces", len(seed))
+    limit = int(cfg.unigram.max_required_share * target)
+    required = required_characters(corpus.char_counts(), cfg.unigram.character_coverage, limit)
+    pieces, scores, history = fit(seed, required, target, corpus.e_step(), cfg.unigram)
+    details = {"seed_pieces": len(seed), "required_characters": len(required), "pieces": len(pieces),
+               "rounds": history}
+    return unigram_tokenizer(pieces, scores, cfg.vocab_size), details
+
+
+def train(corpus: Corpus, cfg: TokenizerConfig) -> tuple[Tokenizer, dict]:
+    """The tokenizer of `cfg.algorithm`, and what its training found worth reporting."""
+    if cfg.algorithm == "bpe":
+        tokenizer, details = bpe_of_size(corpus, cfg, cfg.vocab_size), {}
+    elif cfg.algorithm == "unigram":
+        tokenizer, details = train_plain_unigram(corpus, cfg), {}
+    else:
+        tokenizer, details = train_hybrid(corpus, cfg)
+    details["learned_pieces"] = sum(1 for p in tokenizer.get_vocab() if not is_special(p))
+    details["filled_with_reserved"] = cfg.vocab_size - details["learned_pieces"] - len(special_tokens())
+    return tokenizer, details
+
+
+def local_corpus(texts: list[str]) -> Corpus:
+    """Everything in memory: the sample is the whole corpus (tests, experiments)."""
+    return Corpus(sample=lambda: iter(texts), e_step=lambda: local_e_step(count_pre_tokens(texts)),
+                  char_counts=lambda: count_characters(texts))
+
+
+def train_local(texts: list[str], cfg: TokenizerConfig):
+    return train(local_corpus(texts), cfg)
+

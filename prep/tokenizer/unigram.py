@@ -1,0 +1,156 @@
+"""The hybrid tokenizer's second stage: a Unigram language model over a BPE seed vocabulary, fit by
+hard EM and pruned in rounds to the target size (issue 4).
+
+The data is a table of (pre-token, count) — pre-tokens spelled in byte symbols — so the E-step is a
+sum over chunks of that table: locally here, one Spark task per partition in jobs/train_tokenizer.py.
+Each E-step segments every pre-token with the current model by Viterbi (the `tokenizers` Unigram
+model, in Rust) and counts the pieces; the M-step turns counts into log-probabilities. Pruning drops
+the pieces whose removal costs the least: a piece's count times the score it loses when each use is
+replaced by the best segmentation of the piece without it (SentencePiece's criterion).
+
+Measured refinements (benchmarks/experiment_hybrid_tokenizer.py, README):
+  - a length penalty: every piece's score is its log-probability minus `length_penalty`, a prior
+    for fewer tokens. Training and encoding both use it, so the model is still a plain Unigram;
+  - required characters: the characters that cover `character_coverage` of the text (SentencePiece's
+    default 99.95%) are never pruned. Without them the pruning drops single Chinese characters whose
+    training uses sit inside longer pieces, and held-out Chinese falls back to bytes.
+"""
+
+import logging
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from tokenizers import Tokenizer, models
+
+from prep.tokenizer.base import finish, new_tokenizer, special_tokens
+from prep.tokenizer.pretokenize import byte_alphabet, pre_tokenizer, to_symbols
+
+log = logging.getLogger(__name__)
+SMOOTHING = 0.1  # added to every count in the M-step, so an unused piece has a finite score
+SPECIAL_SCORE = -1e6  # specials sit in the model only to fix their ids; Viterbi never picks them
+
+
+@dataclass(frozen=True)
+class UnigramConfig:
+    seed_factor: float = 2.0  # the BPE seed has this many times the target's pieces
+    shrink: float = 0.9  # each pruning round keeps this share (0.75 in SentencePiece; 0.9 measured better)
+    em_iterations: int = 2  # E+M steps before each pruning round and after the last
+    length_penalty: float = 10.0  # subtracted from every log-probability: a prior for fewer tokens
+    character_coverage: float = 0.9995  # share of the text's characters that must stay whole pieces
+    max_required_share: float = 0.1  # never let required characters take more of the target than this
+
+
+# (piece frequencies, total tokens) of one E-step over the whole table, for given pieces and scores
+EStep = Callable[[list[str], np.ndarray], tuple[np.ndarray, float]]
+
+
+def count_pre_tokens(texts: Iterable[str]) -> Counter:
+    splitter = pre_tokenizer()
+    counts = Counter()
+    for text in texts:
+        counts.update(piece for piece, _ in splitter.pre_tokenize_str(text))
+    return counts
+
+
+def count_characters(texts: Iterable[str]) -> Counter:
+    counts = Counter()
+    for text in texts:
+        counts.update(text)
+    return counts
+
+
+def required_characters(char_counts: dict[str, int], coverage: float, limit: int) -> list[str]:
+    """The most frequent characters covering `coverage` of all, at most `limit`, in byte symbols."""
+    total, covered, required = sum(char_counts.values()), 0, []
+    for char, count in sorted(char_counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        if covered >= coverage * total or len(required) >= limit:
+            break
+        covered += count
+        required.append(to_symbols(char))
+    return required
+
+
+def unigram_model(pieces: list[str], scores) -> models.Unigram:
+    return models.Unigram([(p, float(s)) for p, s in zip(pieces, scores)], None, False)
+
+
+def segmenter(pieces: list[str], scores) -> Tokenizer:
+    """Viterbi segmentation by the current model; no pre-tokenizer: each word is one sequence."""
+    return Tokenizer(unigram_model(pieces, scores))
+
+
+def expected_counts(model: Tokenizer, words: list[str], counts) -> tuple[np.ndarray, float]:
+    """One chunk's E-step: Viterbi piece counts weighted by the pre-token counts, and the token total."""
+    encodings = model.encode_batch(words, add_special_tokens=False)
+    lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+    ids = np.fromiter((i for e in encodings for i in e.ids), dtype=np.int64, count=int(lengths.sum()))
+    weights = np.repeat(np.asarray(counts, dtype=np.float64), lengths)
+    return np.bincount(ids, weights, minlength=model.get_vocab_size()), float(weights.sum())
+
+
+def m_step(freq: np.ndarray, cfg: UnigramConfig) -> np.ndarray:
+    logp = np.log((freq + SMOOTHING) / (freq.sum() + SMOOTHING * len(freq)))
+    return logp - cfg.length_penalty
+
+
+def _best_without(piece: str, score: dict[str, float], max_len: int) -> float:
+    """The score of the best segmentation of `piece` that does not use `piece` itself."""
+    best = [0.0] + [-math.inf] * len(piece)
+    for end in range(1, len(piece) + 1):
+        for start in range(max(0, end - max_len), end):
+            if end - start == len(piece):
+                continue
+            s = score.get(piece[start:end])
+            if s is not None and best[start] + s > best[end]:
+                best[end] = best[start] + s
+    return best[-1]
+
+
+def removal_loss(pieces: list[str], scores: np.ndarray, freq: np.ndarray, protected: set[str]) -> np.ndarray:
+    """What the corpus score loses if each piece goes; unused pieces lose nothing, protected ones all."""
+    score = dict(zip(pieces, scores.tolist()))
+    longest = max(map(len, pieces))
+    loss = np.zeros(len(pieces))
+    for i, piece in enumerate(pieces):
+        if piece in protected:
+            loss[i] = math.inf
+        elif freq[i] > 0:
+            loss[i] = freq[i] * (scores[i] - _best_without(piece, score, longest))
+    return loss
+
+
+def fit(seed: list[str], required: list[str], target: int, e_step: EStep,
+        cfg: UnigramConfig) -> tuple[list[str], np.ndarray, list[dict]]:
+    """Pieces and scores of the fitted model, at most `target` of them; and the rounds' history."""
+    protected = set(byte_alphabet()) | set(required)
+    pieces = list(dict.fromkeys([*byte_alphabet(), *required, *seed]))  # every byte first: nothing unknown
+    scores = np.zeros(len(pieces))
+    history = []
+    while True:
+        for _ in range(cfg.em_iterations):
+            freq, tokens = e_step(pieces, scores)
+            scores = m_step(freq, cfg)
+        history.append({"pieces": len(pieces), "tokens": tokens})
+        log.info("unigram: round %d, %d pieces (target %d), %.0f tokens on the training table", len(history),
+                 len(pieces), target, tokens)
+        if len(pieces) <= target:
+            return pieces, scores, history
+        loss = removal_loss(pieces, scores, freq, protected)
+        keep = np.sort(np.argsort(-loss, kind="stable")[:max(target, int(len(pieces) * cfg.shrink))])
+        pieces, scores = [pieces[i] for i in keep], scores[keep]
+
+
+def unigram_tokenizer(pieces: list[str], scores, vocab_size: int) -> Tokenizer:
+    """The final `tokenizers` Unigram with tokenmill's pre-tokenizer, byte-level decoder and specials."""
+    specials = special_tokens()
+    model = unigram_model(specials + pieces, [SPECIAL_SCORE] * len(specials) + list(scores))
+    return finish(new_tokenizer(model), vocab_size)
+
+
+def local_e_step(counts: Counter) -> EStep:
+    """The E-step over an in-memory table (tests, experiments); the job runs it on Spark."""
+    words, weights = list(counts), np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+    return lambda pieces, scores: expected_counts(segmenter(pieces, scores), words, weights)

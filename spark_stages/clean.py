@@ -1,0 +1,95 @@
+"""The cleaning stage: raw text in, cleaned documents, rejections and quarantine out.
+
+Writes OUT/docs/ (kept, cleaned, with lang), OUT/rejected/ (with reason), OUT/quarantine/ (with
+error, file, line, raw), OUT/report.md and OUT/stats.json, where input == kept + rejected + quarantined.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+
+from prep.clean import CLEAN_RESULT_SCHEMA, CleanConfig, clean_batch
+from prep.ingest.inputs import InputFile
+from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, REJECTED_SCHEMA
+from spark_stages.ingest import default_partitions, read_input
+from spark_stages.outputs import checksums, commit, staging_dir
+from spark_stages.reports import removal_report
+from spark_stages.runner import Stage
+from spark_stages.session import spark_schema
+
+log = logging.getLogger(__name__)
+
+OUTPUTS = {"docs": ("kept", CLEAN_DOCUMENT_SCHEMA), "rejected": ("rejected", REJECTED_SCHEMA),
+           "quarantine": ("quarantined", QUARANTINE_SCHEMA)}
+
+
+@dataclass
+class Config(CleanConfig):
+    """The cleaning rules (prep/clean.py), and how the job spreads the work."""
+    partitions: int | None = None  # cleaning tasks (default: from the input size, at least 8)
+
+
+def run(spark, files: list[InputFile], cfg: Config, out: str) -> dict:
+    """Reads, cleans and writes; returns the stats (also OUT/stats.json)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    started = time.time()
+
+    def clean_partition(batches):
+        for batch in batches:
+            yield clean_batch(batch, cfg)
+
+    records = read_input(spark, files, cfg.reader)
+    # Cleaning is the expensive part: spread records evenly, whatever the sizes of the files, then
+    # sort each partition by input position, so the output is the same on any number of cores.
+    position = ["file_index", "record_index"]
+    spread = records.repartition(cfg.partitions or default_partitions(files), *position).sortWithinPartitions(*position)
+    result = spread.mapInArrow(clean_partition, spark_schema(CLEAN_RESULT_SCHEMA)).persist(StorageLevel.DISK_ONLY)
+    staging = staging_dir(out)
+    for name, (status, schema) in OUTPUTS.items():
+        result.filter(F.col("status") == status).select(*schema.names).write.parquet(str(staging / name))
+    counts = result.groupBy("status", "reason").count().collect()
+    problems = result.filter(F.col("status").isin("file_error", "file_warning")).orderBy("file", "record_index")
+    file_errors, file_warnings = [], []
+    for r in problems.select("status", "file", "error").collect():
+        if r["status"] == "file_error":
+            file_errors.append({"file": r["file"], "error": r["error"]})
+        else:
+            file_warnings.append({"file": r["file"], "warning": r["error"]})
+    result.unpersist()
+
+    by_status = {s: 0 for s in ("kept", "rejected", "quarantined")}
+    reasons: dict[str, int] = {}
+    for row in counts:
+        if row["status"] in by_status:
+            by_status[row["status"]] += row["count"]
+        if row["status"] == "rejected":
+            reasons[row["reason"]] = row["count"]
+    stats = {
+        "format_version": FORMAT_VERSION,
+        "input": sum(by_status.values()),
+        **by_status,
+        "rejected_by_reason": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "files": len(files),
+        "file_errors": file_errors,
+        "file_warnings": file_warnings,
+        "seconds": round(time.time() - started, 1),
+        "checksums": checksums(spark, staging, list(OUTPUTS)),
+    }
+    (staging / "report.md").write_text(removal_report(stats), encoding="utf-8")
+    commit(staging, out, list(OUTPUTS), stats)
+    return stats
+
+
+def summary(stats: dict) -> str:
+    lines = [f"input {stats['input']}: kept {stats['kept']}, rejected {stats['rejected']}, "
+             f"quarantined {stats['quarantined']} ({stats['seconds']} s)"]
+    lines += [f"  {reason}: {count}" for reason, count in list(stats["rejected_by_reason"].items())[:8]]
+    lines += [f"  damaged file {e['file']}: {e['error']}" for e in stats["file_errors"]]
+    lines += [f"  warning, file {w['file']}: {w['warning']}" for w in stats["file_warnings"]]
+    return "\n".join(lines)
+
+
+STAGE = Stage("clean", "Clean raw text: normalization, language, PII, quality rules; rejections and quarantine kept.",
+              Config, run, summary, modules=("spark_stages.clean",))

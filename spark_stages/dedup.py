@@ -1,0 +1,271 @@
+"""The dedup stage: exact duplicates, then MinHash-LSH near duplicates, one survivor per cluster.
+
+Writes OUT/docs/ (kept documents, all input columns), OUT/clusters/ (id, cluster_id, cluster_size,
+kept for every document in a cluster of two or more), OUT/report.md and OUT/stats.json.
+
+Survivor rule: the longest text (in characters) is kept; ties go to the smaller 64-bit BLAKE2b hash
+of the id, then the smaller normalized-text hash. It depends on the data only, so it is the same on
+any number of partitions, cores or machines.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from prep.dedup.batches import (
+    BANDS_SCHEMA,
+    FEATURES_SCHEMA,
+    SURVIVORS_SCHEMA,
+    DedupConfig,
+    bands_batch,
+    features_batch,
+    survivors_table,
+    verify_batch,
+)
+from prep.ingest.inputs import InputFile
+from schemas import FORMAT_VERSION
+from spark_stages.components import connected_components
+from spark_stages.ingest import default_partitions, load_documents
+from spark_stages.outputs import SCRATCH, checksums, commit, staging_dir
+from spark_stages.reports import bar_chart
+from spark_stages.runner import Stage
+from spark_stages.session import spark_schema
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Config(DedupConfig):
+    """What counts as a duplicate (prep/dedup/batches.py), and how the job spreads the work."""
+    partitions: int | None = None  # tasks after the read, and output files (default: from the input size)
+
+
+class Stages:
+    """Seconds per stage: each stage is materialized (persisted and counted) before the next starts."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._start = time.time()
+
+    def done(self, name: str, frame=None):
+        from pyspark import StorageLevel
+
+        if frame is not None:
+            frame = frame.persist(StorageLevel.DISK_ONLY)
+            frame.count()
+        now = time.time()
+        self.seconds[name] = round(now - self._start, 2)
+        self._start = now
+        log.info("%s: %.1f s", name, self.seconds[name])
+        return frame
+
+
+def size_histogram(sizes: list[tuple[int, int]]) -> dict[str, int]:
+    """Cluster counts in power-of-two size bins: "2", "3-4", "5-8", ..."""
+    bins: dict[str, int] = {}
+    for size, count in sorted(sizes):
+        upper = 1 << (size - 1).bit_length()
+        label = "2" if upper == 2 else f"{upper // 2 + 1}-{upper}"
+        bins[label] = bins.get(label, 0) + count
+    return bins
+
+
+def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
+    """Per document: survivor keys, normalized-text hash, MinHash signature, and rank.
+
+    Rank = position in survivor order: longest text first, then id hash, then text hash. The
+    smallest rank of a group is its survivor, and rank is the node id of the graph.
+    """
+    from pyspark.sql import functions as F
+
+    features = docs.select(F.col("_row").alias("row"), "id", "text").repartition(partitions).mapInArrow(
+        lambda batches: (features_batch(b, cfg) for b in batches), spark_schema(FEATURES_SCHEMA))
+    features = stages.done("signatures", features)  # read twice below: computed once
+    order = [F.desc("text_len"), "id_hash", "exact_hash", "row"]
+    ranks = dense_positions(features.select("row", "text_len", "id_hash", "exact_hash").orderBy(*order), "rank")
+    return stages.done("rank", features.join(ranks.select("row", "rank"), "row"))
+
+
+def dense_positions(ordered, name: str):
+    """`ordered` (a sorted DataFrame) with its rows' positions 0, 1, 2, ... in column `name`.
+
+    Not monotonically_increasing_id alone: its values depend on how the sort was partitioned (cores,
+    shuffle partitions, adaptive execution), and the outputs are partitioned by rank, so the same
+    input would give other files on another cluster. One small job counts the rows of each sorted
+    partition; a position is the rows of the partitions before plus the offset inside its own.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    tagged = ordered.select("*", F.spark_partition_id().alias("_part"),
+                            F.monotonically_increasing_id().alias("_id")).persist(StorageLevel.DISK_ONLY)
+    sizes = dict(tagged.groupBy("_part").count().collect())  # one row per partition
+    starts, total = [], 0
+    for part in range(max(sizes, default=-1) + 1):
+        starts.append(total)
+        total += sizes.get(part, 0)
+    start = F.element_at(F.array(*[F.lit(s) for s in starts] or [F.lit(0)]).cast("array<long>"), F.col("_part") + 1)
+    offset = F.col("_id") - F.shiftleft(F.col("_part").cast("long"), 33)  # the id's layout: partition << 33 | offset
+    return tagged.select(*ordered.columns, (start + offset).alias(name))
+
+
+def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
+    """(candidate pairs, verified pairs, giant buckets) from LSH over the exact survivors' signatures.
+
+    Star edges: each bucket member gets one edge to the bucket's smallest rank, so a bucket of n
+    documents costs n edges, not n^2 pairs.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    # Both are read twice below (the giant-bucket count and the join): persisted, computed once.
+    bands = sig.mapInArrow(lambda batches: (bands_batch(b, cfg) for b in batches),
+                           spark_schema(BANDS_SCHEMA)).persist(StorageLevel.DISK_ONLY)
+    buckets = bands.groupBy("band", "bucket").agg(F.min("rank").alias("center"), F.count("*").alias("size")).persist(
+        StorageLevel.DISK_ONLY)
+    giant = buckets.where(F.col("size") > cfg.giant_bucket).count()
+    if giant:
+        log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
+                    giant, cfg.giant_bucket)
+    candidates = (bands.join(buckets.where(F.col("size") > 1), ["band", "bucket"])
+                  .where(F.col("rank") != F.col("center")).select(F.col("rank").alias("u"), F.col("center").alias("v"))
+                  .distinct())
+    candidates = stages.done("lsh", candidates)
+    # Verification: the estimated Jaccard of each candidate pair, from its two signatures.
+    pairs = (candidates.join(sig.withColumnRenamed("rank", "u").withColumnRenamed("signature", "sig_u"), "u")
+             .join(sig.withColumnRenamed("rank", "v").withColumnRenamed("signature", "sig_v"), "v")
+             .select("u", "v", "sig_u", "sig_v"))
+    scored = pairs.mapInArrow(lambda batches: (verify_batch(b, cfg) for b in batches),
+                              "u long, v long, similarity double")
+    edges = scored.where(F.col("similarity") >= cfg.threshold) if cfg.verify else scored
+    return candidates, stages.done("verify", edges.select("u", "v")), giant
+
+
+def _survivors(edges, sig, cfg: DedupConfig, stages: Stages, scratch: Path):
+    """(rank, near_kept, copy_of, component) for every exact survivor with a verified edge; rounds."""
+    from pyspark.sql import functions as F
+
+    components, rounds = connected_components(edges, str(scratch / "components"))
+    components = stages.done("components", components)
+    members = components.join(sig.withColumnRenamed("rank", "node"), "node").select(
+        F.col("component"), F.col("node").alias("rank"), "signature")
+    survivors = members.groupBy("component").applyInArrow(lambda table: survivors_table(table, cfg),
+                                                         spark_schema(SURVIVORS_SCHEMA))
+    return stages.done("survivors", survivors.join(components.withColumnRenamed("node", "rank"), "rank")), rounds
+
+
+def _write_outputs(docs, decided, quarantine, partitions: int, staging) -> tuple[list[str], int]:
+    """OUT/docs (kept rows, in survivor order), OUT/clusters, and OUT/quarantine when there is any."""
+    from pyspark.sql import functions as F
+
+    kept_rows = decided.where("kept").select(F.col("row").alias("_row"), "rank")
+    (docs.join(kept_rows, "_row").repartition(partitions, "rank").sortWithinPartitions("rank")
+     .drop("_row", "rank").write.parquet(str(staging / "docs")))
+    names = decided.where(F.col("rank") == F.col("cluster")).select(F.col("cluster"), F.col("id").alias("cluster_id"))
+    clusters = (decided.where(F.col("cluster_size") >= 2).join(names, "cluster")
+                .repartition(partitions, "cluster").sortWithinPartitions("cluster", "rank")
+                .select("id", "cluster_id", F.col("cluster_size").cast("long"), "kept"))
+    clusters.write.parquet(str(staging / "clusters"))
+    outputs = ["docs", "clusters"]
+    quarantined = quarantine.count()
+    if quarantined:
+        quarantine.write.parquet(str(staging / "quarantine"))
+        outputs.append("quarantine")
+    return outputs, quarantined
+
+
+def _counts(decided) -> tuple[dict, list[tuple[int, int]]]:
+    """(input, kept, exact and near duplicate counts; (cluster size, clusters of that size))."""
+    from pyspark.sql import functions as F
+
+    def total(condition):  # 0, not null, on an empty input
+        return F.coalesce(F.sum(condition.cast("long")), F.lit(0))
+
+    counts = decided.agg(
+        F.count("*").alias("input"),
+        total(F.col("kept")).alias("kept"),
+        total(F.col("rank") != F.col("exact_rep")).alias("exact"),
+        total((F.col("rank") == F.col("exact_rep")) & ~F.col("kept")).alias("near"),
+    ).first().asDict()
+    sizes = [(r["cluster_size"], r["clusters"]) for r in decided.where(F.col("rank") == F.col("cluster"))
+             .where(F.col("cluster_size") >= 2).groupBy("cluster_size").agg(F.count("*").alias("clusters")).collect()]
+    return counts, sizes
+
+
+def run(spark, files: list[InputFile], cfg: Config, out: str) -> dict:
+    """Finds and removes the duplicates, writes the outputs; returns the stats (also OUT/stats.json)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    stages = Stages()
+    staging = staging_dir(out)
+    partitions = cfg.partitions or default_partitions(files)
+    docs, quarantine = load_documents(spark, files)
+    docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()))
+    features = _ranked_features(docs, cfg, partitions, stages)
+
+    # Exact duplicates: same normalized text; the smallest rank survives. Near duplicates among the rest.
+    features = features.withColumn("exact_rep", F.min("rank").over(Window.partitionBy("exact_hash")))
+    sig = stages.done("exact", features.where(F.col("rank") == F.col("exact_rep")).select("rank", "signature"))
+    candidates, edges, giant = _verified_edges(sig, cfg, stages)
+    survivors, rounds = _survivors(edges, sig, cfg, stages, staging / SCRATCH)
+
+    # Decisions for every document, and its cluster: the near component of its exact survivor.
+    decided = (features.select("row", "rank", "exact_rep")
+               .join(survivors.select(F.col("rank").alias("exact_rep"), "near_kept", "component"), "exact_rep", "left")
+               .withColumn("kept", (F.col("rank") == F.col("exact_rep")) & F.coalesce("near_kept", F.lit(True)))
+               .withColumn("cluster", F.coalesce("component", "exact_rep")))
+    decided = decided.withColumn("cluster_size", F.count("*").over(Window.partitionBy("cluster")))
+    decided = stages.done("decide", decided.join(docs.select(F.col("_row").alias("row"), "id"), "row"))
+
+    outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging)
+    stages.done("write")
+    counts, sizes = _counts(decided)
+    params = cfg.lsh
+    stats = {
+        "format_version": FORMAT_VERSION,
+        "input": counts["input"] + quarantined,
+        "kept": counts["kept"],
+        "exact_duplicates": counts["exact"],
+        "near_duplicates": counts["near"],
+        "quarantined": quarantined,
+        "clusters": sum(c for _, c in sizes),
+        "largest_cluster": max((s for s, _ in sizes), default=0),
+        "cluster_size_histogram": size_histogram(sizes),
+        "candidate_pairs": candidates.count(),
+        "verified_pairs": edges.count(),
+        "giant_buckets": giant,
+        "rounds": rounds,
+        "threshold": cfg.threshold, "num_perm": cfg.minhash.num_perm, "ngram": cfg.minhash.ngram,
+        "bands": params.bands, "rows": params.rows,
+        "seconds": stages.seconds,
+        "checksums": checksums(spark, staging, outputs),
+    }
+    (staging / "report.md").write_text(dedup_report(stats), encoding="utf-8")
+    commit(staging, out, outputs, stats)
+    spark.catalog.clearCache()
+    return stats
+
+
+def dedup_report(stats: dict) -> str:
+    lines = ["# Dedup report", "",
+             f"Input {stats['input']} documents: kept {stats['kept']}, exact duplicates {stats['exact_duplicates']}, "
+             f"near duplicates {stats['near_duplicates']}, quarantined {stats['quarantined']}.",
+             f"{stats['clusters']} clusters, the largest of {stats['largest_cluster']}; LSH {stats['bands']} bands x "
+             f"{stats['rows']} rows; {stats['candidate_pairs']} candidate pairs, {stats['verified_pairs']} verified; "
+             f"{stats['rounds']} connected-component rounds.", "", "## Cluster sizes", "", "```"]
+    lines += bar_chart(stats["cluster_size_histogram"], stats["clusters"])
+    lines += ["```", "", "## Seconds per stage", ""] + [f"- {k}: {v}" for k, v in stats["seconds"].items()] + [""]
+    return "\n".join(lines)
+
+
+def summary(stats: dict) -> str:
+    return (f"input {stats['input']}: kept {stats['kept']}, exact duplicates {stats['exact_duplicates']}, "
+            f"near duplicates {stats['near_duplicates']}, quarantined {stats['quarantined']}; "
+            f"{stats['clusters']} clusters (largest {stats['largest_cluster']}), {stats['rounds']} rounds, "
+            f"{sum(stats['seconds'].values()):.1f} s")
+
+
+STAGE = Stage("dedup", "Remove exact and near duplicates (MinHash-LSH, connected components): one survivor per "
+              "cluster.", Config, run, summary, modules=("spark_stages.dedup",))

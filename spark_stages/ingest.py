@@ -1,0 +1,61 @@
+"""Reading `--input` on Spark: one task per input file, records in READ_SCHEMA (prep/clean.py)."""
+
+import math
+import os
+
+from prep.clean import READ_SCHEMA, read_records
+from prep.ingest.inputs import InputFile
+from prep.ingest.readers import ReaderConfig
+from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
+from spark_stages.session import spark_schema
+
+MAX_INPUT_PARTITIONS = 10_000
+MIN_PARTITIONS = 8  # enough to keep a few cores busy on a small input
+PARTITION_BYTES = 128 << 20  # about this much (uncompressed) input per task after the read
+
+
+def default_partitions(files: list[InputFile]) -> int:
+    """From the input's size, never from the cores: the partitioning decides the output files."""
+    estimated = sum(os.path.getsize(f.path) * (4 if f.path.endswith((".gz", ".zst")) else 1) for f in files)
+    return max(MIN_PARTITIONS, math.ceil(estimated / PARTITION_BYTES))
+
+
+def read_input(spark, files: list[InputFile], cfg: ReaderConfig):
+    """A DataFrame in READ_SCHEMA: documents, quarantined records and file errors, with their positions."""
+    # Compressed JSON Lines cannot be split, so a file is a task (up to a cap).
+    listing = [(i, f.path, f.relative) for i, f in enumerate(files)]
+    file_table = spark.sparkContext.parallelize(listing, min(len(listing), MAX_INPUT_PARTITIONS)).toDF(
+        "file_index int, path string, relative string")
+
+    def read_partition(batches):
+        for batch in batches:
+            pairs = zip(batch["file_index"].to_pylist(), batch["path"].to_pylist(), batch["relative"].to_pylist())
+            yield from read_records(((i, InputFile(p, r)) for i, p, r in pairs), cfg)
+
+    return file_table.mapInArrow(read_partition, spark_schema(READ_SCHEMA))
+
+
+def _native_parquet(spark, files: list[InputFile]):
+    """Parquet with string `id` and `text` columns (a tokenmill stage's output) is read by Spark as it
+    is, every column kept with its type; anything else goes through the ingestion readers."""
+    if not all(f.path.endswith(".parquet") for f in files):
+        return None
+    frame = spark.read.parquet(*[f.path for f in files])
+    types = dict(frame.dtypes)
+    return frame if types.get("id") == "string" and types.get("text") == "string" else None
+
+
+def load_documents(spark, files: list[InputFile]):
+    """(documents with all their columns, quarantined records or None)."""
+    from pyspark.sql import functions as F
+
+    native = _native_parquet(spark, files)
+    if native is not None:
+        quarantine = native.where(F.col("text").isNull()).select(
+            F.lit("text is null").alias("error"), F.input_file_name().alias("file"),
+            F.lit(None).cast("long").alias("line"), F.lit(None).cast("binary").alias("raw"))
+        return native.where(F.col("text").isNotNull()), quarantine
+    records = read_input(spark, files, ReaderConfig())
+    docs = records.where(F.col("status") == "doc").select(*DOCUMENT_SCHEMA.names)
+    quarantine = records.where(F.col("status") == "quarantined").select(*QUARANTINE_SCHEMA.names)
+    return docs, quarantine

@@ -1,0 +1,76 @@
+"""The one runner behind every Spark job's command line (jobs/*.py).
+
+A Stage is a typed Config, `run(spark, inputs, cfg, out) -> stats` and a one-paragraph summary of
+the stats. The runner turns the Config into flags and a YAML `--config` file (prep/cli.py), adds
+`--input`, `--output` and `--conf key=value` (any Spark setting), expands the input, starts Spark,
+checks that the executors can import what the stage runs, runs it and prints the summary. Bad
+input, configuration or executors: exit code 2 and one line, before any work is done.
+"""
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from prep.cli import command_line
+from prep.ingest.inputs import InputError, expand_inputs
+from spark_stages.executors import ExecutorEnvironmentError, check_executors
+from spark_stages.session import get_spark, parse_conf
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str  # the command: jobs/NAME.py, `python -m jobs.NAME`; the Spark application tokenmill-NAME
+    description: str  # one line for --help
+    config: type  # the stage's Config dataclass: the only place its defaults live
+    run: Callable  # run(spark, inputs: list[InputFile], cfg, out: str) -> stats (dict)
+    summary: Callable[[dict], str]  # the stats for the console
+    modules: tuple[str, ...]  # what its Spark tasks import: checked on an executor before anything runs
+    check: Callable[[object], None] | None = None  # raises ValueError/OSError on a config that cannot run
+    section_files: dict[str, str] = field(default_factory=dict)  # extra flags naming a section's YAML file
+
+
+def _add_paths(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", help="files, directories or globs, comma-separated (required)")
+    parser.add_argument("--output", help="the output folder (required)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting, as with spark-submit (repeatable)")
+
+
+def _fail(prog: str, message: str) -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
+    """The job's exit code: 0 done, 2 bad input, configuration or executors (one line on stderr)."""
+    prog = f"jobs.{stage.name}"
+    try:
+        args, cfg = command_line(stage.config, argv, prog=prog, description=stage.description,
+                                 add_arguments=_add_paths, section_files=stage.section_files)
+    except SystemExit as e:  # --help, --print-config, or a bad flag or config (2): the exit code is the result
+        return e.code
+    if not (args.input and args.output):
+        return _fail(prog, "--input and --output are required")
+    try:
+        parse_conf(args.conf)
+        if stage.check:
+            stage.check(cfg)
+        inputs = expand_inputs(args.input)
+    except (InputError, ValueError, OSError) as e:
+        return _fail(prog, str(e))
+    spark = get_spark(f"tokenmill-{stage.name.replace('_', '-')}", args.conf)
+    try:
+        check_executors(spark, stage.modules)
+    except ExecutorEnvironmentError as e:
+        spark.stop()
+        return _fail(prog, str(e))
+    started = time.time()
+    stats = stage.run(spark, inputs, cfg, args.output)
+    log.info("%s done in %.1f s", stage.name, time.time() - started)
+    print(stage.summary(stats))
+    return 0

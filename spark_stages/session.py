@@ -1,0 +1,98 @@
+"""The one SparkSession factory every job uses.
+
+Under spark-submit the session is whatever spark-submit configured (master, resources); run as
+`python -m jobs.X` it is `local[*]`. `--conf key=value` works in both. The project's packages are
+zipped and shipped to the executors, so a cluster needs only the `executor` dependency group there
+(spark_stages/executors.py).
+"""
+
+import os
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+
+from spark_stages.java import ensure_java
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_PACKAGES = ("prep", "schemas", "spark_stages")  # what executors import of the project
+
+DEFAULTS = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.adaptive.enabled": "true",
+    # Let adaptive execution coalesce the shuffles of persisted stages too; without it a persisted
+    # join keeps 200 partitions and every later Python stage pays for 200 small tasks.
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
+    "spark.sql.parquet.compression.codec": "zstd",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "4g",
+}
+
+
+def parse_conf(pairs: list[str] | None) -> dict[str, str]:
+    conf = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf {pair!r}: expected key=value")
+        conf[key.strip()] = value
+    return conf
+
+
+def launched_by_spark_submit() -> bool:
+    # spark-submit starts the JVM first and hands the Python driver its gateway port.
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _packages_zip() -> str:
+    path = Path(tempfile.mkdtemp(prefix="tokenmill-")) / "tokenmill.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in SHIPPED_PACKAGES:
+            for file in sorted((PROJECT_ROOT / package).rglob("*")):
+                if file.is_file() and "__pycache__" not in file.parts:
+                    zf.write(file, file.relative_to(PROJECT_ROOT))
+    return str(path)
+
+
+def get_spark(app_name: str, conf_pairs: list[str] | None = None):
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    conf = parse_conf(conf_pairs)
+    if not launched_by_spark_submit():
+        ensure_java()
+        # Executors run the driver's Python unless told otherwise; spark-submit reads spark.pyspark.python
+        # itself, a session started from Python only reads the environment.
+        os.environ["PYSPARK_PYTHON"] = conf.get("spark.pyspark.python",
+                                                os.environ.get("PYSPARK_PYTHON", sys.executable))
+    builder = SparkSession.builder.appName(app_name)
+    if not launched_by_spark_submit() and "spark.master" not in conf:
+        builder = builder.master("local[*]")
+    if conf.get("spark.master", "local" if not launched_by_spark_submit() else "").startswith("local"):
+        # Spark's 200 shuffle partitions are sized for clusters; on one machine they are 200 tiny
+        # tasks per shuffle. Output files never depend on this (jobs partition their outputs).
+        conf.setdefault("spark.sql.shuffle.partitions", str(max(8, 4 * (os.cpu_count() or 1))))
+    if not launched_by_spark_submit():
+        log_config = Path(__file__).with_name("log4j2.properties")
+        conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
+    submitted = SparkConf()  # under spark-submit: what the user submitted, which defaults must not override
+    for key, value in DEFAULTS.items():
+        if not submitted.contains(key):
+            builder = builder.config(key, value)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(conf.get("tokenmill.logLevel", "ERROR"))
+    spark.sparkContext.addPyFile(_packages_zip())
+    return spark
+
+
+def spark_schema(arrow_schema: pa.Schema):
+    """The Spark schema of an Arrow schema from schemas/: formats are defined once, in Arrow."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(arrow_schema)

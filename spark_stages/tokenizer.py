@@ -1,0 +1,221 @@
+"""The tokenizer stage: train the 128K hybrid BPE+Unigram tokenizer (or a plain baseline) on Spark.
+
+Writes OUT/tokenizer.json (a `tokenizers` file; OUT also loads with transformers'
+AutoTokenizer.from_pretrained), OUT/bpe_same_size.json (the plain BPE the report compares with) and
+OUT/report.json (written last: it marks a complete output).
+
+A share of the documents, chosen by a hash of their id, is held out for the report. The BPE (and
+the plain Unigram) train on the driver from a hash sample of the rest, bounded by `sample_bytes`;
+every language keeps its share of the corpus in it. For the hybrid, the pre-tokens of all training
+documents are counted on Spark and every EM pass runs on the executors over that (pre-token, count)
+table, so the Unigram model is fit on the whole corpus, not only on what fits in the driver.
+"""
+
+import functools
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from prep.tokenizer.base import BOS, EOS, PAD
+from prep.tokenizer.pretokenize import from_symbols
+from prep.tokenizer.report import KINDS, evaluate, gain, table, text_kind
+from prep.tokenizer.train import Corpus, TokenizerConfig, bpe_of_size, train
+from prep.tokenizer.unigram import EStep, expected_counts, segmenter
+from prep.tokenizer.unigram import count_pre_tokens as count_texts
+from schemas import FORMAT_VERSION
+from spark_stages.ingest import load_documents
+from spark_stages.outputs import commit, staging_dir
+from spark_stages.peak_memory import PeakMemory
+from spark_stages.runner import Stage
+
+log = logging.getLogger(__name__)
+
+HASH_BUCKETS = 1 << 30
+MAX_HELD_OUT_BYTES = 16 << 20  # enough for stable per-language figures; encoded on the driver
+COUNTS_SCHEMA = "piece string, count long"
+
+
+@dataclass(frozen=True)
+class Config(TokenizerConfig):
+    """The tokenizer (prep/tokenizer/train.py), and what of the corpus trains and tests it."""
+    sample_bytes: int = 1_000_000_000  # at most this much text streams to the driver, where BPE trains
+    held_out: float = 0.05  # share of the documents (by a hash of the id) kept out of training for the report
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.sample_bytes < 1 or not 0 < self.held_out < 1:
+            raise ValueError(f"sample_bytes must be positive and held_out in (0, 1), got {self.sample_bytes}, "
+                             f"{self.held_out}")
+
+
+def with_hash(docs):
+    """A uniform number in [0, 1) per document from its id: the held-out split and the sample."""
+    from pyspark.sql import functions as F
+
+    return docs.select("id", "text", (F.pmod(F.xxhash64("id"), F.lit(HASH_BUCKETS)) / HASH_BUCKETS).alias("u"))
+
+
+def held_out_texts(docs, share: float) -> list[str]:
+    """The held-out texts, in hash order, up to MAX_HELD_OUT_BYTES."""
+    texts, size = [], 0
+    for row in docs.where(docs.u < share).orderBy("u", "id").select("text").toLocalIterator():
+        size += len(row.text.encode())
+        if size > MAX_HELD_OUT_BYTES:
+            break
+        texts.append(row.text)
+    return texts
+
+
+def _sample(training, share: float, sample_bytes: int):
+    """Training documents at the rate sample_bytes / training bytes (by hash: the same on any cluster)."""
+    from pyspark.sql import functions as F
+
+    total = training.agg(F.sum(F.octet_length("text"))).first()[0] or 0
+    rate = min(1.0, sample_bytes / total) if total else 1.0
+    sample = training.where((training.u - share) / (1 - share) < rate).orderBy("u", "id").select("text").persist()
+    return sample, total, rate
+
+
+def count_pre_tokens(training):
+    """The (pre-token, count) table of the training documents, each task counting its own first."""
+    def count(batches):
+        counts = count_texts(text for batch in batches for text in batch.column("text").to_pylist())
+        yield pa.RecordBatch.from_pydict({"piece": list(counts), "count": list(counts.values())})
+
+    from pyspark.sql import functions as F
+    from pyspark.storagelevel import StorageLevel
+
+    partial = training.select("text").mapInArrow(count, COUNTS_SCHEMA)
+    return partial.groupBy("piece").agg(F.sum("count").alias("count")).persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def count_characters(table) -> dict[str, int]:
+    def count(batches):
+        from collections import Counter
+
+        counts = Counter()
+        for batch in batches:
+            for piece, n in zip(batch.column("piece").to_pylist(), batch.column("count").to_pylist()):
+                for char in from_symbols(piece).decode("utf-8", errors="replace"):
+                    counts[char] += n
+        yield pa.RecordBatch.from_pydict({"piece": list(counts), "count": list(counts.values())})
+
+    from pyspark.sql import functions as F
+
+    rows = table.mapInArrow(count, COUNTS_SCHEMA).groupBy("piece").agg(F.sum("count").alias("count")).collect()
+    return {row.piece: row["count"] for row in rows}
+
+
+def spark_e_step(spark, table) -> EStep:
+    """Each E-step on the executors: the model is broadcast, each task segments its share of the table
+    and returns one vector of piece counts; the driver adds them up."""
+    def step(pieces: list[str], scores: np.ndarray) -> tuple[np.ndarray, float]:
+        model = spark.sparkContext.broadcast((pieces, scores.tolist()))
+
+        def run(batches):
+            current = segmenter(*model.value)  # built once per task, not per batch
+            freq, tokens = np.zeros(len(model.value[0])), 0.0
+            for batch in batches:
+                f, t = expected_counts(current, batch.column("piece").to_pylist(), batch.column("count").to_numpy())
+                freq, tokens = freq + f, tokens + t
+            yield pa.RecordBatch.from_pydict({"freq": [freq.tobytes()], "tokens": [tokens]})
+
+        rows = table.mapInArrow(run, "freq binary, tokens double").collect()
+        model.unpersist()
+        return sum(np.frombuffer(r.freq) for r in rows), sum(r.tokens for r in rows)
+
+    return step
+
+
+def transformers_config(vocab_size: int) -> dict:
+    """tokenizer_config.json: lets transformers' AutoTokenizer.from_pretrained(OUT) load the folder.
+    split_special_tokens: the text "<|eos|>" in a document stays text, as in tokenmill's own encoding
+    (tokenizer.json cannot say so: `encode_special_tokens` is not saved in it)."""
+    return {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": BOS, "eos_token": EOS, "pad_token": PAD,
+            "model_max_length": 1_000_000_000, "clean_up_tokenization_spaces": False, "split_special_tokens": True,
+            "vocab_size": vocab_size}
+
+
+def _by_kind(texts: list[str]) -> dict[str, list[str]]:
+    groups = {kind: [] for kind in KINDS}
+    for text in texts:
+        groups[text_kind(text)].append(text)
+    return groups
+
+
+def held_out_report(tokenizer, baseline, held: list[str]) -> dict:
+    """The held-out figures: round trip, and bytes/token per kind for the tokenizer and its baseline."""
+    decoded = (tokenizer.decode(e.ids, skip_special_tokens=False)
+               for e in tokenizer.encode_batch(held, add_special_tokens=False))
+    kinds = _by_kind(held)
+    result = {"docs": len(held), "round_trip_exact": sum(d == text for d, text in zip(decoded, held)),
+              "trained": evaluate(tokenizer, kinds)}
+    if baseline is not None:
+        result["bpe_same_size"] = evaluate(baseline, kinds)
+        result["gain"] = gain(result["trained"], result["bpe_same_size"])
+    return result
+
+
+def run(spark, files, cfg: Config, out: str) -> dict:
+    """Trains the tokenizer and its baseline, writes them; returns the report (also OUT/report.json)."""
+    started = time.time()
+    with PeakMemory() as peak:
+        loaded, quarantine = load_documents(spark, files)
+        docs = with_hash(loaded)
+        held = held_out_texts(docs, cfg.held_out)
+        log.info("%d documents held out for the report", len(held))
+        training = docs.where(docs.u >= cfg.held_out)
+        sample, training_bytes, rate = _sample(training, cfg.held_out, cfg.sample_bytes)
+        log.info("training on %d bytes of text; the driver's sample takes %.2f%% of it", training_bytes, 100 * rate)
+        counts = functools.cache(lambda: count_pre_tokens(training))  # only the hybrid needs them
+        corpus = Corpus(sample=lambda: (row.text for row in sample.toLocalIterator()),
+                        e_step=lambda: spark_e_step(spark, counts()), char_counts=lambda: count_characters(counts()))
+        tokenizer, details = train(corpus, cfg)
+        training_seconds = time.time() - started
+        log.info("%s trained in %.1f s; now the plain BPE of the same size, for the report", cfg.algorithm,
+                 training_seconds)
+        baseline = bpe_of_size(corpus, cfg, cfg.vocab_size) if cfg.algorithm != "bpe" else None
+        hybrid_counted = counts.cache_info().currsize > 0
+        details.update(training_bytes=training_bytes, sample_rate=round(rate, 6),
+                       distinct_pre_tokens=counts().count() if hybrid_counted else None,
+                       quarantined_records=quarantine.count())  # input records that are not documents
+        report = {"format_version": FORMAT_VERSION, "algorithm": cfg.algorithm, "vocab_size": cfg.vocab_size,
+                  "training": details, "held_out": held_out_report(tokenizer, baseline, held)}
+        sample.unpersist()
+        if hybrid_counted:
+            counts().unpersist()
+    report.update(training_seconds=round(training_seconds, 1), job_seconds=round(time.time() - started, 1),
+                  peak_memory_bytes=peak.bytes)
+    warnings = []
+    if details["filled_with_reserved"]:
+        warnings.append(f"the corpus gave {details['learned_pieces']} pieces: the vocabulary was filled "
+                        f"with {details['filled_with_reserved']} reserved tokens")
+    if not held:
+        warnings.append("no document was held out (too few documents): the held-out figures are empty")
+    if warnings:
+        report["warning"] = "; ".join(warnings)
+    staging = staging_dir(out)
+    tokenizer.save(str(staging / "tokenizer.json"))
+    if baseline is not None:  # kept so users (and benchmarks/bench_tokenizer.py) can compare for themselves
+        baseline.save(str(staging / "bpe_same_size.json"))
+    (staging / "tokenizer_config.json").write_text(json.dumps(transformers_config(cfg.vocab_size), indent=2) + "\n")
+    commit(staging, out, [], report, marker="report.json")
+    return report
+
+
+def summary(report: dict) -> str:
+    lines = [f"{report['algorithm']} tokenizer, {report['vocab_size']} tokens: trained in "
+             f"{report['training_seconds']} s, peak memory {report['peak_memory_bytes'] / 2**30:.2f} GiB; held-out "
+             f"round trip exact on {report['held_out']['round_trip_exact']}/{report['held_out']['docs']} documents",
+             table(report)]
+    if "warning" in report:
+        lines.append(f"warning: {report['warning']}")
+    return "\n".join(lines)
+
+
+STAGE = Stage("train_tokenizer", "Train the hybrid BPE+Unigram tokenizer (or a plain baseline) on Spark.", Config,
+              run, summary, modules=("spark_stages.tokenizer",))

@@ -1,0 +1,41 @@
+import pytest
+
+from prep.ingest.inputs import InputError, expand_inputs
+
+
+def make(tmp_path, *names):
+    for name in names:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('{"text": "x"}\n')
+
+
+def test_directories_globs_and_commas(tmp_path):
+    make(tmp_path, "a/one.jsonl", "a/sub/two.jsonl.zst", "b/three.parquet", "a/_SUCCESS", "a/.hidden.jsonl",
+         "a/notes.md")
+    files = expand_inputs(f"{tmp_path / 'a'},{tmp_path / 'b'}/*.parquet")
+    assert [f.relative for f in files] == ["one.jsonl", "sub/two.jsonl.zst", "three.parquet"]
+
+
+def test_same_file_named_twice_is_read_once(tmp_path):
+    make(tmp_path, "x.jsonl")
+    assert len(expand_inputs(f"{tmp_path / 'x.jsonl'},{tmp_path}")) == 1
+
+
+@pytest.mark.parametrize("spec,message", [("missing_dir", "no such file"), ("*.nothing", "matches no readable file")])
+def test_nothing_found_is_an_error_naming_the_part(tmp_path, spec, message):
+    with pytest.raises(InputError, match=message):
+        expand_inputs(str(tmp_path / spec))
+
+
+def test_unknown_format_is_an_error(tmp_path):
+    (tmp_path / "data.csv").write_text("a,b\n")
+    with pytest.raises(InputError, match="unknown format"):
+        expand_inputs(str(tmp_path / "data.csv"))
+
+
+def test_sample_corpus_ids_are_unique(sample_dir):
+    from prep.ingest.readers import read_file
+
+    ids = [r.id for f in expand_inputs(str(sample_dir)) for r in read_file(f)]
+    assert len(ids) == len(set(ids)) > 3000

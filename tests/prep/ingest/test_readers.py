@@ -1,0 +1,144 @@
+"""Every class of bad input is quarantined with its reason, file and line; nothing is dropped."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from prep.ingest.inputs import InputFile
+from prep.ingest.readers import Document, FileError, FileWarning, Quarantined, ReaderConfig, read_file
+from tests.conftest import write_lines
+
+PROSE = "The package manager keeps track of every file it installs, so it can remove them again."
+
+
+def read(path, **config):
+    return list(read_file(InputFile(str(path), path.name), ReaderConfig(**config)))
+
+
+@pytest.mark.parametrize(
+    "line,error",
+    [
+        (b'{"text": "unterminated', "malformed JSON"),
+        (b'{"text": "caf\xe9 au lait"}', "invalid UTF-8"),
+        (b'["a", "list"]', "not an object"),
+        (b'"just a string"', "not an object"),
+        (b'{"title": "no text here"}', "missing field 'text'"),
+        (b'{"text": 42}', "text is int"),
+        (b'{"text": null}', "text is null"),
+        (b'{"text": {"nested": "object"}}', "text is dict"),
+        (b'{"text": "before\\u0000after"}', "NUL byte"),
+        (b'{"text": "lone \\ud800 surrogate"}', "unpaired surrogate"),
+        (b'{"text": "ok", "id": "bad \\udfff id"}', "id contains an unpaired surrogate"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_bad_line_is_quarantined_with_reason_file_and_line(tmp_path, line, error):
+    path = write_lines(tmp_path / "in.jsonl", [{"text": PROSE}, line, {"text": PROSE}])
+    records = read(path)
+    assert [type(r) for r in records] == [Document, Quarantined, Document]
+    bad = records[1]
+    assert error in bad.error
+    assert (bad.file, bad.line, bad.raw) == ("in.jsonl", 2, line)
+
+
+def test_record_over_the_size_limit_is_quarantined_without_parsing(tmp_path):
+    path = write_lines(tmp_path / "in.jsonl", [{"text": "x" * 5000}, {"text": PROSE}])
+    first, second = read(path, max_record_bytes=1000)
+    assert isinstance(first, Quarantined) and "over 1000 bytes" in first.error and first.line == 1
+    assert isinstance(second, Document) and second.id == "in.jsonl:2"
+
+
+def test_bom_crlf_and_blank_lines(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"text": "first"}\r\n\r\n   \n{"text": "second"}\r\n')
+    records = read(path)
+    assert [(r.text, r.id) for r in records] == [("first", "in.jsonl:1"), ("second", "in.jsonl:4")]
+
+
+def test_id_kept_source_derived_and_other_fields_carried(tmp_path):
+    path = write_lines(tmp_path / "in.jsonl", [{"id": 7, "text": PROSE, "url": "https://x", "score": 0.5}])
+    (doc,) = read(path)
+    assert (doc.id, doc.source) == ("7", "in.jsonl")
+    assert json.loads(doc.metadata) == {"score": 0.5, "url": "https://x"}
+
+
+@pytest.mark.parametrize("compress", ["gz", "zst"])
+def test_truncated_compressed_file_keeps_records_before_the_damage(tmp_path, compress):
+    lines = [{"text": f"{PROSE} {i}"} for i in range(30_000)]
+    path = write_lines(tmp_path / f"in.jsonl.{compress}", lines, compress)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    records = read(path)
+    assert isinstance(records[-1], FileError) and records[-1].file == path.name
+    docs = [r for r in records if isinstance(r, Document)]
+    assert 0 < len(docs) < len(lines)
+    assert [d.text for d in docs[:3]] == [line["text"] for line in lines[:3]]
+
+
+@pytest.mark.parametrize("compress", ["gz", "zst"])
+def test_bytes_after_a_complete_stream_keep_every_record_and_warn(tmp_path, compress):
+    lines = [{"text": f"{PROSE} {i}"} for i in range(30)]
+    path = write_lines(tmp_path / f"in.jsonl.{compress}", lines, compress)
+    path.write_bytes(path.read_bytes() + b"\x00\x00 half an appended download")
+    records = read(path)
+    assert [r.text for r in records[:-1]] == [line["text"] for line in lines]
+    assert isinstance(records[-1], FileWarning) and records[-1].file == path.name
+    assert "ignored" in records[-1].warning
+
+
+@pytest.mark.parametrize("read_bytes", [1024, 1 << 20])
+def test_records_before_damage_in_the_first_read_are_kept(tmp_path, sample_dir, read_bytes):
+    lines = b"".join(zstandard.ZstdDecompressor().stream_reader(p.open("rb")).read()
+                     for p in sorted(sample_dir.glob("*.jsonl.zst"))).splitlines(keepends=True)
+    path = tmp_path / "in.jsonl.zst"
+    damaged = bytearray(zstandard.ZstdCompressor().compress(b"".join(lines)))
+    damaged[300_000:300_032] = b"\xff" * 32  # well inside the first MiB
+    path.write_bytes(damaged)
+    records = read(path, read_bytes=read_bytes)
+    docs = [r for r in records if isinstance(r, Document)]
+    assert isinstance(records[-1], FileError) and "corrupt" in records[-1].error
+    assert len(docs) > 100 and [d.text for d in docs] == [json.loads(line)["text"] for line in lines[:len(docs)]]
+
+
+def test_parquet_rows_are_read_and_bad_rows_quarantined(tmp_path):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": [PROSE, None, "second"], "lang": ["en", "en", "de"]}), path)
+    good, bad, second = read(path)
+    assert (good.text, good.id, json.loads(good.metadata)) == (PROSE, "in.parquet:1", {"lang": "en"})
+    assert isinstance(bad, Quarantined) and bad.error == "text is null" and bad.line == 2
+    assert second.text == "second"
+
+
+def test_parquet_without_text_column_quarantines_every_row(tmp_path):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"body": ["a", "b"]}), path)
+    assert [r.error for r in read(path)] == ["missing field 'text'"] * 2
+
+
+def test_corrupt_parquet_is_a_file_error(tmp_path):
+    path = tmp_path / "in.parquet"
+    path.write_bytes(b"PAR1 this is not parquet")
+    (error,) = read(path)
+    assert isinstance(error, FileError) and "parquet" in error.error
+
+
+def test_txt_is_one_document_and_invalid_utf8_is_quarantined(tmp_path):
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_bytes(b"\xef\xbb\xbf" + PROSE.encode())
+    bad.write_bytes(b"caf\xe9")
+    (doc,) = read(good)
+    assert (doc.text, doc.id) == (PROSE, "good.txt")
+    (q,) = read(bad)
+    assert isinstance(q, Quarantined) and "invalid UTF-8" in q.error and q.line is None
+
+
+def test_metadata_of_a_tokenmill_output_is_merged_and_odd_fields_kept(tmp_path):
+    path = write_lines(tmp_path / "in.jsonl", [
+        {"text": PROSE, "metadata": json.dumps({"url": "u"}), "lang": "en"},
+        {"text": PROSE, "metadata": [1, 2], "source": 42},
+    ])
+    first, second = read(path)
+    assert json.loads(first.metadata) == {"url": "u", "lang": "en"}
+    assert json.loads(second.metadata) == {"metadata": [1, 2], "source": 42} and second.source == "in.jsonl"

@@ -1,0 +1,86 @@
+"""The shared command line: flags from a Config's fields, a YAML file under them, one typed path for both,
+errors that name the key, --print-config."""
+
+from dataclasses import dataclass, field
+
+import pytest
+import yaml
+
+from prep.cli import command_line, flags
+
+
+@dataclass(frozen=True)
+class Inner:
+    num_perm: int = 128  # signature length
+    enabled: bool = True  # a name two sections share: no flag
+
+
+@dataclass(frozen=True)
+class Other:
+    enabled: bool = False
+
+
+@dataclass(frozen=True)
+class Settings:
+    threshold: float = 0.8  # Jaccard similarity of duplicates
+    name: str | None = None  # optional text
+    verify: bool = True  # check the candidates
+    inner: Inner = field(default_factory=Inner)
+    other: Other = field(default_factory=Other)
+    tags: tuple[str, ...] = ("a",)  # no flag: not a scalar
+
+    def __post_init__(self):
+        if not 0 < self.threshold <= 1:
+            raise ValueError(f"threshold must be in (0, 1], got {self.threshold}")
+
+
+def parse(argv, **kw):
+    return command_line(Settings, argv, prog="test", description="test", **kw)[1]
+
+
+def test_flags_are_the_unique_scalar_fields_with_their_comments():
+    by_name = {f.name: f for f in flags(Settings)}
+    assert sorted(by_name) == ["name", "num-perm", "threshold", "verify"]
+    assert by_name["num-perm"].path == ("inner", "num_perm") and by_name["num-perm"].help == "signature length"
+
+
+def test_file_then_flags_typed_alike(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("threshold: 3e-1\ninner: {num_perm: 64, enabled: false}\nother: {enabled: true}\n")
+    cfg = parse(["--config", str(config), "--num-perm", "32", "--no-verify", "--name", "x"])
+    assert cfg == Settings(threshold=0.3, name="x", verify=False, inner=Inner(32, False), other=Other(True))
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--threshold", "abc"], "--threshold: expected a number, got 'abc'"),
+    (["--num-perm", "1.5"], "--num-perm: expected an integer"),
+    (["--threshold", "2"], "threshold must be in (0, 1]"),
+])
+def test_a_bad_flag_is_one_line_and_exit_code_2(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        parse(argv)
+    error = capsys.readouterr().err
+    assert exit_.value.code == 2 and message in error and error.count("\n") == 1
+
+
+@pytest.mark.parametrize("text,message", [
+    ("inner: {num_prem: 3}\n", "c.yaml: inner.num_prem: unknown setting"),
+    ("verify: maybe\n", "c.yaml: verify: expected true or false"),
+    ("- a list\n", "the top level must be a mapping"),
+])
+def test_a_bad_file_names_the_key(tmp_path, capsys, text, message):
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    with pytest.raises(SystemExit) as exit_:
+        parse(["--config", str(config)])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_print_config_prints_what_would_run_and_a_section_file_sets_a_section(tmp_path, capsys):
+    section = tmp_path / "inner.yaml"
+    section.write_text("num_perm: 16\n")
+    with pytest.raises(SystemExit) as exit_:
+        parse(["--inner-config", str(section), "--threshold", "0.5", "--print-config"],
+              section_files={"inner-config": "inner"})
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert exit_.value.code == 0 and printed["threshold"] == 0.5 and printed["inner"]["num_perm"] == 16

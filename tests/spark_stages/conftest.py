@@ -1,0 +1,51 @@
+import contextlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark for the whole run: starting one takes about ten seconds."""
+    from spark_stages.session import get_spark
+
+    session = get_spark("tokenmill-tests", ["spark.master=local[2]", "spark.sql.shuffle.partitions=2"])
+    yield session
+    session.stop()
+
+
+# What another cluster would run with: more shuffle partitions, none coalesced away on small data.
+OTHER_CLUSTER = {"spark.sql.shuffle.partitions": "5", "spark.sql.adaptive.coalescePartitions.enabled": "false"}
+
+
+@contextlib.contextmanager
+def spark_settings(spark, settings: dict[str, str]):
+    """Runtime SQL settings for the duration of a block (the session is shared by the whole run)."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+
+
+def spark_submit(job: str, *args: str, cwd) -> subprocess.CompletedProcess:
+    """Runs `spark-submit jobs/<job>.py ARGS` as a user would, in local[1]."""
+    from spark_stages.java import ensure_java
+
+    spark_submit_bin = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "JAVA_HOME": ensure_java()}
+    return subprocess.run([spark_submit_bin, "--master", "local[1]", str(REPO / "jobs" / f"{job}.py"), *args],
+                          cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+
+
+def run_module(job: str, *args: str) -> subprocess.CompletedProcess:
+    """Runs `python -m jobs.<job> ARGS` from the repository root."""
+    return subprocess.run([sys.executable, "-m", f"jobs.{job}", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)

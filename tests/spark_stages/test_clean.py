@@ -1,0 +1,141 @@
+"""The cleaning job on Spark, end to end: the sample corpus and hostile inputs."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from prep.ingest.inputs import expand_inputs
+from schemas import CLEAN_DOCUMENT_SCHEMA, QUARANTINE_SCHEMA, REJECTED_SCHEMA
+from spark_stages.clean import Config, run
+from tests.conftest import write_lines
+from tests.prep.quality.test_rules import ENGLISH as PROSE
+from tests.spark_stages.conftest import OTHER_CLUSTER, run_module, spark_settings, spark_submit
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def sample_run(spark, sample_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("clean") / "out"
+    stats = run(spark, expand_inputs(str(sample_dir)), Config(), str(out))
+    return out, stats
+
+
+def rows(folder):
+    return pq.read_table(folder).num_rows
+
+
+def test_sample_outputs_and_accounting(sample_run):
+    out, stats = sample_run
+    assert stats["input"] == stats["kept"] + stats["rejected"] + stats["quarantined"] > 3000
+    assert json.loads((out / "stats.json").read_text()) == stats
+    assert rows(out / "docs") == stats["kept"] > 1000
+    assert rows(out / "rejected") == stats["rejected"] == sum(stats["rejected_by_reason"].values())
+    assert pq.read_schema(next((out / "docs").glob("*.parquet"))).names == CLEAN_DOCUMENT_SCHEMA.names
+    assert pq.read_schema(next((out / "rejected").glob("*.parquet"))).names == REJECTED_SCHEMA.names
+    docs = pq.read_table(out / "docs", columns=["lang"]).column("lang").to_pylist()
+    assert docs.count("zh") > 0.15 * len(docs) and docs.count("en") > 0.5 * len(docs)
+    assert "Removals per rule" in (out / "report.md").read_text()
+    assert not (out / "_staging").exists()
+
+
+def test_same_input_gives_the_same_rows_in_the_same_files(spark, sample_dir, tmp_path):
+    files = expand_inputs(str(sample_dir / "debian-faq*"))  # a subset keeps the rerun short
+    a, b = tmp_path / "a", tmp_path / "b"
+    stats_a = run(spark, files, Config(), str(a))
+    with spark_settings(spark, OTHER_CLUSTER):
+        stats_b = run(spark, files, Config(), str(b))
+    assert stats_a["checksums"] == stats_b["checksums"] and set(stats_a["checksums"]) == {"docs", "rejected",
+                                                                                          "quarantine"}
+    for name in ("docs", "rejected"):
+        parts_a, parts_b = sorted((a / name).glob("*.parquet")), sorted((b / name).glob("*.parquet"))
+        assert [p.name for p in parts_a] == [p.name for p in parts_b]
+        assert all(pq.read_table(x).to_pylist() == pq.read_table(y).to_pylist() for x, y in zip(parts_a, parts_b))
+
+
+def hostile_inputs(folder):
+    folder.mkdir()
+    write_lines(folder / "mixed.jsonl", [
+        {"text": PROSE, "id": "good-1", "url": "https://example.org"},
+        b'{"text": "broken',
+        b'{"text": "\xff\xfe bad bytes"}',
+        b"[1, 2, 3]",
+        {"no_text": True},
+        {"text": None},
+        b'{"text": "nul \\u0000 byte"}',
+        {"text": "x" * 3000},
+        b"",
+        {"text": "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " + PROSE, "id": "lorem"},
+    ])
+    cut = write_lines(folder / "cut.jsonl.zst", [{"text": PROSE + str(i)} for i in range(20000)], "zst")
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    padded = write_lines(folder / "padded.jsonl.gz", [{"text": PROSE, "id": f"padded-{i}"} for i in range(30)], "gz")
+    padded.write_bytes(padded.read_bytes() + b"\x00" * 100 + b"junk")  # an appended download, cut short
+    (folder / "broken.parquet").write_bytes(b"PAR1 garbage")
+    pq.write_table(pa.table({"text": [PROSE, None]}), folder / "table.parquet")
+    (folder / "doc.txt").write_text(PROSE)
+    (folder / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    return folder
+
+
+def test_hostile_inputs_are_all_accounted_for(spark, tmp_path):
+    from prep.config import override
+
+    cfg = override(Config(), {"reader": {"max_record_bytes": 2000}})
+    out = tmp_path / "out"
+    stats = run(spark, expand_inputs(str(hostile_inputs(tmp_path / "in"))), cfg, str(out))
+    assert stats["input"] == stats["kept"] + stats["rejected"] + stats["quarantined"]
+    quarantine = pq.read_table(out / "quarantine")
+    assert quarantine.schema.names == QUARANTINE_SCHEMA.names
+    q = {(r["file"], r["line"]): r["error"] for r in quarantine.to_pylist()}
+    assert q[("mixed.jsonl", 2)].startswith("malformed JSON")
+    assert q[("mixed.jsonl", 3)].startswith("invalid UTF-8")
+    assert "not an object" in q[("mixed.jsonl", 4)]
+    assert q[("mixed.jsonl", 5)] == "missing field 'text'" and q[("mixed.jsonl", 6)] == "text is null"
+    assert "NUL" in q[("mixed.jsonl", 7)] and "over 2000 bytes" in q[("mixed.jsonl", 8)]
+    assert q[("table.parquet", 2)] == "text is null" and "invalid UTF-8" in q[("latin1.txt", None)]
+    assert stats["quarantined"] == 9
+    assert [e["file"] for e in stats["file_errors"]] == ["broken.parquet", "cut.jsonl.zst"]
+    assert [(w["file"], "104 bytes" in w["warning"]) for w in stats["file_warnings"]] == [("padded.jsonl.gz", True)]
+    assert stats["rejected_by_reason"].get("c4:lorem_ipsum") == 1
+    assert pq.read_table(out / "rejected", columns=["id"]).column("id").to_pylist() == ["lorem"]
+    kept_ids = pq.read_table(out / "docs", columns=["id"]).column("id").to_pylist()
+    assert "good-1" in kept_ids and "doc.txt" in kept_ids and "table.parquet:1" in kept_ids
+    assert {f"padded-{i}" for i in range(30)} <= set(kept_ids)  # every record before the trailing bytes
+    assert sum(i.startswith("cut.jsonl.zst:") for i in kept_ids) > 1000  # records before the damage
+
+
+def test_rerun_replaces_output_without_duplicates(spark, tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "a.txt").write_text(PROSE)
+    out = tmp_path / "out"
+    (out / "docs").mkdir(parents=True)
+    (out / "docs" / "part-00099.parquet").write_bytes(b"left over from a failed run")
+    for _ in range(2):
+        stats = run(spark, expand_inputs(str(inputs)), Config(), str(out))
+    assert stats["kept"] == 1 and rows(out / "docs") == 1
+
+
+def test_cli_help_and_clear_errors(tmp_path):
+    assert "--input" in run_module("clean", "--help").stdout
+    missing = run_module("clean", "--input", str(tmp_path / "nope"), "--output", str(tmp_path / "out"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    bad_conf = tmp_path / "bad.yaml"
+    bad_conf.write_text("en: {c4: {nope: 1}}\n")
+    result = run_module("clean", "--input", str(tmp_path), "--output", str(tmp_path / "o"), "--config", str(bad_conf))
+    assert result.returncode == 2 and "nope" in result.stderr
+
+
+def test_spark_submit_runs_the_job_file(tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    data = json.dumps({"text": PROSE}).encode() + b"\n" + b"{oops\n"
+    (inputs / "a.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
+    result = spark_submit("clean", "--input", str(inputs), "--output", str(tmp_path / "out"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert (stats["input"], stats["kept"], stats["quarantined"]) == (2, 1, 1)

@@ -1,0 +1,136 @@
+"""The dedup job on Spark: exact and near duplicates, survivors, outputs, determinism."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from prep.ingest.inputs import expand_inputs
+from prep.ingest.readers import Document, read_file
+from spark_stages.dedup import Config, run
+from tests.conftest import write_lines
+from tests.spark_stages.conftest import OTHER_CLUSTER, run_module, spark_settings, spark_submit
+
+pytestmark = pytest.mark.spark
+
+
+def sample_docs(sample_dir, n=60):
+    files = expand_inputs(str(sample_dir / "debian-handbook.en.jsonl.zst"))
+    docs = [r for r in read_file(files[0]) if isinstance(r, Document) and 2000 < len(r.text) < 6000]
+    return docs[:n]
+
+
+@pytest.fixture(scope="module")
+def corpus(sample_dir, tmp_path_factory):
+    """Real sections, plus: exact copies in other case and spacing, edited near copies, short pages."""
+    docs = sample_docs(sample_dir)
+    rows = [{"id": d.id, "text": d.text, "lang": "en", "score": i} for i, d in enumerate(docs)]
+    rows.append({"id": "exact-of-0", "text": docs[0].text.upper().replace(" ", "  "), "lang": "en", "score": -1})
+    words = docs[1].text.split()
+    rows.append({"id": "near-of-1", "text": " ".join(words[:-10] + ["Posted", "by", "admin", "on", "Monday."]),
+                 "lang": "en", "score": -2})
+    rows.append({"id": "repost-of-2", "text": "Home | News | Contact\n\n" + docs[2].text, "lang": "en", "score": -3})
+    rows += [{"id": "short-a", "text": "Hello world", "lang": "en", "score": 0},
+             {"id": "short-b", "text": "hello, WORLD!", "lang": "en", "score": 0},
+             {"id": "short-c", "text": "Goodbye world", "lang": "en", "score": 0}]
+    folder = tmp_path_factory.mktemp("dedup_in")
+    pq.write_table(pa.Table.from_pylist(rows), folder / "part-0.parquet")
+    return folder, docs, rows
+
+
+@pytest.fixture(scope="module")
+def result(spark, corpus, tmp_path_factory):
+    folder, _, _ = corpus
+    out = tmp_path_factory.mktemp("dedup") / "out"
+    stats = run(spark, expand_inputs(str(folder)), Config(partitions=3), str(out))
+    return out, stats
+
+
+def test_exact_and_near_duplicates_removed_and_survivor_is_longest(corpus, result):
+    folder, docs, rows = corpus
+    out, stats = result
+    kept = pq.read_table(out / "docs")
+    ids = set(kept.column("id").to_pylist())
+    assert "exact-of-0" not in ids or docs[0].id not in ids
+    assert not ({"near-of-1", docs[1].id} <= ids) and not ({"repost-of-2", docs[2].id} <= ids)
+    assert "repost-of-2" in ids  # the longer copy (it has the menu line) survives
+    assert len({"short-a", "short-b"} & ids) == 1 and "short-c" in ids  # short documents compared, not dropped
+    assert stats["exact_duplicates"] >= 2 and stats["near_duplicates"] >= 2
+    assert stats["input"] == len(rows) == stats["kept"] + stats["exact_duplicates"] + stats["near_duplicates"]
+    assert kept.schema.names == ["id", "text", "lang", "score"]  # every input column, with its type
+    assert kept.schema.field("score").type == pa.int64()
+
+
+def test_clusters_output(corpus, result):
+    _, docs, _ = corpus
+    out, stats = result
+    clusters = pq.read_table(out / "clusters").to_pylist()
+    assert {r["id"] for r in clusters} >= {"near-of-1", docs[1].id, "short-a", "short-b"}
+    by_cluster = {}
+    for r in clusters:
+        by_cluster.setdefault(r["cluster_id"], []).append(r)
+    for cluster_id, members in by_cluster.items():
+        assert len(members) == members[0]["cluster_size"] >= 2
+        assert sum(m["kept"] for m in members) >= 1 and cluster_id in {m["id"] for m in members}
+    assert stats["clusters"] == len(by_cluster) and stats["largest_cluster"] == max(map(len, by_cluster.values()))
+    assert json.loads((out / "stats.json").read_text())["rounds"] >= 1
+
+
+def test_same_survivors_whatever_the_partitioning(spark, corpus, result, tmp_path):
+    folder, _, _ = corpus
+    out, _ = result
+    other = tmp_path / "other"
+    run(spark, expand_inputs(str(folder)), Config(partitions=7), str(other))
+
+    def table(path, name):
+        return sorted(pq.read_table(path / name).to_pylist(), key=lambda r: r["id"])
+
+    assert table(out, "docs") == table(other, "docs")
+    assert table(out, "clusters") == table(other, "clusters")
+
+
+def test_same_rows_in_the_same_files_whatever_the_shuffle_partitions(spark, corpus, result, tmp_path):
+    """Ranks are positions in survivor order, not ids that depend on how Spark partitioned the sort, so
+    another cluster's shuffle settings give the same files, row for row."""
+    folder, _, _ = corpus
+    out, stats = result
+    other = tmp_path / "other"
+    with spark_settings(spark, OTHER_CLUSTER):
+        other_stats = run(spark, expand_inputs(str(folder)), Config(partitions=3), str(other))
+    assert other_stats["checksums"] == stats["checksums"] and set(stats["checksums"]) >= {"docs", "clusters"}
+    for name in ("docs", "clusters"):
+        files = sorted(p.name for p in (out / name).glob("*.parquet"))
+        assert files == sorted(p.name for p in (other / name).glob("*.parquet"))
+        for file in files:
+            assert pq.read_table(out / name / file).to_pylist() == pq.read_table(other / name / file).to_pylist()
+
+
+def test_jsonl_input_bad_records_are_quarantined_and_counted(spark, tmp_path, sample_dir):
+    docs = sample_docs(sample_dir, 5)
+    path = write_lines(tmp_path / "in.jsonl", [{"text": d.text} for d in docs] + [b"{broken", {"text": docs[0].text}])
+    stats = run(spark, expand_inputs(str(path)), Config(partitions=2), str(tmp_path / "out"))
+    assert (stats["input"], stats["quarantined"], stats["exact_duplicates"], stats["kept"]) == (7, 1, 1, 5)
+    assert pq.read_table(tmp_path / "out" / "quarantine").column("line").to_pylist() == [6]
+    assert pq.read_table(tmp_path / "out" / "docs").schema.names == ["id", "text", "source", "metadata"]
+
+
+def test_cli_and_spark_submit(tmp_path, sample_dir):
+    assert "--threshold" in run_module("dedup", "--help").stdout
+    bad = run_module("dedup", "--input", str(tmp_path / "nope"), "--output", str(tmp_path / "o"))
+    assert bad.returncode == 2 and "no such file" in bad.stderr
+    assert run_module("dedup", "--input", "x", "--output", "y", "--threshold", "1.5").returncode == 2
+    docs = sample_docs(sample_dir, 3)
+    write_lines(tmp_path / "in.jsonl", [{"text": d.text} for d in docs] + [{"text": docs[1].text.upper()}])
+    result = spark_submit("dedup", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"),
+                          cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert (stats["input"], stats["kept"], stats["exact_duplicates"]) == (4, 3, 1)
+
+
+def test_input_without_documents_gives_empty_outputs(spark, tmp_path):
+    path = write_lines(tmp_path / "in.jsonl", [b"{broken", b"[1]"])
+    stats = run(spark, expand_inputs(str(path)), Config(partitions=2), str(tmp_path / "out"))
+    assert (stats["input"], stats["quarantined"], stats["kept"], stats["clusters"]) == (2, 2, 0, 0)
+    assert pq.read_table(tmp_path / "out" / "docs").num_rows == 0

@@ -1,0 +1,43 @@
+"""The content checksum of a Parquet output: the same rows in the same order and files give the same
+checksum whatever bytes the writer chose; any change of a value, the order or the files changes it."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from spark_stages.outputs import content_checksum
+
+pytestmark = pytest.mark.spark
+
+ROWS = [{"id": f"doc-{i}", "text": f"text number {i} 文本", "score": i / 7, "tags": [i, i + 1]} for i in range(50)]
+
+
+def write(folder, parts: list[list[dict]], **options):
+    folder.mkdir()
+    for i, rows in enumerate(parts):
+        pq.write_table(pa.Table.from_pylist(rows), folder / f"part-{i:05d}.parquet", **options)
+    return folder
+
+
+def test_same_rows_same_checksum_whatever_the_bytes(spark, tmp_path):
+    a = write(tmp_path / "a", [ROWS[:20], ROWS[20:]], compression="zstd")
+    b = write(tmp_path / "b", [ROWS[:20], ROWS[20:]], compression="snappy", row_group_size=7)
+    assert (a / "part-00000.parquet").read_bytes() != (b / "part-00000.parquet").read_bytes()
+    assert content_checksum(spark, a) == content_checksum(spark, b)
+    assert content_checksum(spark, a).startswith("50:")
+
+
+def test_a_changed_value_order_or_split_changes_the_checksum(spark, tmp_path):
+    reference = content_checksum(spark, write(tmp_path / "ref", [ROWS[:20], ROWS[20:]]))
+    changed = [dict(r) for r in ROWS]
+    changed[33]["text"] += "!"
+    swapped = ROWS[:5] + [ROWS[6], ROWS[5]] + ROWS[7:]
+    variants = {"value": [changed[:20], changed[20:]], "order": [swapped[:20], swapped[20:]],
+                "split": [ROWS[:21], ROWS[21:]]}
+    for name, parts in variants.items():
+        assert content_checksum(spark, write(tmp_path / name, parts)) != reference, name
+
+
+def test_an_empty_output_has_a_checksum(spark, tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert content_checksum(spark, tmp_path / "empty") == "0:0000000000000000"

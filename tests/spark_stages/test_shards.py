@@ -1,0 +1,129 @@
+"""The tokenize job on Spark: every token once, decodable documents, byte-identical output whatever
+the partitioning, a valid index, padding within budget, quarantine, bad arguments, spark-submit."""
+
+import json
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from prep.ingest.inputs import expand_inputs
+from prep.ingest.readers import Document, read_file
+from prep.packing import PackConfig
+from prep.tokenizer.bpe import train_bpe
+from prep.tokenizer.encode import TokenizerFile
+from schemas.validate import validate
+from spark_stages.runner import run_stage
+from spark_stages.shards import STAGE, Config, run
+from tests.spark_stages.conftest import spark_submit
+
+pytestmark = pytest.mark.spark
+
+SEQ = 1024
+
+
+@pytest.fixture(scope="module")
+def corpus(sample_dir, tmp_path_factory):
+    """Three of the sample's files as Parquet, once in one file and once in four; and a tokenizer."""
+    folder = tmp_path_factory.mktemp("tokenize-input")
+    docs = [r for name in ("debian-faq.en*", "maint-guide.zh*", "licenses.en*")
+            for f in expand_inputs(str(sample_dir / name)) for r in read_file(f) if isinstance(r, Document)]
+    table = pa.table({"id": [d.id for d in docs], "text": [d.text for d in docs]})
+    (folder / "one").mkdir()
+    pq.write_table(table, folder / "one" / "part-0.parquet")
+    (folder / "four").mkdir()
+    for i in range(4):
+        pq.write_table(table.take(np.arange(i, len(docs), 4)[::-1]), folder / "four" / f"part-{i}.parquet")
+    tokenizer = train_bpe([d.text for d in docs], 2048)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    return folder, [d.text for d in docs], tokenizer
+
+
+@pytest.fixture(scope="module")
+def shards(spark, corpus, tmp_path_factory):
+    folder, _, _ = corpus
+    out = {}
+    for name, partitions in (("one", 2), ("four", 5)):
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+        target = tmp_path_factory.mktemp(f"shards-{name}")
+        cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ), shard_mb=1 / 16)
+        index = run(spark, expand_inputs(str(folder / name)), cfg, str(target))
+        out[name] = (target, index)
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    return out
+
+
+def read_rows(folder):
+    rows = []
+    for path in sorted(folder.glob("shard-*.arrow")):
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+        rows += zip(table.column("tokens").to_pylist(), table.column("cu_seqlens").to_pylist())
+    return rows
+
+
+def test_byte_identical_whatever_the_partitioning(shards):
+    (one, index_one), (four, index_four) = shards["one"], shards["four"]
+    assert index_one == index_four and len(index_one["shards"]) > 1
+    assert (one / "index.json").read_bytes() == (four / "index.json").read_bytes()
+    for entry in index_one["shards"]:
+        assert (one / entry["file"]).read_bytes() == (four / entry["file"]).read_bytes()
+
+
+def test_every_token_once_and_whole_documents_decode_to_the_input(shards, corpus):
+    folder, texts, tokenizer = corpus
+    out, index = shards["one"]
+    assert validate(out) == []
+    bos, eos, pad = index["bos_id"], index["eos_id"], index["pad_id"]
+    expected, fitting = Counter(), []  # fitting: documents that fit in a row, so are never cut
+    for text, encoding in zip(texts, tokenizer.encode_batch(texts, add_special_tokens=False)):
+        expected.update([bos, *encoding.ids, eos])
+        if len(encoding.ids) + 2 <= SEQ:
+            fitting.append(text)
+    found, whole = Counter(), []
+    for tokens, cu in read_rows(out):
+        assert len(tokens) % 128 == 0 and len(tokens) <= SEQ and set(tokens[cu[-1]:]) <= {pad}
+        for lo, hi in zip(cu[:-1], cu[1:]):
+            found.update(tokens[lo:hi])
+            if tokens[lo] == bos and tokens[hi - 1] == eos:
+                whole.append(tokenizer.decode(tokens[lo + 1:hi - 1], skip_special_tokens=False))
+    assert found == expected  # nothing lost, nothing doubled
+    assert index["totals"]["real_tokens"] == sum(expected.values()) and index["totals"]["documents"] == len(texts)
+    assert sorted(whole) == sorted(fitting) and len(fitting) > 20
+    totals = index["totals"]  # (the waste bar is for the sample in one group: tests/jobs/test_pipeline.py)
+    assert totals["padding_waste"] == pytest.approx(1 - totals["real_tokens"] / totals["tokens"], abs=1e-6)
+
+
+def test_index_describes_the_tokenizer(shards, corpus):
+    folder, _, tokenizer = corpus
+    _, index = shards["one"]
+    assert index["tokenizer_sha256"] == TokenizerFile.read(str(folder / "tokenizer.json")).sha256
+    assert index["vocab_size"] == 2048 == index["embedding_size"] and index["seq_len"] == SEQ
+    assert (index["bos_id"], index["eos_id"], index["pad_id"]) == (0, 1, 2) and index["compression_level"] == 3
+
+
+def test_bad_records_are_quarantined_and_bad_arguments_exit_2(tmp_path, corpus, capsys):
+    folder, _, _ = corpus
+    tokenizer = str(folder / "tokenizer.json")
+    assert run_stage(STAGE, ["--input", str(tmp_path), "--tokenizer", tokenizer, "--output", str(tmp_path / "o"),
+                             "--seq-len", "1000"]) == 2
+    assert "multiple of 128" in capsys.readouterr().err
+    (tmp_path / "not-a-tokenizer.json").write_text("{}")
+    assert run_stage(STAGE, ["--input", str(tmp_path), "--tokenizer", str(tmp_path / "not-a-tokenizer.json"),
+                             "--output", str(tmp_path / "o")]) == 2
+    assert "not a tokenizers file" in capsys.readouterr().err
+
+
+def test_spark_submit_writes_shards_and_quarantines_bad_lines(tmp_path, corpus):
+    folder, texts, _ = corpus
+    lines = [json.dumps({"id": str(i), "text": t}) for i, t in enumerate(texts[:20])] + ['{"id": "x"}', "{broken"]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
+    done = spark_submit("shards", "--input", str(tmp_path / "in.jsonl"), "--tokenizer", str(folder / "tokenizer.json"),
+                        "--output", str(tmp_path / "shards"), "--seq-len", "512", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    index = json.loads((tmp_path / "shards" / "index.json").read_text())
+    assert index["totals"]["documents"] == 20 and index["totals"]["quarantined"] == 2
+    assert pq.read_table(tmp_path / "shards" / "quarantine").num_rows == 2
+    assert validate(tmp_path / "shards") == []

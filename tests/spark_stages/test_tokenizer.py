@@ -1,0 +1,98 @@
+"""The tokenizer job on Spark: outputs, loading with tokenizers and transformers, the report, the
+distributed E-step against the local one, bad input, and spark-submit as users run it."""
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+from prep.ingest.inputs import expand_inputs
+from prep.ingest.readers import Document, read_file
+from prep.tokenizer.base import BOS, EOS, PAD
+from prep.tokenizer.encode import TokenizerFile, encode_documents
+from prep.tokenizer.unigram import count_pre_tokens as count_locally
+from prep.tokenizer.unigram import local_e_step
+from spark_stages.runner import run_stage
+from spark_stages.tokenizer import STAGE, Config, count_pre_tokens, run, spark_e_step
+from tests.spark_stages.conftest import spark_submit
+
+pytestmark = pytest.mark.spark
+
+VOCAB = 2048
+
+
+@pytest.fixture(scope="module")
+def trained(spark, sample_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("tokenizer")
+    cfg = Config(vocab_size=VOCAB, sample_bytes=4_000_000, held_out=0.05)
+    report = run(spark, expand_inputs(str(sample_dir)), cfg, str(out))
+    return out, report
+
+
+def test_outputs_load_with_tokenizers_and_transformers(trained):
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    out, _ = trained
+    assert sorted(p.name for p in out.iterdir()) == ["bpe_same_size.json", "report.json", "tokenizer.json",
+                                                         "tokenizer_config.json"]
+    tokenizer = Tokenizer.from_file(str(out / "tokenizer.json"))
+    tokenizer.encode_special_tokens = True  # not kept in tokenizer.json: the README tells users to set it
+    fast = PreTrainedTokenizerFast(tokenizer_file=str(out / "tokenizer.json"), split_special_tokens=True)
+    auto = AutoTokenizer.from_pretrained(str(out))  # tokenizer_config.json sets split_special_tokens
+    text = "The Debian 软件包管理 tools: apt-get install 12345 <|eos|> <|bos|><|pad|>"
+    ids = tokenizer.encode(text).ids
+    assert fast.encode(text) == ids == auto.encode(text) == encode_documents(TokenizerFile.read(
+        str(out / "tokenizer.json")), [text])[0][1:-1].tolist()  # what the shards job writes inside <bos> … <eos>
+    assert not {0, 1, 2} & set(ids), "a special token's spelling in a document became a control token"
+    assert fast.decode(ids) == text and auto.eos_token_id == 1 and auto.pad_token == PAD
+    assert tokenizer.get_vocab_size() == VOCAB and tokenizer.token_to_id(BOS) == 0 and tokenizer.token_to_id(EOS) == 1
+
+
+def test_report_has_every_figure_and_a_lossless_held_out(trained):
+    out, report = trained
+    assert json.loads((out / "report.json").read_text()) == report
+    held = report["held_out"]
+    assert held["docs"] > 100 and held["round_trip_exact"] == held["docs"]
+    for kind in ("en", "zh", "all"):
+        for figure in ("trained", "bpe_same_size"):
+            assert held[figure][kind]["bytes_per_token"] > 1 and held[figure][kind]["chars_per_token"] > 0.5
+    assert 0 < held["trained"]["renyi_efficiency"] < 1 and 0 < held["trained"]["vocab_used_share"] <= 1
+    assert held["gain"]["all"] == pytest.approx(
+        held["trained"]["all"]["bytes_per_token"] / held["bpe_same_size"]["all"]["bytes_per_token"] - 1, abs=1e-3)
+    training = report["training"]
+    assert training["pieces"] == VOCAB - 19 and training["distinct_pre_tokens"] > 10_000
+    assert report["training_seconds"] > 0 and report["peak_memory_bytes"] > 100 << 20
+
+
+def test_spark_e_step_equals_the_local_one(spark, sample_dir):
+    texts = [r.text for r in read_file(expand_inputs(str(sample_dir / "debian-faq.en*"))[0]) if isinstance(r, Document)]
+    docs = spark.createDataFrame([(t,) for t in texts], "text string").repartition(3)
+    pieces = ["Ġthe", "Ġa", "in", "ing", "Ġin"] + [p for p in Counter("".join(count_locally(texts)))]
+    scores = np.linspace(-1, -5, len(pieces))
+    spark_freq, spark_tokens = spark_e_step(spark, count_pre_tokens(docs))(pieces, scores)
+    local_freq, local_tokens = local_e_step(count_locally(texts))(pieces, scores)
+    assert spark_tokens == local_tokens and np.array_equal(spark_freq, local_freq)
+
+
+def test_bad_arguments_exit_with_a_message(tmp_path, capsys):
+    assert run_stage(STAGE, ["--input", str(tmp_path / "missing"), "--output", str(tmp_path / "out")]) == 2
+    assert "missing" in capsys.readouterr().err
+    assert run_stage(STAGE, ["--input", str(tmp_path), "--output", str(tmp_path / "out"), "--vocab-size", "100"]) == 2
+    assert "cannot hold" in capsys.readouterr().err
+    assert run_stage(STAGE, ["--input", str(tmp_path), "--output", str(tmp_path / "out"), "--algorithm", "wp"]) == 2
+    assert "unknown algorithm 'wp'" in capsys.readouterr().err
+
+
+def test_spark_submit_trains_a_baseline_and_warns_when_the_corpus_is_too_small(tmp_path):
+    (tmp_path / "in.jsonl").write_text("".join(
+        json.dumps({"id": str(i), "text": f"line {i}: apt-get install package-{i % 7}"}) + "\n" for i in range(200))
+        + '{"id": "no text"}\n')
+    done = spark_submit("train_tokenizer", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"),
+                        "--algorithm", "bpe", "--vocab-size", "1024", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert "filled with" in report["warning"] and "warning: the corpus gave" in done.stdout
+    assert report["training"]["quarantined_records"] == 1  # the line without text is counted, not trained on
+    assert Tokenizer.from_file(str(tmp_path / "out" / "tokenizer.json")).get_vocab_size() == 1024

@@ -1,0 +1,106 @@
+"""jobs/train.py under torchrun, two CPU processes (gloo), the tiny model on shards of real sample text:
+the loss goes down, checkpoints are saved asynchronously and rotated, kill -9 then --resume gives
+bit-identical losses, and a run saved at 2 processes resumes at 1 with the same data."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.shard_fixtures import write_text_shards
+
+pytestmark = pytest.mark.torchrun
+
+REPO = Path(__file__).resolve().parents[2]
+STEPS = 24
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("text-shards")
+    write_text_shards(folder, seq_len=256)
+    return folder
+
+
+def command(processes: int, shards: Path, run_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
+            str(REPO / "jobs" / "train.py"), "--shards", str(shards), "--run-dir", str(run_dir), "--model", "tiny",
+            "--steps", str(STEPS), "--global-batch-size", "4", "--warmup-steps", "4", "--lr", "3e-3",
+            "--checkpoint-every", "8", "--keep-checkpoints", "2", *extra]
+
+
+def train(processes: int, shards: Path, run_dir: Path, *extra: str) -> None:
+    child = subprocess.Popen(command(processes, shards, run_dir, *extra), cwd=REPO, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = child.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)  # torchrun and its workers
+        output, _ = child.communicate()
+        pytest.fail(f"training hung:\n{output[-3000:]}")
+    assert child.returncode == 0, output[-3000:]
+
+
+def metrics(run_dir: Path) -> dict[int, dict]:
+    """The metrics per step; a step run twice (killed, then resumed) keeps its last record."""
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return {record["step"]: record for record in map(json.loads, lines)}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(shards, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("uninterrupted")
+    train(2, shards, run_dir)
+    return run_dir
+
+
+def test_the_loss_goes_down_and_checkpoints_rotate(uninterrupted):
+    steps = metrics(uninterrupted)
+    assert sorted(steps) == list(range(1, STEPS + 1))
+    first, last = steps[1]["loss"], sum(steps[s]["loss"] for s in range(STEPS - 3, STEPS + 1)) / 4
+    assert last < first - 0.5, (first, last)  # from ln(1024) = 6.93
+    record = steps[STEPS]
+    assert set(record) >= {"step", "loss", "lr", "grad_norm", "tokens_per_s", "mfu", "data_wait_pct"}
+    assert record["grad_norm"] > 0 and record["tokens_per_s"] > 0 and 0 <= record["data_wait_pct"] < 100
+    assert steps[2]["lr"] > steps[1]["lr"] and steps[STEPS]["lr"] < steps[8]["lr"]  # warmup, then decay
+    saved = sorted(p.name for p in (uninterrupted / "checkpoints").iterdir())
+    assert saved == ["step-0000016", "step-0000024"]  # the newest two, complete (no .partial)
+    assert all((uninterrupted / "checkpoints" / name / ".metadata").is_file() for name in saved)
+
+
+def test_kill_9_then_resume_gives_bit_identical_losses(shards, uninterrupted, tmp_path):
+    run_dir = tmp_path / "killed"
+    child = subprocess.Popen(command(2, shards, run_dir), cwd=REPO, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not (run_dir / "checkpoints" / "step-0000008").is_dir() or max(metrics(run_dir), default=0) < 10:
+        assert child.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
+        time.sleep(0.05)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    (run_dir / "checkpoints" / "step-9999999.partial").mkdir()  # as a save killed half way would leave
+    train(2, shards, run_dir, "--resume")
+    expected, resumed = metrics(uninterrupted), metrics(run_dir)
+    assert sorted(resumed) == list(range(1, STEPS + 1))
+    for step in range(9, STEPS + 1):  # the resumed run went on from step 8 (or later)
+        for key in ("loss", "grad_norm", "lr", "token_sum"):
+            assert resumed[step][key] == expected[step][key], (step, key)
+    assert not (run_dir / "checkpoints" / "step-9999999.partial").exists()
+
+
+def test_a_run_saved_at_2_processes_resumes_at_1_with_the_same_data(shards, uninterrupted, tmp_path):
+    run_dir = tmp_path / "elastic"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    source = uninterrupted / "checkpoints" / "step-0000016"
+    subprocess.run(["cp", "-r", str(source), str(run_dir / "checkpoints")], check=True)
+    train(1, shards, run_dir, "--resume")
+    expected, resumed = metrics(uninterrupted), metrics(run_dir)
+    assert sorted(resumed) == list(range(17, STEPS + 1))
+    for step in resumed:
+        assert resumed[step]["token_sum"] == expected[step]["token_sum"]  # exactly the same samples
+        assert resumed[step]["loss"] == pytest.approx(expected[step]["loss"], rel=2e-2)  # resharded, bf16
