@@ -184,7 +184,8 @@ def read_parquet(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
             for row in batch.to_pylist():
                 row_number += 1
                 text = row.get("text")
-                if isinstance(text, str) and len(text) > config.max_record_bytes:  # chars <= bytes
+                # The limit is in bytes; a character takes at most 4, so most texts are cleared unencoded.
+                if isinstance(text, str) and 4 * len(text) > config.max_record_bytes:
                     if len(text.encode("utf-8", "replace")) > config.max_record_bytes:
                         yield Quarantined(f"record over {config.max_record_bytes} bytes", file.relative,
                                           row_number, text.encode("utf-8", "replace")[: 1 << 20])

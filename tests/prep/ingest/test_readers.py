@@ -111,6 +111,15 @@ def test_parquet_rows_are_read_and_bad_rows_quarantined(tmp_path):
     assert second.text == "second"
 
 
+def test_parquet_text_over_the_byte_limit_is_quarantined_even_under_it_in_characters(tmp_path):
+    path = tmp_path / "in.parquet"
+    over, under = "数据" * 200, "数据" * 150  # 400 characters are 1,200 bytes; 300 are 900
+    pq.write_table(pa.table({"text": [over, under]}), path)
+    first, second = read(path, max_record_bytes=1000)
+    assert isinstance(first, Quarantined) and first.error == "record over 1000 bytes" and first.line == 1
+    assert isinstance(second, Document) and second.text == under
+
+
 def test_parquet_without_text_column_quarantines_every_row(tmp_path):
     path = tmp_path / "in.parquet"
     pq.write_table(pa.table({"body": ["a", "b"]}), path)
