@@ -118,7 +118,7 @@ class ShardLoader:
         for _ in range(MAX_RETRIES):
             cached = {shard: self._cached(shard) for shard in dict.fromkeys(shards)}
             try:
-                parts = gather([_row(cached[s], r) for s, r in zip(shards, rows)], self.seq_len, self.pad_id)
+                parts = gather([cached[s].arrays.row(r) for s, r in zip(shards, rows)], self.seq_len, self.pad_id)
             except (ValueError, IndexError):  # rows read while their shard was evicted, or really bad
                 if all(map(self.arena.still_valid, cached.values())):
                     raise
@@ -135,7 +135,8 @@ class ShardLoader:
         """The first batch: rows from L2 where cached, else from their record batch alone, while L3
         decompresses whole shards into L2 in the background."""
         cached = {s: self.arena.lookup(s) for s in dict.fromkeys(shards)}
-        parts = [_row(cached[s], r) if cached[s] is not None else self._direct.row(s, r) for s, r in zip(shards, rows)]
+        parts = [cached[s].arrays.row(r) if cached[s] is not None else self._direct.row(s, r)
+                 for s, r in zip(shards, rows)]
         self.counters["direct_rows"] += sum(cached[s] is None for s in shards)
         gathered = gather(parts, self.seq_len, self.pad_id)  # copies: no view outlives this
         self._direct.clear()
@@ -198,11 +199,6 @@ class ShardLoader:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _row(cached: CachedShard, row: int) -> tuple[np.ndarray, np.ndarray]:
-    return (cached.tokens[cached.token_offsets[row]:cached.token_offsets[row + 1]],
-            cached.cu_seqlens[cached.cu_offsets[row]:cached.cu_offsets[row + 1]])
 
 
 def cache_capacity(entries: list[dict], shuffle_block_shards: int, cache_bytes: int | None, shm: Path) -> int:

@@ -10,6 +10,7 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -72,19 +73,35 @@ class ShardSource:
         return target
 
 
-Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # token_offsets, tokens, cu_offsets, cu_seqlens
+class ShardArrays(NamedTuple):
+    """Rows of a shard (or of one record batch) as flat arrays: row i is tokens[token_offsets[i]:
+    token_offsets[i + 1]] and its boundaries cu_seqlens[cu_offsets[i]:cu_offsets[i + 1]]. Offsets index
+    into the values as they are: those of a record batch need not start at 0."""
+    token_offsets: np.ndarray  # int32 out of Arrow, int64 in L2; rows + 1
+    tokens: np.ndarray  # uint32
+    cu_offsets: np.ndarray  # like token_offsets
+    cu_seqlens: np.ndarray  # int32
+
+    def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """(tokens, cu_seqlens) of row i (views)."""
+        return (self.tokens[self.token_offsets[i]:self.token_offsets[i + 1]],
+                self.cu_seqlens[self.cu_offsets[i]:self.cu_offsets[i + 1]])
+
+    @classmethod
+    def of_batch(cls, batch: pa.RecordBatch) -> "ShardArrays":
+        """Views of Arrow's buffers (no copy here; L2 copies once into shared memory)."""
+        return cls(*_offsets_values(batch.column(0)), *_offsets_values(batch.column(1)))
 
 
-def read_shard(source: ShardSource, shard: int) -> list[Chunk]:
-    """Checks and decompresses one shard: per record batch, NumPy views of Arrow's buffers (offsets
-    index into the values as they are; no copy here, L2 copies once into shared memory)."""
+def read_shard(source: ShardSource, shard: int) -> list[ShardArrays]:
+    """Checks and decompresses one shard: its record batches' arrays."""
     entry = source.entries[shard]
     path = source.local_path(shard)
     try:
         table = open_shard(path, entry, source.index["checksum_algorithm"])
     except ShardFileError as e:
         raise ShardError(f"{source.location}/{entry['file']}: {e}") from None
-    return [(*_offsets_values(batch.column(0)), *_offsets_values(batch.column(1))) for batch in table.to_batches()]
+    return [ShardArrays.of_batch(batch) for batch in table.to_batches()]
 
 
 def _offsets_values(lists: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
@@ -108,7 +125,7 @@ class RecordBatchReader:
     def __init__(self, source: ShardSource):
         self.source = source
         self.files: dict[int, tuple[pa.ipc.RecordBatchFileReader, np.ndarray]] = {}
-        self.batches: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.batches: dict[tuple[int, int], ShardArrays] = {}
 
     def can_read(self, shard: int) -> bool:
         return "batch_rows" in self.source.entries[shard]
@@ -117,11 +134,8 @@ class RecordBatchReader:
         reader, starts = self._open(shard)
         number = int(np.searchsorted(starts, row, side="right")) - 1
         if (shard, number) not in self.batches:
-            batch = reader.get_batch(number)
-            self.batches[(shard, number)] = (*_offsets_values(batch.column(0)), *_offsets_values(batch.column(1)))
-        token_offsets, tokens, cu_offsets, cu = self.batches[(shard, number)]
-        i = row - starts[number]
-        return tokens[token_offsets[i]:token_offsets[i + 1]], cu[cu_offsets[i]:cu_offsets[i + 1]]
+            self.batches[(shard, number)] = ShardArrays.of_batch(reader.get_batch(number))
+        return self.batches[(shard, number)].row(row - starts[number])
 
     def _open(self, shard: int):
         if shard not in self.files:

@@ -4,10 +4,11 @@ Every rank and worker process on a node that reads the same shards maps the same
 /dev/shm/tokenmill-KEY.arena (KEY from the shards' location and checksums), so each shard is
 decompressed at most once per node while it stays cached:
 
-    header   8 int64: magic, version, capacity, shards, decompressions, evictions, clock, data offset
-    table    one row of FIELDS per shard: state, generation, offset, bytes, rows, tokens, cu, last use, pid
-    data     `capacity` bytes; a cached shard is one contiguous run of it: token_offsets int64[rows + 1],
-             cu_offsets int64[rows + 1], tokens uint32[tokens], cu_seqlens int32[cu]
+    header   int64s named by Header: magic, version, capacity, shards, decompressions, evictions, clock,
+             data offset
+    table    one row of int64s per shard, named by Field: state (State), generation, offset, bytes,
+             rows, tokens, cu, last use, pid
+    data     `capacity` bytes; a cached shard is one contiguous run of it (run_views)
 
 Why this shape:
 - Preallocated once (posix_fallocate in a background thread, so that a /dev/shm filled by others
@@ -39,17 +40,54 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
+from enum import IntEnum
 from pathlib import Path
 
 import numpy as np
 
+from loaders.shard_reader import ShardArrays
+
 SHM = Path("/dev/shm")
 MAGIC, VERSION = 0x544D41524E4131, 1  # "TMARNA1"
-HEADER_FIELDS = 8
-CAPACITY, SHARDS, DECOMPRESSIONS, EVICTIONS, CLOCK, DATA_OFFSET = 2, 3, 4, 5, 6, 7
-FIELDS = 9
-STATE, GENERATION, OFFSET, NBYTES, ROWS, TOKENS, CU, LAST_USE, PID = range(FIELDS)
-FREE, WRITING, READY = 0, 1, 2
+
+
+class Header(IntEnum):
+    """The arena file's first int64s."""
+    MAGIC = 0
+    VERSION = 1
+    CAPACITY = 2  # bytes of the data region
+    SHARDS = 3  # rows of the table
+    DECOMPRESSIONS = 4  # shards written in, by every process of the node
+    EVICTIONS = 5
+    CLOCK = 6  # the LRU clock
+    DATA_OFFSET = 7  # where the data region starts (page-aligned)
+
+
+class Field(IntEnum):
+    """The int64s of a shard's table row."""
+    STATE = 0
+    GENERATION = 1  # bumped by every change of STATE: readers compare it before and after copying
+    OFFSET = 2  # of the shard's run in the data region
+    NBYTES = 3  # of that run; 0 when it holds nothing
+    ROWS = 4
+    TOKENS = 5
+    CU = 6  # cu_seqlens values
+    LAST_USE = 7  # the CLOCK at the last lookup
+    PID = 8  # the writer's, while WRITING
+
+
+class State(IntEnum):
+    """A shard's STATE. Every transition happens under the lock file and bumps GENERATION:
+        FREE → WRITING    claimed by the process that decompresses it (_claim)
+        WRITING → READY   copied in (_publish); readers may use it
+        WRITING → FREE    the decompression failed (_release) or its writer died (_reclaim_dead_writers)
+        READY → FREE      evicted, least recently used first (_allocate)
+    """
+    FREE = 0
+    WRITING = 1
+    READY = 2
+
+
 ALIGN = 64
 PAGE = mmap.PAGESIZE
 # madvise advice (Linux 5.14+): map a range's pages in one call instead of one fault per page. First
@@ -59,18 +97,15 @@ MADV_POPULATE_WRITE = 23
 
 @dataclass(frozen=True)
 class CachedShard:
-    """A shard's rows in the arena (views, no copy): row i is tokens[token_offsets[i]:token_offsets[i + 1]].
-    Valid while the generation it was read at is current: check with SharedArena.still_valid."""
+    """A shard's rows in the arena (views, no copy). Valid while the generation it was read at is
+    current: check with SharedArena.still_valid."""
     shard: int
     generation: int
-    tokens: np.ndarray  # uint32
-    token_offsets: np.ndarray  # int64, rows + 1
-    cu_seqlens: np.ndarray  # int32
-    cu_offsets: np.ndarray  # int64, rows + 1
+    arrays: ShardArrays  # offsets int64
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.tokens, self.token_offsets, self.cu_seqlens, self.cu_offsets))
+        return sum(a.nbytes for a in self.arrays)
 
 
 def arena_name(key: str) -> str:
@@ -99,7 +134,17 @@ def arena_folder(key: str, needed: int, fallback: Path, shm: Path = SHM) -> Path
 
 
 def entry_bytes(rows: int, tokens: int, cu: int) -> int:
+    """Bytes of a shard's run in the data region (see `run_views`), aligned."""
     return -(-(16 * (rows + 1) + 4 * tokens + 4 * cu) // ALIGN) * ALIGN
+
+
+def run_views(buffer, base: int, rows: int, tokens: int, cu: int) -> ShardArrays:
+    """The arrays of the run at `base`: token_offsets int64[rows + 1], cu_offsets int64[rows + 1],
+    tokens uint32[tokens], cu_seqlens int32[cu], in that order."""
+    return ShardArrays(token_offsets=np.frombuffer(buffer, np.int64, rows + 1, base),
+                       tokens=np.frombuffer(buffer, np.uint32, tokens, base + 16 * (rows + 1)),
+                       cu_offsets=np.frombuffer(buffer, np.int64, rows + 1, base + 8 * (rows + 1)),
+                       cu_seqlens=np.frombuffer(buffer, np.int32, cu, base + 16 * (rows + 1) + 4 * tokens))
 
 
 def arena_bytes(shards: int, capacity: int) -> int:
@@ -108,7 +153,7 @@ def arena_bytes(shards: int, capacity: int) -> int:
 
 
 def data_offset(shards: int) -> int:
-    return -(-(8 * (HEADER_FIELDS + shards * FIELDS)) // PAGE) * PAGE
+    return -(-(8 * (len(Header) + shards * len(Field))) // PAGE) * PAGE
 
 
 class ArenaTooSmall(ValueError):
@@ -130,15 +175,19 @@ class SharedArena:
             if os.fstat(self._fd).st_size == 0:
                 os.ftruncate(self._fd, total)
             self._mm = mmap.mmap(self._fd, os.fstat(self._fd).st_size)
-            self.header = np.frombuffer(self._mm, np.int64, HEADER_FIELDS)
-            if self.header[0] == 0:  # new, or its creator died before writing the header
-                self.header[:] = [MAGIC, VERSION, capacity, shards, 0, 0, 0, data_offset(shards)]
+            self.header = np.frombuffer(self._mm, np.int64, len(Header))
+            if self.header[Header.MAGIC] == 0:  # new, or its creator died before writing the header
+                self.header[:] = 0
+                self.header[[Header.MAGIC, Header.VERSION, Header.CAPACITY, Header.SHARDS, Header.DATA_OFFSET]] = [
+                    MAGIC, VERSION, capacity, shards, data_offset(shards)]
                 # arena_folder checked that the space is free; the reservation makes sure it stays so
                 threading.Thread(target=_reserve, args=(os.dup(self._fd), len(self._mm), folder), daemon=True).start()
-            elif self.header[0] != MAGIC or self.header[1] != VERSION or self.header[SHARDS] != shards:
+            elif (self.header[Header.MAGIC] != MAGIC or self.header[Header.VERSION] != VERSION
+                  or self.header[Header.SHARDS] != shards):
                 raise RuntimeError(f"{self.path} is not a tokenmill arena of {shards} shards (remove it)")
-            self.capacity, self._data = int(self.header[CAPACITY]), int(self.header[DATA_OFFSET])
-            self.table = np.frombuffer(self._mm, np.int64, shards * FIELDS, 8 * HEADER_FIELDS).reshape(shards, FIELDS)
+            self.capacity, self._data = int(self.header[Header.CAPACITY]), int(self.header[Header.DATA_OFFSET])
+            self.table = np.frombuffer(self._mm, np.int64, shards * len(Field), 8 * len(Header)).reshape(
+                shards, len(Field))
             self._reclaim_dead_writers()
         atexit.register(self.close)  # a normal exit detaches too; only a kill leaves the arena for the next start
 
@@ -154,27 +203,24 @@ class SharedArena:
     @property
     def decompressions(self) -> int:
         """Shards decompressed into this arena by every process on the node."""
-        return int(self.header[DECOMPRESSIONS])
+        return int(self.header[Header.DECOMPRESSIONS])
 
     @property
     def evictions(self) -> int:
         """Shards dropped to make room, by every process on the node."""
-        return int(self.header[EVICTIONS])
+        return int(self.header[Header.EVICTIONS])
 
     # -- reading (no lock) ------------------------------------------------------------------------
 
     def lookup(self, shard: int) -> CachedShard | None:
         row = self.table[shard]
-        generation = int(row[GENERATION])
-        if row[STATE] != READY:
+        generation = int(row[Field.GENERATION])
+        if row[Field.STATE] != State.READY:
             return None
-        base, rows, tokens, cu = self._data + int(row[OFFSET]), int(row[ROWS]), int(row[TOKENS]), int(row[CU])
         try:
-            cached = CachedShard(shard, generation,
-                                 np.frombuffer(self._mm, np.uint32, tokens, base + 16 * (rows + 1)),
-                                 np.frombuffer(self._mm, np.int64, rows + 1, base),
-                                 np.frombuffer(self._mm, np.int32, cu, base + 16 * (rows + 1) + 4 * tokens),
-                                 np.frombuffer(self._mm, np.int64, rows + 1, base + 8 * (rows + 1)))
+            cached = CachedShard(shard, generation, run_views(self._mm, self._data + int(row[Field.OFFSET]),
+                                                              int(row[Field.ROWS]), int(row[Field.TOKENS]),
+                                                              int(row[Field.CU])))
         except ValueError:  # fields read while another process rewrote them
             return None
         self.touch(shard)
@@ -182,8 +228,8 @@ class SharedArena:
 
     def touch(self, shard: int) -> None:
         """Marks a use for the LRU order (an approximate clock: a lost update costs nothing)."""
-        self.header[CLOCK] += 1
-        self.table[shard, LAST_USE] = self.header[CLOCK]
+        self.header[Header.CLOCK] += 1
+        self.table[shard, Field.LAST_USE] = self.header[Header.CLOCK]
 
     def _populate_for_write(self, start: int, length: int) -> None:
         first = start // PAGE * PAGE
@@ -193,12 +239,12 @@ class SharedArena:
             pass
 
     def is_ready(self, shard: int) -> bool:
-        return self.table[shard, STATE] == READY
+        return self.table[shard, Field.STATE] == State.READY
 
     def still_valid(self, cached: CachedShard) -> bool:
         """True when nothing evicted or rewrote the shard since `cached` was looked up."""
         row = self.table[cached.shard]
-        return row[STATE] == READY and row[GENERATION] == cached.generation
+        return row[Field.STATE] == State.READY and row[Field.GENERATION] == cached.generation
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -222,47 +268,37 @@ class SharedArena:
     def _claim(self, shard: int) -> bool:
         with self._locked():
             row = self.table[shard]
-            if row[STATE] == READY or (row[STATE] == WRITING and _alive(int(row[PID]))):
+            if row[Field.STATE] == State.READY or (row[Field.STATE] == State.WRITING and _alive(int(row[Field.PID]))):
                 return False
-            row[[STATE, PID, NBYTES]] = [WRITING, os.getpid(), 0]
-            row[GENERATION] += 1
+            row[[Field.STATE, Field.PID, Field.NBYTES]] = [State.WRITING, os.getpid(), 0]
+            row[Field.GENERATION] += 1
             return True
 
     def _release(self, shard: int) -> None:
         with self._locked():
             row = self.table[shard]
-            if row[STATE] == WRITING and row[PID] == os.getpid():
-                row[[STATE, NBYTES]] = [FREE, 0]
-                row[GENERATION] += 1
+            if row[Field.STATE] == State.WRITING and row[Field.PID] == os.getpid():
+                self._free(row)
 
-    def _publish(self, shard: int, chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
-        """Copies a shard's record batches, each (token_offsets, tokens, cu_offsets, cu_seqlens) with
-        offsets starting anywhere, into one run of the arena and marks it ready."""
-        rows = sum(len(c[0]) - 1 for c in chunks)
-        tokens = sum(int(c[0][-1] - c[0][0]) for c in chunks)
-        cu = sum(int(c[2][-1] - c[2][0]) for c in chunks)
+    def _publish(self, shard: int, batches: list[ShardArrays]) -> None:
+        """Copies a shard's record batches (offsets starting anywhere) into one run of the arena and
+        marks it ready."""
+        rows = sum(len(b.token_offsets) - 1 for b in batches)
+        tokens = sum(int(b.token_offsets[-1] - b.token_offsets[0]) for b in batches)
+        cu = sum(int(b.cu_offsets[-1] - b.cu_offsets[0]) for b in batches)
         nbytes = entry_bytes(rows, tokens, cu)
         with self._locked():
             offset = self._allocate(shard, nbytes)
-            self.table[shard, [OFFSET, NBYTES, ROWS, TOKENS, CU]] = [offset, nbytes, rows, tokens, cu]
-        base = self._data + offset
-        self._populate_for_write(base, nbytes)
-        views = (np.frombuffer(self._mm, np.int64, rows + 1, base),
-                 np.frombuffer(self._mm, np.uint32, tokens, base + 16 * (rows + 1)),
-                 np.frombuffer(self._mm, np.int64, rows + 1, base + 8 * (rows + 1)),
-                 np.frombuffer(self._mm, np.int32, cu, base + 16 * (rows + 1) + 4 * tokens))
-        for offsets_out, values_out, (offsets, values) in ((views[0], views[1], (0, 1)), (views[2], views[3], (2, 3))):
-            row = value = 0
-            for chunk in chunks:
-                o, v = chunk[offsets], chunk[values]
-                n, length = len(o) - 1, int(o[-1] - o[0])
-                np.add(o, value - o[0], out=offsets_out[row:row + n + 1], casting="unsafe")
-                values_out[value:value + length] = v[o[0]:o[-1]]
-                row, value = row + n, value + length
+            self.table[shard, [Field.OFFSET, Field.NBYTES, Field.ROWS, Field.TOKENS, Field.CU]] = [
+                offset, nbytes, rows, tokens, cu]
+        self._populate_for_write(self._data + offset, nbytes)
+        run = run_views(self._mm, self._data + offset, rows, tokens, cu)
+        _concatenate([(b.token_offsets, b.tokens) for b in batches], run.token_offsets, run.tokens)
+        _concatenate([(b.cu_offsets, b.cu_seqlens) for b in batches], run.cu_offsets, run.cu_seqlens)
         with self._locked():
-            self.table[shard, STATE] = READY
-            self.table[shard, GENERATION] += 1
-            self.header[DECOMPRESSIONS] += 1
+            self.table[shard, Field.STATE] = State.READY
+            self.table[shard, Field.GENERATION] += 1
+            self.header[Header.DECOMPRESSIONS] += 1
 
     def _allocate(self, shard: int, nbytes: int) -> int:
         """First fit in the data region, evicting least recently used shards until one fits. Locked."""
@@ -270,29 +306,31 @@ class SharedArena:
             raise ArenaTooSmall(f"shard {shard} needs {nbytes / 2**20:.1f} MiB decompressed; the shard cache holds "
                                 f"{self.capacity / 2**20:.1f} MiB (raise cache_bytes)")
         while True:
-            used = np.nonzero(self.table[:, NBYTES] > 0)[0]
-            spans = sorted(zip(self.table[used, OFFSET].tolist(), self.table[used, NBYTES].tolist()))
+            used = np.nonzero(self.table[:, Field.NBYTES] > 0)[0]
+            spans = sorted(zip(self.table[used, Field.OFFSET].tolist(), self.table[used, Field.NBYTES].tolist()))
             cursor = 0
             for start, length in spans + [(self.capacity, 0)]:
                 if start - cursor >= nbytes:
                     return cursor
                 cursor = max(cursor, start + length)
-            ready = np.nonzero(self.table[:, STATE] == READY)[0]
+            ready = np.nonzero(self.table[:, Field.STATE] == State.READY)[0]
             if len(ready) == 0:
                 raise ArenaTooSmall(f"shard {shard} ({nbytes / 2**20:.1f} MiB) does not fit beside the shards being "
                                     f"written into the {self.capacity / 2**20:.1f} MiB cache (raise cache_bytes)")
-            victim = self.table[ready[np.argmin(self.table[ready, LAST_USE])]]
-            victim[[STATE, NBYTES]] = [FREE, 0]
-            victim[GENERATION] += 1
-            self.header[EVICTIONS] += 1
+            self._free(self.table[ready[np.argmin(self.table[ready, Field.LAST_USE])]])
+            self.header[Header.EVICTIONS] += 1
 
     def _reclaim_dead_writers(self) -> None:
         """Claims left by killed processes become free again. Locked."""
-        for shard in np.nonzero(self.table[:, STATE] == WRITING)[0]:
-            row = self.table[shard]
-            if not _alive(int(row[PID])):
-                row[[STATE, NBYTES]] = [FREE, 0]
-                row[GENERATION] += 1
+        for shard in np.nonzero(self.table[:, Field.STATE] == State.WRITING)[0]:
+            if not _alive(int(self.table[shard, Field.PID])):
+                self._free(self.table[shard])
+
+    @staticmethod
+    def _free(row: np.ndarray) -> None:
+        """A table row back to FREE (its run reusable). Locked."""
+        row[[Field.STATE, Field.NBYTES]] = [State.FREE, 0]
+        row[Field.GENERATION] += 1
 
     def close(self) -> None:
         """Detach; the last process attached removes the arena."""
@@ -312,6 +350,17 @@ class SharedArena:
             os.close(self._fd)
             self._fd = -1
         atexit.unregister(self.close)
+
+
+def _concatenate(batches: list[tuple[np.ndarray, np.ndarray]], offsets_out: np.ndarray,
+                 values_out: np.ndarray) -> None:
+    """Record batches' (offsets, values), offsets starting anywhere, as one (offsets from 0, values)."""
+    row = value = 0
+    for offsets, values in batches:
+        n, length = len(offsets) - 1, int(offsets[-1] - offsets[0])
+        np.add(offsets, value - offsets[0], out=offsets_out[row:row + n + 1], casting="unsafe")
+        values_out[value:value + length] = values[offsets[0]:offsets[-1]]
+        row, value = row + n, value + length
 
 
 def sweep_stale_arenas(folder: Path, keep: Path) -> list[Path]:

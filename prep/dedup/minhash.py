@@ -19,7 +19,6 @@ import numpy as np
 
 from prep.dedup.shingles import normalize_bytes, normalize_for_dedup
 
-SCHEME = "affine32"
 UNIT_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: the polynomial over unit hashes loses no bits
 
 

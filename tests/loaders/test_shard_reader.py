@@ -7,7 +7,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from loaders.shard_loader import _row
 from loaders.shard_reader import Prefetcher, ShardError, ShardSource, read_shard
 from loaders.shm_arena import SharedArena, arena_key
 from schemas.shards import file_checksum, shard_name
@@ -35,9 +34,9 @@ def test_local_shards_decode_to_their_rows(tmp_path, private_shm):
     for shard in range(3):
         decoded = decode(source, shard, arena)
         expected = rows_of(tmp_path, shard)
-        assert len(decoded.token_offsets) == len(expected) + 1 and decoded.tokens.dtype == np.uint32
+        assert len(decoded.arrays.token_offsets) == len(expected) + 1 and decoded.arrays.tokens.dtype == np.uint32
         for i, (tokens, cu) in enumerate(expected):
-            got_tokens, got_cu = _row(decoded, i)
+            got_tokens, got_cu = decoded.arrays.row(i)
             assert got_tokens.tolist() == tokens and got_cu.tolist() == cu
 
 
@@ -51,11 +50,11 @@ def test_remote_shards_are_fetched_once_into_the_cache(tmp_path, private_shm):
         memory.pipe(f"/bucket/shards/{path.name}", path.read_bytes())
     source = ShardSource("memory://bucket/shards", cache_dir=str(tmp_path / "cache"))
     decoded = decode(source, 1, arena_for(source, private_shm))
-    assert _row(decoded, 0)[0].tolist() == rows_of(tmp_path / "made", 1)[0][0]
+    assert decoded.arrays.row(0)[0].tolist() == rows_of(tmp_path / "made", 1)[0][0]
     cached = source.local_path(1)
     assert cached.is_file() and str(cached).startswith(str(tmp_path / "cache"))
     memory.rm("/bucket/shards/" + shard_name(1))  # now served from the cache
-    assert read_shard(source, 1)[0][1][:4].tolist() == _row(decoded, 0)[0][:4].tolist()
+    assert read_shard(source, 1)[0].tokens[:4].tolist() == decoded.arrays.row(0)[0][:4].tolist()
     with pytest.raises(ShardError, match=f"{shard_name(0)}: missing"):
         memory.rm("/bucket/shards/" + shard_name(0))
         read_shard(source, 0)
@@ -95,7 +94,7 @@ def test_damage_raises_an_error_naming_the_shard(tmp_path, private_shm, damage, 
     prefetcher.close()
     with pytest.raises(ShardError, match=shard_name(1)):  # raised where the data is needed
         decode(source, 1, arena)
-    assert decode(source, 0, arena).tokens.size > 0 and arena.lookup(1) is None
+    assert decode(source, 0, arena).arrays.tokens.size > 0 and arena.lookup(1) is None
     assert arena.decompressions == 1  # shard 0 once, by whichever thread came first
 
 

@@ -27,7 +27,7 @@ def tokens(loader, steps):
 def test_eviction_takes_the_least_recently_used_and_readers_notice(tmp_path, private_shm):
     write_shards(tmp_path, parts=4)
     source = ShardSource(str(tmp_path))
-    sizes = [entry_bytes(e["rows"], e["tokens"], sum(int(c[2][-1]) for c in read_shard(source, i)))
+    sizes = [entry_bytes(e["rows"], e["tokens"], sum(int(b.cu_offsets[-1]) for b in read_shard(source, i)))
              for i, e in enumerate(source.entries)]
     arena = SharedArena(arena_key(source.location, source.index), 4, sum(sorted(sizes)[-2:]), private_shm)
     fill = lambda shard: arena.fill(shard, lambda: read_shard(source, shard))  # noqa: E731
@@ -127,7 +127,7 @@ def test_a_killed_writers_claim_is_taken_over(tmp_path, private_shm):
     assert arena.lookup(1) is None and not arena._claim(1)  # a live writer's claim is respected
     kill(child)
     cached, decompressed = arena.fill(1, lambda: read_shard(source, 1))
-    assert decompressed and cached.tokens.size == source.entries[1]["tokens"]
+    assert decompressed and cached.arrays.tokens.size == source.entries[1]["tokens"]
 
 
 def attach_and_exit(path, shm):
