@@ -32,6 +32,8 @@ FEATURES_SCHEMA = pa.schema([
     ("text_len", pa.int64()),
     ("exact_hash", pa.binary()),  # 16 bytes
     ("signature", pa.binary()),  # num_perm little-endian uint32
+    ("shingles", pa.int64()),  # shingles hashed (for the stats)
+    ("signature_seconds", pa.float64()),  # this document's share of its batch's signature time (for the stats)
 ])
 
 BANDS_SCHEMA = pa.schema([("rank", pa.int64()), ("band", pa.int32()), ("bucket", pa.int64())])

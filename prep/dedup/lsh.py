@@ -2,13 +2,13 @@
 
 import functools
 import hashlib
+import time
 from dataclasses import dataclass
 
 import numpy as np
 from datasketch.lsh import _optimal_param
 
-from prep.dedup.minhash import MinHashConfig, signatures_of_normalized
-from prep.dedup.shingles import normalize_bytes
+from prep.dedup.minhash import MinHashConfig, minhash_batch
 
 BAND_BASE = np.uint64(0xD6E8FEB86659FD93)
 
@@ -52,12 +52,16 @@ def exact_hash(normalized: bytes) -> bytes:
 
 
 def document_features(ids: list[str], texts: list[str], cfg: MinHashConfig) -> dict[str, list]:
-    """Everything dedup needs per document, for one batch: survivor-rule keys, exact hash, signature."""
-    normalized = [normalize_bytes(t) for t in texts]  # once, for both the exact hash and the shingles
-    sigs = signatures_of_normalized(normalized, cfg)
+    """Everything dedup needs per document, for one batch: survivor-rule keys, exact hash, signature,
+    and for the stats the shingles hashed and each document's share of the batch's signature seconds."""
+    started = time.perf_counter()
+    batch = minhash_batch(texts, cfg)  # one pass: signatures and the normalized texts
+    seconds = time.perf_counter() - started
     return {
         "id_hash": [id_hash(i) for i in ids],
         "text_len": [len(t) for t in texts],
-        "exact_hash": [exact_hash(n) for n in normalized],
-        "signature": [row.tobytes() for row in sigs],
+        "exact_hash": [exact_hash(n) for n in batch.normalized],
+        "signature": list(map(bytes, batch.signatures)),
+        "shingles": batch.shingles,
+        "signature_seconds": np.full(len(texts), seconds / max(1, len(texts))),
     }

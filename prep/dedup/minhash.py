@@ -1,4 +1,4 @@
-"""MinHash signatures computed over whole batches of documents with NumPy.
+"""MinHash signatures of whole batches of documents, in one compiled pass.
 
 The scheme is datasketch 2.x's "affine32", pinned explicitly (datasketch 2.0 changed its default, and
 signatures of different schemes cannot be compared): each shingle's 32-bit hash is pre-mixed with the
@@ -7,9 +7,11 @@ datasketch from `numpy.random.RandomState(seed)`. The shingle hash is `shingle_h
 signature here equals `datasketch.MinHash(num_perm, seed, hashfunc=shingle_hash32,
 scheme="affine32")` updated with the same shingles (tests/prep/test_minhash.py checks it).
 
-What makes it fast: no Python code runs per shingle. A batch's normalized text is split into units
-and CRC-32'd in one C-level pass; shingle hashes are a rolling polynomial over unit hashes; the
-permutations and minima are array operations.
+What makes it fast: no Python code runs per character, unit or shingle. A batch's texts go to a
+numba kernel as one array of code points; it normalizes each through a per-code-point table built
+from the rules of prep/dedup/shingles.py, CRC-32s each unit as it ends, rolls the shingle hash
+over the last n units and applies the permutations with a branch-free minimum (a loop LLVM
+vectorizes). The same pass writes the normalized text, whose BLAKE2b is the exact-duplicate key.
 """
 
 import zlib
@@ -17,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prep.dedup.shingles import normalize_bytes, normalize_for_dedup
+from prep.compiled import kernel
+from prep.dedup.shingles import CodePointTable
 
 UNIT_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: the polynomial over unit hashes loses no bits
 
@@ -65,71 +68,129 @@ def shingle_hash32(shingle: bytes) -> int:
     return int(_fold32(np.array([h], dtype=np.uint64))[0])
 
 
-# --- the vectorized computation -----------------------------------------------------------------
+# --- the compiled pass ----------------------------------------------------------------------------
 
-def _shingle_hashes(unit_h: np.ndarray, doc_of_unit: np.ndarray, n_docs: int, n: int):
-    """(shingle hashes, document of each shingle); n-grams never cross documents."""
-    counts = np.bincount(doc_of_unit, minlength=n_docs)
-    out_h, out_doc = [], []
-    if len(unit_h) >= n:
-        h = np.zeros(len(unit_h) - n + 1, np.uint64)
-        with np.errstate(over="ignore"):
-            for k in range(n):
-                h = h * UNIT_BASE + unit_h[k : len(unit_h) - n + 1 + k]
-        same_doc = doc_of_unit[: len(h)] == doc_of_unit[n - 1 :]
-        out_h.append(h[same_doc])
-        out_doc.append(doc_of_unit[: len(h)][same_doc])
-    # Documents shorter than n: one shingle of all their units (an empty one for empty text).
-    offsets = np.concatenate(([0], np.cumsum(counts)))
-    for doc in np.nonzero(counts < n)[0]:
-        h = np.uint64(0)
-        with np.errstate(over="ignore"):
-            for value in unit_h[offsets[doc] : offsets[doc + 1]]:
-                h = h * UNIT_BASE + value
-        out_h.append(np.array([h], np.uint64))
-        out_doc.append(np.array([doc]))
-    hashes, docs = np.concatenate(out_h), np.concatenate(out_doc)
-    order = np.argsort(docs, kind="stable")
-    return hashes[order], docs[order]
+def _crc_table() -> np.ndarray:
+    """zlib's CRC-32 table (reflected polynomial 0xEDB88320)."""
+    table = np.zeros(256, np.uint32)
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+        table[i] = c
+    return table
 
 
-def signatures(texts: list[str], cfg: MinHashConfig, chunk: int = 2048) -> np.ndarray:
+CRC_TABLE = _crc_table()
+_CODE_POINTS = CodePointTable()
+
+
+@dataclass
+class MinHashBatch:
+    signatures: np.ndarray  # uint32 [documents, num_perm]
+    shingles: np.ndarray  # int64 [documents]: shingles hashed (1 for a document shorter than n units)
+    normalized: list[bytes]  # each document's normalized text, UTF-8, units separated by single spaces
+
+
+def minhash_batch(texts: list[str], cfg: MinHashConfig) -> MinHashBatch:
+    """Signatures, shingle counts and normalized texts of a batch of documents."""
+    code_points = np.frombuffer("".join(texts).encode("utf-32-le"), np.uint32)
+    starts = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum([len(t) for t in texts], out=starts[1:])
+    table = _CODE_POINTS
+    table.cover(code_points)
+    room = 4 * int(table.length[code_points].sum(dtype=np.int64)) + len(code_points) + 1  # UTF-8: 4 bytes a code point
+    out, out_starts = np.empty(room, np.uint8), np.zeros(len(texts) + 1, np.int64)
+    a, b = permutations(cfg)
+    sigs = np.empty((len(texts), cfg.num_perm), np.uint32)
+    counts = np.empty(len(texts), np.int64)
+    _minhash_kernel(code_points, starts, table.start, table.length, table.data, CRC_TABLE, a, b, cfg.ngram,
+                    sigs, counts, out, out_starts)
+    blob = out.tobytes()
+    return MinHashBatch(sigs, counts, [blob[out_starts[i]:out_starts[i + 1]] for i in range(len(texts))])
+
+
+def signatures(texts: list[str], cfg: MinHashConfig) -> np.ndarray:
     """uint32 [len(texts), num_perm]: one MinHash signature per text."""
-    return signatures_of_normalized([normalize_bytes(t) for t in texts], cfg, chunk)
+    return minhash_batch(texts, cfg).signatures
 
 
-def signatures_of_normalized(normalized: list[bytes], cfg: MinHashConfig, chunk: int = 2048) -> np.ndarray:
-    """The same, for texts already through `prep.dedup.shingles.normalize_bytes`."""
-    units_per_doc = np.array([x.count(b" ") + 1 if x else 0 for x in normalized], dtype=np.int64)
-    # One C-level pass: split the whole batch into units and CRC each (no Python code per unit).
-    unit_h = np.fromiter(map(zlib.crc32, b" ".join(normalized).split()), np.uint64, int(units_per_doc.sum()))
-    doc_of_unit = np.repeat(np.arange(len(normalized)), units_per_doc)
-    shingle_h, shingle_doc = _shingle_hashes(unit_h, doc_of_unit, len(normalized), cfg.ngram)
-    mixed = _fmix32(_fold32(shingle_h))
-    a, b = (x[:, None] for x in permutations(cfg))
-    result = np.full((len(normalized), cfg.num_perm), np.iinfo(np.uint32).max, np.uint32)
-    counts = np.bincount(shingle_doc, minlength=len(normalized))
-    offsets = np.concatenate(([0], np.cumsum(counts)))
-    # Long documents: a plain minimum over [num_perm, shingles] blocks (vectorized well by NumPy).
-    for doc in np.nonzero(counts >= chunk // 8)[0]:
-        for lo in range(offsets[doc], offsets[doc + 1], chunk):
-            block = a * mixed[None, lo : min(lo + chunk, offsets[doc + 1])] + b
-            np.minimum(result[doc], block.min(axis=1), out=result[doc])
-    # Short documents: many per block, reduced segment by segment.
-    short = counts[shingle_doc] < chunk // 8
-    h_short, doc_short = mixed[short], shingle_doc[short]
-    for lo in range(0, len(h_short), chunk):
-        h, docs = h_short[lo : lo + chunk], doc_short[lo : lo + chunk]
-        bounds = np.nonzero(np.concatenate(([True], docs[1:] != docs[:-1])))[0]
-        # A document can straddle two blocks: fold its minima into what the earlier block found.
-        np.minimum.at(result, docs[bounds], np.minimum.reduceat(a * h[None, :] + b, bounds, axis=1).T)
-    return result
+@kernel
+def _apply(h, a, b, signature):
+    """One shingle of 64-bit hash h: datasketch's mixing, then every permutation's minimum."""
+    m = np.uint32(((h >> np.uint64(32)) ^ h) & np.uint64(0xFFFFFFFF))  # fold to 32 bits
+    m = m ^ (m >> np.uint32(16))  # MurmurHash3's finalizer
+    m = np.uint32(m * np.uint32(0x85EBCA6B))
+    m = m ^ (m >> np.uint32(13))
+    m = np.uint32(m * np.uint32(0xC2B2AE35))
+    m = m ^ (m >> np.uint32(16))
+    for k in range(len(a)):  # branch-free: LLVM vectorizes the loop
+        signature[k] = min(signature[k], np.uint32(a[k] * m + b[k]))
 
 
-def shingle_count(texts: list[str], cfg: MinHashConfig) -> int:
-    """How many shingles `signatures` hashes for these texts (for throughput figures)."""
-    total = 0
-    for t in texts:
-        k = len(normalize_for_dedup(t).split())
-        total += max(1, k - cfg.ngram + 1)
-    return total
+UNIT_BASE_VALUE = int(UNIT_BASE)
+
+
+@kernel
+def _unit_done(crc, ring, units, a, b, signature) -> int:
+    """Records the CRC-32 of the unit number `units` of a document; once there are n units, hashes the
+    shingle it ends (a polynomial over its n units). Returns the shingles hashed (0 or 1)."""
+    n = len(ring)
+    ring[units % n] = np.uint64(crc ^ np.uint32(0xFFFFFFFF))
+    if units + 1 < n:
+        return 0
+    h = np.uint64(0)
+    for k in range(units + 1 - n, units + 1):
+        h = h * np.uint64(UNIT_BASE_VALUE) + ring[k % n]
+    _apply(h, a, b, signature)
+    return 1
+
+
+@kernel
+def _minhash_kernel(code_points, starts, table_start, table_length, table_data, crc_table, a, b, n,
+                    signatures, counts, out, out_starts):
+    ring = np.zeros(n, np.uint64)  # the last n units' CRC-32s
+    pos = 0
+    for d in range(len(starts) - 1):
+        out_starts[d] = pos
+        signature = signatures[d]
+        signature[:] = np.uint32(0xFFFFFFFF)
+        units, shingles, crc, in_unit = 0, 0, np.uint32(0xFFFFFFFF), False
+        for i in range(starts[d], starts[d + 1]):
+            cp = code_points[i]
+            for j in range(table_start[cp], table_start[cp] + table_length[cp]):
+                c = table_data[j]
+                if c == 32:  # a separator: the open unit, if any, ends
+                    if in_unit:
+                        shingles += _unit_done(crc, ring, units, a, b, signature)
+                        units, crc, in_unit = units + 1, np.uint32(0xFFFFFFFF), False
+                    continue
+                if not in_unit and units > 0:
+                    out[pos] = 32
+                    pos += 1
+                in_unit = True
+                # the UTF-8 bytes of c, into the normalized text and the unit's CRC-32
+                if c < 0x80:
+                    size, first = 1, c
+                elif c < 0x800:
+                    size, first = 2, 0xC0 | (c >> 6)
+                elif c < 0x10000:
+                    size, first = 3, 0xE0 | (c >> 12)
+                else:
+                    size, first = 4, 0xF0 | (c >> 18)
+                for q in range(size):
+                    byte = first if q == 0 else 0x80 | ((c >> (6 * (size - 1 - q))) & 0x3F)
+                    out[pos] = byte
+                    pos += 1
+                    crc = crc_table[(crc ^ np.uint32(byte)) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+        if in_unit:
+            shingles += _unit_done(crc, ring, units, a, b, signature)
+            units += 1
+        if units < n:  # shorter than a shingle: one shingle of all its units (hash 0 for an empty text)
+            h = np.uint64(0)
+            for k in range(units):
+                h = h * np.uint64(UNIT_BASE_VALUE) + ring[k]
+            _apply(h, a, b, signature)
+            shingles = 1
+        counts[d] = shingles
+    out_starts[len(starts) - 1] = pos

@@ -10,6 +10,8 @@ dropped.
 
 import unicodedata
 
+import numpy as np
+
 from prep.cjk import HAN_KANA, HANGUL, in_ranges
 
 CJK_RANGES = HAN_KANA + HANGUL
@@ -48,6 +50,29 @@ CHAR_TABLE = _CharTable()
 # ASCII, the common case, as a 256-byte table for bytes.translate (lower case included).
 ASCII_TABLE = bytes(ord(_unit_char(chr(c))) if len(_unit_char(chr(c))) == 1 else 32 for c in range(128)) + bytes(
     range(128, 256))
+
+
+class CodePointTable:
+    """`_unit_char` of every code point as flat arrays a compiled pass reads: code point c becomes
+    data[start[c]:start[c] + length[c]], a space (0x20) wherever units are separated. Filled lazily,
+    each batch's new code points at a time (all of Unicode would take seconds); length 0 means not yet."""
+
+    def __init__(self):
+        self.start = np.zeros(0x110000, np.int32)
+        self.length = np.zeros(0x110000, np.uint8)
+        self.data = np.zeros(1 << 12, np.uint32)
+        self.used = 0
+        self.cover(np.arange(256, dtype=np.uint32))
+
+    def cover(self, code_points: np.ndarray) -> None:
+        """Makes sure every code point of the array has its entry."""
+        for cp in np.unique(code_points[self.length[code_points] == 0]).tolist():
+            out = [ord(c) for c in _unit_char(chr(cp))]
+            if self.used + len(out) > len(self.data):
+                self.data = np.resize(self.data, 2 * (self.used + len(out)))
+            self.data[self.used:self.used + len(out)] = out
+            self.start[cp], self.length[cp] = self.used, len(out)
+            self.used += len(out)
 
 
 def normalize_bytes(text: str) -> bytes:

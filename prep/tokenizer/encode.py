@@ -1,19 +1,22 @@
-"""Encoding documents for shards: <|bos|> tokens <|eos|>, as uint32 arrays.
+"""Encoding documents: for shards, <|bos|> tokens <|eos|> as uint32 arrays; for reports, flat ids.
 
-The tokenizer is parsed once per process (Spark reuses its Python workers across tasks), keyed by its
-SHA-256, and encodes a batch of documents per call: no per-row Python beyond reading the ids.
+A tokenizer is loaded once per process (Spark reuses its Python workers across tasks), keyed by its
+SHA-256, and encodes a batch of documents per call: no Python object per token.
 """
 
+import functools
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from tokenizers import Tokenizer
 
 from prep.tokenizer.base import BOS, EOS, PAD, from_json
+from prep.tokenizer.encoder import Encoder, UnsupportedTokenizer
 
-_LOADED: dict[str, Tokenizer] = {}
+_LOADED: dict[str, "BatchEncoder"] = {}
 
 
 @dataclass(frozen=True)
@@ -40,14 +43,42 @@ class TokenizerFile:
         return cls(text, hashlib.sha256(text.encode()).hexdigest(), tokenizer.get_vocab_size(), ids[BOS], ids[EOS],
                    ids[PAD])
 
-    def load(self) -> Tokenizer:
-        if self.sha256 not in _LOADED:
+    def encoder(self) -> "BatchEncoder":
+        return batch_encoder(self.json, self.sha256)
+
+
+# texts → (int32 ids of every text one after another, int64 offsets [len(texts) + 1])
+BatchEncoder = Callable[[list[str]], tuple[np.ndarray, np.ndarray]]
+
+
+def batch_encoder(tokenizer_json: str, sha256: str | None = None) -> BatchEncoder:
+    """The encoder of a tokenizer, made once per process: tokenmill's compiled one (prep/tokenizer/
+    encoder.py: the same ids, several times faster) for the tokenizers tokenmill trains, the `tokenizers`
+    library for any other. Special tokens' spellings are text either way."""
+    key = sha256 or hashlib.sha256(tokenizer_json.encode()).hexdigest()
+    if key not in _LOADED:
+        try:
+            _LOADED[key] = Encoder(tokenizer_json).encode_batch
+        except UnsupportedTokenizer:
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one task per core already
-            _LOADED[self.sha256] = from_json(self.json)  # the text "<|eos|>" in a document stays text
-        return _LOADED[self.sha256]
+            _LOADED[key] = functools.partial(_encode_with_tokenizers, from_json(tokenizer_json))
+    return _LOADED[key]
+
+
+def _encode_with_tokenizers(tokenizer: Tokenizer, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    encodings = tokenizer.encode_batch(texts, add_special_tokens=False)
+    offsets = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum([len(e.ids) for e in encodings], out=offsets[1:])
+    return np.fromiter((i for e in encodings for i in e.ids), np.int32, int(offsets[-1])), offsets
 
 
 def encode_documents(tokenizer_file: TokenizerFile, texts: list[str]) -> list[np.ndarray]:
-    encodings = tokenizer_file.load().encode_batch(texts, add_special_tokens=False)
-    bos, eos = tokenizer_file.bos_id, tokenizer_file.eos_id
-    return [np.array([bos, *e.ids, eos], dtype=np.uint32) for e in encodings]
+    """<|bos|> ids <|eos|> of each text, as uint32 arrays."""
+    ids, offsets = tokenizer_file.encoder()(texts)
+    out = np.empty(len(ids) + 2 * len(texts), np.uint32)
+    starts = offsets[:-1] + 2 * np.arange(len(texts))  # where each document starts in `out`
+    ends = offsets[1:] + 2 * np.arange(1, len(texts) + 1)
+    body = np.ones(len(out), bool)
+    body[starts], body[ends - 1] = False, False
+    out[body], out[starts], out[ends - 1] = ids, tokenizer_file.bos_id, tokenizer_file.eos_id
+    return np.split(out, ends[:-1])

@@ -9,13 +9,13 @@ used more evenly, which the paper found to correlate with downstream quality bet
 
 import math
 import re
-from collections import Counter
 
 import numpy as np
 from tokenizers import Tokenizer
 
 from prep.cjk import HAN_KANA, char_class
 from prep.langid import LanguageConfig, identify
+from prep.tokenizer.encode import batch_encoder
 
 KINDS = ("en", "zh", "code", "other")
 RENYI_ALPHA = 2.5
@@ -41,8 +41,8 @@ def text_kind(text: str) -> str:
     return "en" if identify(text, LANGUAGE)[0] == "en" else "other"
 
 
-def renyi_efficiency(token_counts: Counter, vocab_size: int, alpha: float = RENYI_ALPHA) -> float:
-    counts = np.fromiter(token_counts.values(), dtype=np.float64)
+def renyi_efficiency(token_counts: np.ndarray, vocab_size: int, alpha: float = RENYI_ALPHA) -> float:
+    counts = token_counts[token_counts > 0].astype(np.float64)
     if counts.sum() == 0:
         return 0.0
     p = counts / counts.sum()
@@ -52,23 +52,23 @@ def renyi_efficiency(token_counts: Counter, vocab_size: int, alpha: float = RENY
 
 def evaluate(tokenizer: Tokenizer, texts_by_kind: dict[str, list[str]]) -> dict:
     """bytes/token and chars/token per kind and overall (corpus-weighted), Rényi efficiency, vocab used."""
-    used, result, total = Counter(), {}, {"docs": 0, "bytes": 0, "chars": 0, "tokens": 0}
+    encode = batch_encoder(tokenizer.to_str())
+    used = np.zeros(tokenizer.get_vocab_size(), np.int64)
+    result, total = {}, {"docs": 0, "bytes": 0, "chars": 0, "tokens": 0}
     for kind in KINDS:
         texts = texts_by_kind.get(kind, [])
         if not texts:
             continue
-        tokens = 0
-        for encoding in tokenizer.encode_batch(texts, add_special_tokens=False):
-            used.update(encoding.ids)
-            tokens += len(encoding.ids)
+        ids, _ = encode(texts)
+        used += np.bincount(ids, minlength=len(used))
         row = {"docs": len(texts), "bytes": sum(len(t.encode()) for t in texts), "chars": sum(map(len, texts)),
-               "tokens": tokens}
+               "tokens": len(ids)}
         for key in total:
             total[key] += row[key]
         result[kind] = _ratios(row)
     result["all"] = _ratios(total)
     result["renyi_efficiency"] = round(renyi_efficiency(used, tokenizer.get_vocab_size()), 4)
-    result["vocab_used_share"] = round(len(used) / tokenizer.get_vocab_size(), 4)
+    result["vocab_used_share"] = round(int(np.count_nonzero(used)) / tokenizer.get_vocab_size(), 4)
     return result
 
 

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from prep.dedup.shingles import units as shingle_units
 from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from spark_stages.dedup import Config, run
@@ -60,6 +61,8 @@ def test_exact_and_near_duplicates_removed_and_survivor_is_longest(corpus, resul
     assert stats["input"] == len(rows) == stats["kept"] + stats["exact_duplicates"] + stats["near_duplicates"]
     assert kept.schema.names == ["id", "text", "lang", "score"]  # every input column, with its type
     assert kept.schema.field("score").type == pa.int64()
+    expected_shingles = sum(max(1, len(shingle_units(r["text"])) - 4) for r in rows)  # 5-grams, 1 when shorter
+    assert stats["shingles"] == expected_shingles and stats["signature_seconds"] > 0
 
 
 def test_clusters_output(corpus, result):

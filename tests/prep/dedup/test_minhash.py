@@ -6,13 +6,14 @@ from prep.dedup.minhash import MinHashConfig, shingle_hash32, signatures
 from prep.dedup.shingles import shingles
 from tests.prep.quality.test_rules import CHINESE, ENGLISH
 
-TEXTS = [ENGLISH, CHINESE, "mixed 中文 and English text 混合 here", "short", "", ENGLISH * 30, "𠀀𠀁 rare han"]
+TEXTS = [ENGLISH, CHINESE, "mixed 中文 and English text 混合 here", "short", "", ENGLISH * 30, "𠀀𠀁 rare han",
+         "ﬁ ½ İ ﾊﾞ ㎏ x²", "\t\n  ", "x"]
 
 
 @pytest.mark.parametrize("cfg", [MinHashConfig(), MinHashConfig(num_perm=64, ngram=3, seed=7)])
 def test_signature_equals_datasketch_minhash_of_the_same_shingles_and_seed(cfg):
     """The scheme (affine32) and the hash function are pinned, so datasketch reproduces every value."""
-    ours = signatures(TEXTS, cfg, chunk=256)  # small blocks: long documents span several
+    ours = signatures(TEXTS, cfg)
     for text, signature in zip(TEXTS, ours):
         reference = MinHash(num_perm=cfg.num_perm, seed=cfg.seed, hashfunc=shingle_hash32, scheme="affine32")
         reference.update_batch([s.encode("utf-8") for s in shingles(text, cfg.ngram)])
