@@ -41,7 +41,7 @@ def datatrove_python(given: str | None) -> str:
         subprocess.run([sys.executable, "-m", "venv", str(DATATROVE_VENV)], check=True)
         # spacy: its English word tokenizer; xxhash 4 refuses the str datatrove's MinHash passes it.
         subprocess.run([str(python), "-m", "pip", "install", "-q", "datatrove>=0.4", "spacy", "tokenizers", "xxhash<4",
-                        "orjson"], check=True)
+                        "regex", "orjson"], check=True)
     return str(python)
 
 
