@@ -11,6 +11,7 @@ For rows of `tokens` (length a multiple of 128, at most seq_len) with their `cu_
 
 import functools
 
+import numba
 import numpy as np
 
 IGNORE = -100  # PyTorch's cross-entropy ignore_index
@@ -65,3 +66,71 @@ def _arange(n: int) -> np.ndarray:
     values = np.arange(n, dtype=np.int64)
     values.flags.writeable = False
     return values
+
+
+def collate_runs(words, runs: np.ndarray, rows: np.ndarray, seq_len: int, pad_id: int) -> dict[str, np.ndarray] | None:
+    """The whole batch in one compiled pass, straight out of L2: `runs` gives, per batch row, the
+    (base, rows, tokens, cu) of its shard's run in the arena (`words`: SharedArena.words) and `rows` the
+    row in that shard. None when an offset read points outside its run (the shard was evicted and
+    rewritten meanwhile; the caller checks and reads again)."""
+    batch = len(rows)
+    input_ids = np.empty((batch, seq_len), np.int64)
+    labels = np.empty((batch, seq_len), np.int64)
+    position_ids = np.empty((batch, seq_len), np.int64)
+    cu_seqlens = np.empty(batch * seq_len + 1, np.int32)
+    pieces = _collate_kernel(words.int64, words.uint32, words.int32, runs, rows, seq_len, pad_id, input_ids, labels,
+                             position_ids, cu_seqlens)
+    if pieces < 0:
+        return None
+    return {"input_ids": input_ids, "labels": labels, "position_ids": position_ids,
+            "cu_seqlens": cu_seqlens[:pieces].copy()}
+
+
+@numba.njit(cache=True, nogil=True)
+def _collate_kernel(words64, words32u, words32i, runs, rows, seq_len, pad_id, input_ids, labels, position_ids,
+                    cu_seqlens):
+    """gather + finish for every row: tokens widened to int64, padding, labels, positions and the
+    boundaries over the flattened batch. Every index is checked against its run first: a run being
+    rewritten under us gives -1, never a read outside it."""
+    cu_seqlens[0] = 0
+    count = 1
+    for b in range(len(rows)):
+        base, nrows, ntokens, ncu = runs[b, 0], runs[b, 1], runs[b, 2], runs[b, 3]
+        r = rows[b]
+        token_offsets = base // 8  # int64[nrows + 1], then cu_offsets int64[nrows + 1]
+        cu_offsets = token_offsets + nrows + 1
+        tokens_at = (base + 16 * (nrows + 1)) // 4  # uint32[ntokens], then cu_seqlens int32[ncu]
+        cu_at = tokens_at + ntokens
+        if r < 0 or r >= nrows:
+            return -1
+        t0, t1 = words64[token_offsets + r], words64[token_offsets + r + 1]
+        c0, c1 = words64[cu_offsets + r], words64[cu_offsets + r + 1]
+        if not (0 <= t0 <= t1 <= ntokens and t1 - t0 <= seq_len and 0 <= c0 and c0 + 2 <= c1 <= ncu):
+            return -1
+        if words32i[cu_at + c0] != 0:
+            return -1
+        length = t1 - t0
+        for i in range(length):
+            input_ids[b, i] = words32u[tokens_at + t0 + i]
+        for i in range(length, seq_len):
+            input_ids[b, i] = pad_id
+        start = 0
+        for k in range(c0 + 1, c1):  # the row's document pieces
+            end = words32i[cu_at + k]
+            if end <= start or end > length:
+                return -1
+            for i in range(start, end - 1):
+                labels[b, i] = input_ids[b, i + 1]
+                position_ids[b, i] = i - start
+            labels[b, end - 1] = IGNORE  # no label across a document boundary
+            position_ids[b, end - 1] = end - 1 - start
+            cu_seqlens[count] = b * seq_len + end
+            count += 1
+            start = end
+        if start < seq_len:  # the padding, a piece of its own
+            for i in range(start, seq_len):
+                labels[b, i] = IGNORE
+                position_ids[b, i] = i - start
+            cu_seqlens[count] = b * seq_len + seq_len
+            count += 1
+    return count

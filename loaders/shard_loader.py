@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from loaders import shm_arena
-from loaders.collate import finish, gather
+from loaders.collate import collate_runs, finish, gather
 from loaders.device_ring import BatchRing
 from loaders.fetch_workers import FetchWorkers
 from loaders.order import GlobalOrder, OrderConfig, rank_positions
@@ -61,6 +61,7 @@ class ShardLoader:
         self._produced = 0  # ... and of the next one collated (ahead by the batches in the ring)
         self._block: tuple[int, int] | None = None
         self._views: dict[int, CachedShard] = {}  # L2 entries this process has looked up (checked on use)
+        self._runs = np.zeros((len(entries), 4), np.int64)  # each shard's CachedShard.run, as last looked up
         self._direct = RecordBatchReader(self.source)  # for the first batch after a start or a resume
         self._first = True
 
@@ -107,24 +108,24 @@ class ShardLoader:
     def _collate(self, position: int) -> dict[str, np.ndarray]:
         """This rank's part of the global batch at `position`, read out of L2."""
         positions = rank_positions(position, self.batch_size, self.rank, self.world_size)
-        shards, rows = (located.tolist() for located in self.order.locate_many(positions))
+        shards, rows = self.order.locate_many(positions)
         if self._first:
             self._first = False
-            if all(self.arena.is_ready(s) or self._direct.can_read(s) for s in set(shards)):
-                batch = self._collate_direct(positions, shards, rows)
+            if all(self.arena.is_ready(s) or self._direct.can_read(s) for s in set(shards.tolist())):
+                batch = self._collate_direct(positions, shards.tolist(), rows.tolist())
                 self._prefetch_blocks(positions.start)  # after: the first batch has the cores to itself
                 return batch
         self._prefetch_blocks(positions.start)
+        distinct = set(shards.tolist())
         for _ in range(MAX_RETRIES):
-            cached = {shard: self._cached(shard) for shard in dict.fromkeys(shards)}
-            try:
-                parts = gather([cached[s].arrays.row(r) for s, r in zip(shards, rows)], self.seq_len, self.pad_id)
-            except (ValueError, IndexError):  # rows read while their shard was evicted, or really bad
-                if all(map(self.arena.still_valid, cached.values())):
-                    raise
-                parts = None
-            if parts is not None and all(map(self.arena.still_valid, cached.values())):
-                batch = finish(*parts)
+            cached = [self._cached(shard) for shard in distinct]
+            for entry in cached:
+                self._runs[entry.shard] = entry.run
+            batch = collate_runs(self.arena.words, self._runs[shards], rows, self.seq_len, self.pad_id)
+            if all(map(self.arena.still_valid, cached)):
+                if batch is None:
+                    raise ValueError(f"shards {sorted(distinct)} hold a row that does not fit seq_len {self.seq_len} "
+                                     "or boundaries that do not rise (not written by the shards job?)")
                 batch["sample_index"] = np.asarray(positions, dtype=np.int64)
                 return batch
             self.counters["rereads"] += 1  # a shard was evicted while we read it: read again

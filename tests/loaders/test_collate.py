@@ -26,3 +26,50 @@ def test_short_rows_are_padded_to_seq_len_and_long_ones_refused():
     assert batch["input_ids"].tolist() == [[5, 5, 5, 5, 2, 2]] and batch["cu_seqlens"].tolist() == [0, 4, 6]
     with pytest.raises(ValueError, match="does not fit"):
         collate([(np.zeros(9, np.uint32), np.array([0, 9], np.int32))], 8, PAD)
+
+
+def arena_with_shards(folder, shm):
+    """Two shards of the test fixture decompressed into an arena of `shm`."""
+    from loaders.shard_reader import ShardSource, read_shard
+    from loaders.shm_arena import SharedArena, arena_key
+    from tests.shard_fixtures import write_shards
+
+    write_shards(folder, parts=2)
+    source = ShardSource(str(folder))
+    arena = SharedArena(arena_key(source.location, source.index), 2, 64 << 20, shm)
+    cached = [arena.fill(s, lambda s=s: read_shard(source, s))[0] for s in range(2)]
+    return arena, cached
+
+
+def runs_of(cached, shards):
+    return np.array([cached[s].run for s in shards], np.int64)
+
+
+def test_the_compiled_pass_over_l2_gives_what_gather_and_finish_give(tmp_path, private_shm):
+    from loaders.collate import collate_runs
+    from tests.shard_fixtures import PAD as FIXTURE_PAD
+    from tests.shard_fixtures import SEQ
+
+    arena, cached = arena_with_shards(tmp_path, private_shm)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        shards = rng.integers(0, 2, 8)
+        rows = np.array([rng.integers(0, len(cached[s].arrays.token_offsets) - 1) for s in shards])
+        expected = collate([cached[s].arrays.row(r) for s, r in zip(shards, rows)], SEQ, FIXTURE_PAD)
+        got = collate_runs(arena.words, runs_of(cached, shards), rows, SEQ, FIXTURE_PAD)
+        assert all(np.array_equal(got[key], expected[key]) and got[key].dtype == expected[key].dtype
+                   for key in expected)
+    arena.close()
+
+
+def test_the_compiled_pass_refuses_offsets_outside_a_run(tmp_path, private_shm):
+    from loaders.collate import collate_runs
+    from tests.shard_fixtures import PAD as FIXTURE_PAD
+    from tests.shard_fixtures import SEQ
+
+    arena, cached = arena_with_shards(tmp_path, private_shm)
+    runs = runs_of(cached, [0, 1])
+    assert collate_runs(arena.words, runs, np.array([0, len(cached[1].arrays.token_offsets)]), SEQ, FIXTURE_PAD) is None
+    cached[0].arrays.cu_offsets[1] = 10**9  # as a run rewritten under the reader would look
+    assert collate_runs(arena.words, runs, np.array([0, 0]), SEQ, FIXTURE_PAD) is None
+    arena.close()
