@@ -1,4 +1,5 @@
-"""Large-star/small-star on Spark against a union-find, on random graphs and long chains."""
+"""Connected components against a union-find, on random graphs and long chains: large-star/small-star
+on Spark (local_edges=0 forces it) and the driver's solution of small graphs."""
 
 import random
 
@@ -30,20 +31,22 @@ def union_find_components(edges):
     return {n: min(groups[find(n)]) for n in nodes}
 
 
-def spark_components(spark, edges, folder):
+def spark_components(spark, edges, folder, local_edges=0):
     frame = spark.createDataFrame(edges, "u long, v long")
-    result, rounds = connected_components(frame, str(folder / "checkpoints"))
+    result, rounds = connected_components(frame, str(folder / "checkpoints"), local_edges=local_edges)
     return {r["node"]: r["component"] for r in result.collect()}, rounds
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_random_graphs_match_union_find(spark, seed, tmp_path):
+@pytest.mark.parametrize("local_edges", [0, 10_000])
+def test_random_graphs_match_union_find(spark, seed, local_edges, tmp_path):
     rng = random.Random(seed)
     nodes = rng.randint(50, 400)
     edges = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(rng.randint(nodes // 2, nodes * 2))]
     edges = [(u, v) for u, v in edges if u != v]
-    result, _ = spark_components(spark, edges, tmp_path)
+    result, rounds = spark_components(spark, edges, tmp_path, local_edges)
     assert result == union_find_components(edges)
+    assert (rounds == 0) == (local_edges > 0)  # small enough for the driver when it may take it
 
 
 def test_long_chain_converges_in_logarithmic_rounds(spark, tmp_path):
@@ -64,4 +67,4 @@ def test_several_chains_and_stars(spark, tmp_path):
 def test_running_out_of_rounds_is_an_error_naming_them(spark, tmp_path):
     edges = spark.createDataFrame([(i, i + 1) for i in range(300)], "u long, v long")
     with pytest.raises(NotConverged, match="in 2 rounds"):
-        connected_components(edges, str(tmp_path / "checkpoints"), max_rounds=2)
+        connected_components(edges, str(tmp_path / "checkpoints"), max_rounds=2, local_edges=0)
