@@ -77,7 +77,7 @@ def test_clusters_output(corpus, result):
         assert len(members) == members[0]["cluster_size"] >= 2
         assert sum(m["kept"] for m in members) >= 1 and cluster_id in {m["id"] for m in members}
     assert stats["clusters"] == len(by_cluster) and stats["largest_cluster"] == max(map(len, by_cluster.values()))
-    assert json.loads((out / "stats.json").read_text())["rounds"] >= 1
+    assert json.loads((out / "stats.json").read_text())["rounds"] == 0  # a small graph: solved on the driver
 
 
 def test_same_survivors_whatever_the_partitioning(spark, corpus, result, tmp_path):
