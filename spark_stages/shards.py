@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
-from prep.tokenizer.encode import TokenizerFile, encode_documents
+from prep.tokenizer.encode import TokenizerFile, encode_flat
 from schemas.shards import INDEX_FILE, new_index, shard_name
 from spark_stages.ingest import load_documents
 from spark_stages.outputs import commit, content_checksum, staging_dir
@@ -30,9 +30,12 @@ from spark_stages.runner import Stage
 
 log = logging.getLogger(__name__)
 
-ENCODED_SCHEMA = "id string, tokens binary, length long"
+ENCODED_SCHEMA = "id string, tokens binary"
 WRITTEN_SCHEMA = ("grp int, file string, rows long, tokens long, real_tokens long, bytes long, checksum string, "
-                  "batch_rows array<long>")
+                  "batch_rows array<long>, documents long")
+# Text bytes per byte of shard on disk (about 4.5 bytes of text per token, 1.4 bytes per token on disk):
+# sizes the packing groups from the text alone, before anything is encoded.
+TEXT_PER_SHARD_BYTE = 3
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,10 @@ def encode(docs, tokenizer: TokenizerFile, spark):
 
     def run(batches):
         for batch in batches:
-            arrays = encode_documents(shared.value, batch.column("text").to_pylist())
-            yield pa.RecordBatch.from_pydict({
-                "id": batch.column("id"), "tokens": [a.tobytes() for a in arrays],
-                "length": [len(a) for a in arrays]})
+            tokens, offsets = encode_flat(shared.value, batch.column("text").to_pylist())
+            binary = pa.Array.from_buffers(pa.binary(), len(offsets) - 1,  # each document's uint32 ids as bytes
+                                           [None, pa.py_buffer((4 * offsets).astype(np.int32)), pa.py_buffer(tokens)])
+            yield pa.RecordBatch.from_arrays([batch.column("id"), binary], names=["id", "tokens"])
 
     return docs.select("id", "text").mapInArrow(run, ENCODED_SCHEMA)
 
@@ -66,39 +69,41 @@ def pack_and_write(table: pa.Table, folder: str, cfg: Config, pad_id: int) -> pa
     """One packing group: sort by id (then tokens, for equal ids), pack, write its files."""
     group = table.column("grp")[0].as_py()
     table = table.sort_by([("id", "ascending"), ("tokens", "ascending")])
-    docs = [np.frombuffer(b, dtype=np.uint32) for b in table.column("tokens").to_pylist()]
+    column = table.column("tokens").combine_chunks()
+    offsets = np.frombuffer(column.buffers()[1], np.int32)[column.offset:column.offset + len(column) + 1] // 4
+    values = np.frombuffer(column.buffers()[2], np.uint32)
+    docs = [values[lo:hi] for lo, hi in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
     rows = pack([len(d) for d in docs], cfg.pack)
     writer = ShardWriter(Path(folder), f"group-{group:05d}", cfg)
     for tokens, cu in zip(*materialize(rows, docs, pad_id)):
         writer.add(tokens, cu)
     files = writer.close()
-    return pa.Table.from_pylist([{"grp": group, **f} for f in files],
+    return pa.Table.from_pylist([{"grp": group, **f, "documents": len(docs) if i == 0 else 0}
+                                 for i, f in enumerate(files)],
                                 schema=pa.schema([("grp", pa.int32()), ("file", pa.string()), ("rows", pa.int64()),
                                                   ("tokens", pa.int64()), ("real_tokens", pa.int64()),
                                                   ("bytes", pa.int64()), ("checksum", pa.string()),
-                                                  ("batch_rows", pa.list_(pa.int64()))]))
+                                                  ("batch_rows", pa.list_(pa.int64())), ("documents", pa.int64())]))
 
 
 def run(spark, files, cfg: Config, out: str) -> dict:
     """Encodes, packs and writes the shards; returns the index (also SHARDS/index.json)."""
     from pyspark.sql import functions as F
-    from pyspark.storagelevel import StorageLevel
 
     tokenizer = tokenizer_file(cfg)
     docs, quarantine = load_documents(spark, files)
-    encoded = encode(docs, tokenizer, spark).persist(StorageLevel.MEMORY_AND_DISK)
-    documents, total_tokens = encoded.agg(F.count("*"), F.sum("length")).first()
-    total_tokens = total_tokens or 0
-    # About one shard file per group: at ~1 byte per token on disk, shard_bytes tokens per group.
-    groups = max(1, math.ceil(total_tokens / cfg.shard_bytes))
-    log.info("%d documents, %d tokens: %d packing groups", documents, total_tokens, groups)
+    # About one shard file per group, sized from the text (one cheap pass, no Python) so that the
+    # documents are encoded once, on their way to their group.
+    text_bytes = docs.agg(F.sum(F.octet_length("text"))).first()[0] or 0
+    groups = max(1, math.ceil(text_bytes / (TEXT_PER_SHARD_BYTE * cfg.shard_bytes)))
+    log.info("%d bytes of text: %d packing groups", text_bytes, groups)
     staging = staging_dir(out)
     folder = str(staging)
-    written = (encoded.withColumn("grp", F.pmod(F.xxhash64("id"), F.lit(groups)).cast("int"))
+    written = (encode(docs, tokenizer, spark).withColumn("grp", F.pmod(F.xxhash64("id"), F.lit(groups)).cast("int"))
                .groupBy("grp").applyInArrow(lambda t: pack_and_write(t, folder, cfg, tokenizer.pad_id),
                                             WRITTEN_SCHEMA)
                .collect())
-    encoded.unpersist()
+    documents = sum(entry.documents for entry in written)
     shards = []
     for entry in sorted(written, key=lambda r: (r.grp, r.file)):
         name = shard_name(len(shards))

@@ -72,13 +72,19 @@ def _encode_with_tokenizers(tokenizer: Tokenizer, texts: list[str]) -> tuple[np.
     return np.fromiter((i for e in encodings for i in e.ids), np.int32, int(offsets[-1])), offsets
 
 
-def encode_documents(tokenizer_file: TokenizerFile, texts: list[str]) -> list[np.ndarray]:
-    """<|bos|> ids <|eos|> of each text, as uint32 arrays."""
+def encode_flat(tokenizer_file: TokenizerFile, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """<|bos|> ids <|eos|> of every text, one after another (uint32), and their int64 offsets."""
     ids, offsets = tokenizer_file.encoder()(texts)
     out = np.empty(len(ids) + 2 * len(texts), np.uint32)
-    starts = offsets[:-1] + 2 * np.arange(len(texts))  # where each document starts in `out`
     ends = offsets[1:] + 2 * np.arange(1, len(texts) + 1)
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     body = np.ones(len(out), bool)
     body[starts], body[ends - 1] = False, False
     out[body], out[starts], out[ends - 1] = ids, tokenizer_file.bos_id, tokenizer_file.eos_id
-    return np.split(out, ends[:-1])
+    return out, np.concatenate([[0], ends]).astype(np.int64)
+
+
+def encode_documents(tokenizer_file: TokenizerFile, texts: list[str]) -> list[np.ndarray]:
+    """<|bos|> ids <|eos|> of each text, as uint32 arrays."""
+    tokens, offsets = encode_flat(tokenizer_file, texts)
+    return np.split(tokens, offsets[1:-1])
