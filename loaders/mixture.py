@@ -8,50 +8,32 @@ batch each source's cumulative rows are within one row of its exact share: floor
 ceil(share), never a random draw. Weights are read as exact decimals and compared in integers, so
 the schedule is the same on every machine.
 
-mixture.json (written by the pipeline beside the sources' shards folders):
-    {"format_version": "1", "sources": {NAME: {"path": relative folder, "weight": w, "rows": r, "tokens": t}}}
+The format of mixture.json is in schemas/mixture.py.
 """
 
-import json
 from dataclasses import dataclass
 from fractions import Fraction
+from math import gcd, lcm
 from pathlib import Path
 
-MIXTURE_FILE = "mixture.json"
-MIXTURE_VERSION = "1"
-
-
-class MixtureError(ValueError):
-    """A mixture that cannot be read; the message names the source."""
+from schemas.mixture import MixtureError, exact_weight, read_mixture_file, source_location
 
 
 @dataclass(frozen=True)
 class Source:
     name: str
     location: str  # a shards folder or URL
-    weight: Fraction
+    weight: int  # integers with the weights' ratios (see integer_weights)
 
 
 def integer_weights(weights: dict[str, float | str | Fraction]) -> dict[str, int]:
-    """Weights as integers with the same ratios (decimals taken exactly: 0.1 is 1/10)."""
-    exact = {}
-    for name, weight in weights.items():
-        try:
-            exact[name] = Fraction(str(weight)) if not isinstance(weight, Fraction) else weight
-        except (ValueError, ZeroDivisionError):
-            raise MixtureError(f"source {name!r}: weight {weight!r} is not a number") from None
-        if exact[name] <= 0:
-            raise MixtureError(f"source {name!r}: weight {weight} must be positive")
-    denominator = 1
-    for value in exact.values():
-        denominator = denominator * value.denominator // _gcd(denominator, value.denominator)
-    return {name: int(value * denominator) for name, value in exact.items()}
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
+    """The smallest integers with the weights' exact ratios (decimals as written: 0.37 is 37/100), so
+    that the schedule is the same on every machine and equal ratios compare equal."""
+    exact = {name: exact_weight(name, weight) for name, weight in weights.items()}
+    scale = lcm(*(value.denominator for value in exact.values()))
+    integers = {name: int(value * scale) for name, value in exact.items()}
+    common = gcd(*integers.values())
+    return {name: value // common for name, value in integers.items()}
 
 
 def allocate(weights: list[int], counts: list[int], rows: int) -> list[int]:
@@ -74,41 +56,27 @@ def allocate(weights: list[int], counts: list[int], rows: int) -> list[int]:
 
 
 def read_mixture(path: str) -> list[Source]:
-    """The sources of a mixture.json (paths relative to it); errors name the source."""
-    file = Path(path)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MixtureError(f"{path}: missing") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise MixtureError(f"{path}: not JSON: {e}") from None
-    if data.get("format_version") != MIXTURE_VERSION or not isinstance(data.get("sources"), dict) \
-            or not data["sources"]:
-        raise MixtureError(f"{path}: not a mixture (format_version {MIXTURE_VERSION} and a non-empty 'sources')")
-    sources = []
-    for name, entry in data["sources"].items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-            raise MixtureError(f"{path}: source {name!r} has no 'path'")
-        location = entry["path"] if "://" in entry["path"] else str(file.parent / entry["path"])
-        sources.append((name, location, entry.get("weight")))
-    weights = integer_weights({name: weight for name, _, weight in sources})
-    return [Source(name, location, Fraction(weights[name])) for name, location, _ in sources]
+    """The sources of a mixture.json, in its order; errors name the source."""
+    data = read_mixture_file(Path(path))
+    entries = data["sources"]
+    weights = integer_weights({name: entry["weight"] for name, entry in entries.items()})
+    return [Source(name, source_location(Path(path), entry), weights[name]) for name, entry in entries.items()]
 
 
-def sources_of(mixture, weights: dict[str, float] | None) -> list[Source]:
-    """The sources of what ShardLoader was given: a mixture.json path, a {name: location} dict (with
-    `weights`), or one shards folder (one source, "default")."""
+def sources_of(mixture, weights: dict[str, float] | None = None) -> list[Source]:
+    """The sources of what ShardLoader was given: a mixture.json path (`weights` replace its own), a
+    {name: location} dict with `weights`, or one shards folder (one source, "default")."""
     if isinstance(mixture, dict):
-        if weights is None or set(weights) != set(mixture):
-            raise MixtureError(f"weights {weights} must name exactly the sources {sorted(mixture)}")
-        exact = integer_weights(weights)
-        return [Source(name, str(location), Fraction(exact[name])) for name, location in mixture.items()]
-    if str(mixture).endswith(".json"):
+        named = {name: str(location) for name, location in mixture.items()}
+    elif str(mixture).endswith(".json"):
         sources = read_mixture(str(mixture))
-        if weights is not None:
-            if set(weights) != {s.name for s in sources}:
-                raise MixtureError(f"weights {weights} must name exactly the sources {[s.name for s in sources]}")
-            exact = integer_weights(weights)
-            sources = [Source(s.name, s.location, Fraction(exact[s.name])) for s in sources]
-        return sources
-    return [Source("default", str(mixture), Fraction(1))]
+        named = {s.name: s.location for s in sources}
+        weights = weights or {s.name: s.weight for s in sources}
+    else:
+        return [Source("default", str(mixture), 1)]
+    if not named:
+        raise MixtureError("a mixture needs at least one source")
+    if weights is None or set(weights) != set(named):
+        raise MixtureError(f"weights {weights} must name exactly the sources {list(named)}")
+    exact = integer_weights(weights)
+    return [Source(name, location, exact[name]) for name, location in named.items()]

@@ -1,91 +1,122 @@
-"""ShardLoader: batches of packed rows in the global order, resumable and elastic, through three tiers.
+"""ShardLoader: batches of packed rows in the global order, resumable and elastic, through three tiers,
+from one shards folder or a weighted mixture of several.
 
     loader = ShardLoader("out/sample/shards", batch_size=8, rank=0, world_size=1, seed=0)
-    batch = next(loader)  # input_ids, labels, position_ids, cu_seqlens, sample_index (torch)
+    loader = ShardLoader("out/shards/mixture.json", batch_size=8, ...)           # weights from the file
+    loader = ShardLoader({"web": "s/web", "zh": "s/zh"}, 8, weights={"web": 0.7, "zh": 0.3})
+    batch = next(loader)  # input_ids, labels, position_ids, cu_seqlens, sample_index, source (torch)
     state = loader.state_dict(); loader.load_state_dict(state)
 
 - L3 (shard_reader, fetch_workers): shards checked and decompressed ahead of need, the current and
   the next shuffle block, by `prefetch_threads` threads or `num_workers` processes.
-- L2 (shm_arena): the decompressed shards, in one shared-memory arena per node for every rank and
-  worker: each shard is decompressed once per node while it stays in the `cache_bytes` limit.
-- L1 (device_ring): batches are collated here straight out of L2 (the one copy a batch needs:
-  uint32 → int64) and copied to `device` `prefetch_batches` batches ahead.
-The first batch after a start or a resume reads its rows' record batches alone instead of waiting
-for whole shards.
+- L2 (shm_arena): the decompressed shards, in one shared-memory arena per shards folder per node for
+  every rank and worker: each shard is decompressed once per node while it stays in the `cache_bytes`
+  limit.
+- L1 (device_ring): batches are collated straight out of L2 (the one copy a batch needs: uint32 →
+  int64) and copied to `device` `prefetch_batches` batches ahead.
+
+Mixtures (loaders/mixture.py): each global batch of batch_size x world_size rows takes from each
+source the rows the quota method gives it, so after every global batch every source's cumulative
+rows are within one row of its exact share; the batch holds them source after source, and rank r
+takes its slice. Each source keeps its own order (its own seed, from the run's seed and its name)
+and its own epochs: one that runs out starts again with a new shuffle.
 """
 
-import os
-import shutil
+import hashlib
 import time
-from pathlib import Path
+from collections import deque
 
 import numpy as np
 import torch
 
-from loaders import shm_arena
-from loaders.collate import collate_runs, finish, gather
 from loaders.device_ring import BatchRing
-from loaders.fetch_workers import FetchWorkers
-from loaders.order import GlobalOrder, OrderConfig, rank_positions
-from loaders.shard_reader import DEFAULT_CACHE_DIR, Prefetcher, RecordBatchReader, ShardSource, read_shard
-from loaders.shm_arena import CachedShard, SharedArena, arena_bytes, arena_folder, arena_key, entry_bytes
+from loaders.mixture import Source, integer_weights, sources_of
+from loaders.mixture import allocate as allocate_rows
+from loaders.shard_set import ReadOptions, ShardSet
+from schemas.mixture import SHARED_INDEX_KEYS, MixtureError
 
-STATE_VERSION = 1
-SHM_DIR_VARIABLE = "TOKENMILL_SHM_DIR"  # the default shm_dir
-MAX_RETRIES = 100  # a batch re-read because a shard was evicted while being read; more means thrashing
+STATE_VERSION = 2  # 1: one folder, no sources (still read)
+
+
+def source_seed(seed: int, name: str) -> int:
+    """The order seed of a mixture's source; a single folder keeps the run's seed itself."""
+    if name == "default":
+        return seed
+    return int.from_bytes(hashlib.blake2b(f"{seed}/{name}".encode(), digest_size=4).digest(), "little")
 
 
 class ShardLoader:
-    """`batch_size` rows per rank per step. Keyword options: shuffle_block_shards (rows are shuffled
-    across this many shards at a time), cache_bytes (the L2 limit), cache_dir (local cache root: remote
-    shards, and L2 when /dev/shm is too small; default ~/.cache/tokenmill), shm_dir (where L2 lives;
-    default $TOKENMILL_SHM_DIR, else /dev/shm: one folder per node, so several "nodes" on one machine
-    each keep their own cache), prefetch_batches (L1 depth), prefetch_threads (L3 threads when
-    num_workers is 0)."""
+    """`batch_size` rows per rank per step. `shards`: a shards folder or URL, a mixture.json, or a
+    {name: folder} dict with `weights`. Keyword options: see ReadOptions (shuffle_block_shards,
+    cache_bytes, cache_dir, shm_dir, prefetch_threads), and prefetch_batches (L1 depth)."""
 
-    def __init__(self, shards: str, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0,
-                 num_workers: int = 0, device=None, *, shuffle_block_shards: int = 4, cache_bytes: int | None = None,
-                 cache_dir: str | None = None, shm_dir: str | None = None, prefetch_batches: int = 2,
-                 prefetch_threads: int = 2):
+    def __init__(self, shards, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0,
+                 num_workers: int = 0, device=None, *, weights: dict[str, float] | None = None,
+                 prefetch_batches: int = 2, **options):
         if batch_size < 1 or not 0 <= rank < world_size or num_workers < 0:
             raise ValueError(f"batch_size must be positive, rank in [0, world_size) and num_workers >= 0, got "
                              f"{batch_size}, {rank}, {world_size}, {num_workers}")
         self.device = torch.device(device or "cpu")
         self.ring = BatchRing(prefetch_batches, self.device)
-        self.source = ShardSource(shards, cache_dir)
-        index, entries = self.source.index, self.source.entries
-        self.seq_len, self.pad_id = index["seq_len"], index["pad_id"]
-        self.order = GlobalOrder([e["rows"] for e in entries], OrderConfig(seed, shuffle_block_shards))
-        self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
+        self.batch_size, self.rank, self.world_size, self.seed = batch_size, rank, world_size, seed
+        self.options = ReadOptions(num_workers=num_workers, **options)
+        described = sources_of(shards, weights)
+        self.sources = [s.name for s in described]
+        self.sets = [ShardSet(s.location, source_seed(seed, s.name), self.options) for s in described]
+        self._check_alike(described)
+        self.seq_len, self.pad_id = self.sets[0].seq_len, self.sets[0].pad_id
+        self._weights = [s.weight for s in described]
         self.position = 0  # global position of the next global batch handed out: the whole progress of a run
         self._produced = 0  # ... and of the next one collated (ahead by the batches in the ring)
-        self._block: tuple[int, int] | None = None
-        self._views: dict[int, CachedShard] = {}  # L2 entries this process has looked up (checked on use)
-        self._runs = np.zeros((len(entries), 4), np.int64)  # each shard's CachedShard.run, as last looked up
-        self._direct = RecordBatchReader(self.source)  # for the first batch after a start or a resume
-        self._first = True
+        self._consumed = [0] * len(self.sets)  # rows each source gave up to `position`
+        self._ahead = [0] * len(self.sets)  # ... up to `_produced`
+        self._given: deque[list[int]] = deque()  # rows per source of each batch in the ring
+        self._origin = (0, [0] * len(self.sets))  # where the current weights took effect: (position, rows)
+        self.counters = {"blocked_seconds": 0.0, "batches": 0}
 
-        key = arena_key(self.source.location, index)
-        shm = Path(shm_dir or os.environ.get(SHM_DIR_VARIABLE) or shm_arena.SHM)
-        capacity = cache_capacity(entries, shuffle_block_shards, cache_bytes, shm)
-        folder = arena_folder(key, arena_bytes(len(entries), capacity), Path(cache_dir or DEFAULT_CACHE_DIR) / "arena",
-                              shm)
-        self.arena = SharedArena(key, len(entries), capacity, folder)
-        self.fetcher = (FetchWorkers(shards, cache_dir, folder, capacity, num_workers) if num_workers
-                        else Prefetcher(self.source, self.arena, prefetch_threads))
-        self.counters = {"decompressions": 0, "cache_hits": 0, "cache_misses": 0, "bytes_decompressed": 0,
-                         "blocked_seconds": 0.0, "batches": 0, "rereads": 0, "direct_rows": 0}
+    def _check_alike(self, described: list[Source]) -> None:
+        first = self.sets[0].source.index
+        for source, shard_set in zip(described[1:], self.sets[1:]):
+            index = shard_set.source.index
+            for key in SHARED_INDEX_KEYS:
+                if index[key] != first[key]:
+                    raise MixtureError(f"source {source.name!r}: {key} {index[key]!r} differs from source "
+                                       f"{described[0].name!r}'s {first[key]!r} (one tokenizer and seq_len for all)")
+
+    # one folder: its parts, as before mixtures
+    @property
+    def source(self):
+        return self.sets[0].source
+
+    @property
+    def order(self):
+        return self.sets[0].order
+
+    @property
+    def arena(self):
+        return self.sets[0].arena
+
+    @property
+    def fetcher(self):
+        return self.sets[0].fetcher
+
+    @property
+    def embedding_size(self) -> int:
+        return self.sets[0].source.index["embedding_size"]
 
     @property
     def global_batch_size(self) -> int:
         return self.batch_size * self.world_size
 
     def stats(self) -> dict:
-        """The counters: this process's (its prefetch threads included) and the node's decompressions."""
+        """This process's counters summed over sources (decompressions, its threads' included, and the
+        node's), seconds blocked in next(), and per source its epoch and the rows it has served."""
         stats = dict(self.counters)
-        stats["decompressions"] += len(self.fetcher.decompressed)
-        stats["bytes_decompressed"] += sum(self.fetcher.decompressed)
-        stats["node_decompressions"], stats["node_evictions"] = self.arena.decompressions, self.arena.evictions
+        for shard_set in self.sets:
+            for key, value in shard_set.stats().items():
+                stats[key] = stats.get(key, 0) + value
+        stats["sources"] = {name: {"rows": rows, "epoch": rows // shard_set.order.epoch_size}
+                            for name, rows, shard_set in zip(self.sources, self._consumed, self.sets)}
         return stats
 
     def __iter__(self):
@@ -97,103 +128,75 @@ class ShardLoader:
         # handed out as soon as it exists, not after `prefetch_batches` more.
         target = 1 if self._produced == self.position else self.ring.depth + 1
         while len(self.ring) < target:
-            self.ring.push(self._collate(self._produced))
-            self._produced += self.global_batch_size
+            self.ring.push(self._collate())
         batch = self.ring.pop()
         self.position += self.global_batch_size
+        self._consumed = [a + b for a, b in zip(self._consumed, self._given.popleft())]
         self.counters["batches"] += 1
         self.counters["blocked_seconds"] += time.perf_counter() - started
         return batch
 
-    def _collate(self, position: int) -> dict[str, np.ndarray]:
-        """This rank's part of the global batch at `position`, read out of L2."""
-        positions = rank_positions(position, self.batch_size, self.rank, self.world_size)
-        shards, rows = self.order.locate_many(positions)
-        if self._first:
-            self._first = False
-            if all(self.arena.is_ready(s) or self._direct.can_read(s) for s in set(shards.tolist())):
-                batch = self._collate_direct(positions, shards.tolist(), rows.tolist())
-                self._prefetch_blocks(positions.start)  # after: the first batch has the cores to itself
-                return batch
-        self._prefetch_blocks(positions.start)
-        distinct = set(shards.tolist())
-        for _ in range(MAX_RETRIES):
-            cached = [self._cached(shard) for shard in distinct]
-            for entry in cached:
-                self._runs[entry.shard] = entry.run
-            batch = collate_runs(self.arena.words, self._runs[shards], rows, self.seq_len, self.pad_id)
-            if all(map(self.arena.still_valid, cached)):
-                if batch is None:
-                    raise ValueError(f"shards {sorted(distinct)} hold a row that does not fit seq_len {self.seq_len} "
-                                     "or boundaries that do not rise (not written by the shards job?)")
-                batch["sample_index"] = np.asarray(positions, dtype=np.int64)
-                return batch
-            self.counters["rereads"] += 1  # a shard was evicted while we read it: read again
-        raise RuntimeError(f"shards are evicted from the {self.arena.capacity / 2**20:.0f} MiB cache faster than "
-                           "a batch can be read from them: raise cache_bytes")
-
-    def _collate_direct(self, positions: range, shards: list[int], rows: list[int]) -> dict[str, np.ndarray]:
-        """The first batch: rows from L2 where cached, else from their record batch alone, while L3
-        decompresses whole shards into L2 in the background."""
-        cached = {s: self.arena.lookup(s) for s in dict.fromkeys(shards)}
-        parts = [cached[s].arrays.row(r) if cached[s] is not None else self._direct.row(s, r)
-                 for s, r in zip(shards, rows)]
-        self.counters["direct_rows"] += sum(cached[s] is None for s in shards)
-        gathered = gather(parts, self.seq_len, self.pad_id)  # copies: no view outlives this
-        self._direct.clear()
-        if not all(self.arena.still_valid(c) for c in cached.values() if c is not None):
-            return self._collate(positions.start)  # evicted meanwhile: the usual way
-        batch = finish(*gathered)
-        batch["sample_index"] = np.asarray(positions, dtype=np.int64)
-        return batch
-
-    def _cached(self, shard: int) -> CachedShard:
-        cached = self._views.get(shard)
-        if cached is not None and self.arena.still_valid(cached):
-            self.arena.touch(shard)
-        else:
-            cached = self.arena.lookup(shard)
-        if cached is not None:
-            self.counters["cache_hits"] += 1
-        else:
-            self.counters["cache_misses"] += 1
-            cached, decompressed = self.arena.fill(shard, lambda: read_shard(self.source, shard))
-            if decompressed:
-                self.counters["decompressions"] += 1
-                self.counters["bytes_decompressed"] += cached.nbytes
-        self._views[shard] = cached
-        return cached
-
-    def _prefetch_blocks(self, position: int) -> None:
-        """On entering a shuffle block, ask L3 for its shards and then the next block's."""
-        block = self.order.block_of(position)
-        if block != self._block:
-            self._block = block
-            upcoming = self.order.block_shards(*block) + self.order.block_shards(*self.order.next_block(*block))
-            for shard in dict.fromkeys(upcoming):
-                if not self.arena.is_ready(shard):
-                    self.fetcher.request(shard)
+    def _collate(self) -> dict[str, np.ndarray]:
+        """This rank's part of the next global batch to produce: each source's rows, source after source."""
+        since = [rows - at for rows, at in zip(self._ahead, self._origin[1])]
+        given = allocate_rows(self._weights, since, self.global_batch_size)
+        lo, hi = self.rank * self.batch_size, (self.rank + 1) * self.batch_size
+        parts, start = [], 0
+        for i, rows in enumerate(given):
+            a, b = max(lo, start), min(hi, start + rows)
+            if a < b:
+                first = self._ahead[i] + a - start  # this source's own position of its first row here
+                part = self.sets[i].collate(range(first, first + b - a))
+                part["source"] = np.full(b - a, i, np.int64)
+                parts.append(part)
+            start += rows
+        self._ahead = [a + b for a, b in zip(self._ahead, given)]
+        self._given.append(given)
+        self._produced += self.global_batch_size
+        return parts[0] if len(parts) == 1 else _concatenate(parts, self.seq_len)
 
     def state_dict(self) -> dict:
-        """Small and O(1) to restore: where the next global batch starts, and what fixes the order."""
-        return {"version": STATE_VERSION, "position": self.position, "seed": self.order.cfg.seed,
-                "shuffle_block_shards": self.order.cfg.shuffle_block_shards,
-                "global_batch_size": self.global_batch_size, "epoch_size": self.order.epoch_size}
+        """Small and O(1) to restore: where the next global batch starts, each source's rows so far, and
+        what fixes the order and the schedule."""
+        return {"version": STATE_VERSION, "position": self.position, "seed": self.seed,
+                "shuffle_block_shards": self.options.shuffle_block_shards,
+                "global_batch_size": self.global_batch_size,
+                "sources": [{"name": name, "rows": rows, "epoch_size": s.order.epoch_size}
+                            for name, rows, s in zip(self.sources, self._consumed, self.sets)],
+                "weights": dict(zip(self.sources, self._weights)),
+                "weights_since": {"position": self._origin[0], "rows": list(self._origin[1])}}
 
-    def load_state_dict(self, state: dict) -> None:
-        """Continues exactly where `state` stopped, at any world size with the same global batch."""
+    def load_state_dict(self, state: dict, allow_new_weights: bool = False) -> None:
+        """Continues exactly where `state` stopped, at any world size with the same global batch. A state
+        saved with other weights loads only with allow_new_weights: every source then goes on from
+        where it stopped, the new weights applying from here."""
+        state = _upgrade(state)
         mine = self.state_dict()
-        for key in ("version", "seed", "shuffle_block_shards", "global_batch_size", "epoch_size"):
+        for key in ("seed", "shuffle_block_shards", "global_batch_size"):
             if state.get(key) != mine[key]:
                 raise ValueError(f"cannot resume: {key} was {state.get(key)!r}, this loader has {mine[key]!r}")
-        self.position = self._produced = int(state["position"])
+        saved = [(s["name"], s["epoch_size"]) for s in state["sources"]]
+        if saved != [(s["name"], s["epoch_size"]) for s in mine["sources"]]:
+            raise ValueError(f"cannot resume: the sources were {saved}, this loader has "
+                             f"{[(s['name'], s['epoch_size']) for s in mine['sources']]}")
+        position, rows = int(state["position"]), [int(s["rows"]) for s in state["sources"]]
+        same_weights = integer_weights(state["weights"]) == integer_weights(mine["weights"])
+        if not same_weights and not allow_new_weights:
+            raise ValueError(f"cannot resume: the weights were {state['weights']}, this loader has "
+                             f"{mine['weights']} (allow_new_weights=True continues with the new ones)")
+        since = state["weights_since"]
+        self._origin = (since["position"], list(since["rows"])) if same_weights else (position, list(rows))
+        self.position = self._produced = position
+        self._consumed, self._ahead = list(rows), list(rows)
+        self._given.clear()
         self.ring.clear()
-        self._first = True
+        for shard_set in self.sets:
+            shard_set.restart()
 
     def close(self) -> None:
-        self.fetcher.close()
         self.ring.clear()
-        self.arena.close()
+        for shard_set in self.sets:
+            shard_set.close()
 
     def __enter__(self):
         return self
@@ -202,16 +205,24 @@ class ShardLoader:
         self.close()
 
 
-def cache_capacity(entries: list[dict], shuffle_block_shards: int, cache_bytes: int | None, shm: Path) -> int:
-    """The L2 byte limit: `cache_bytes`, else the whole data set when it fits in half of /dev/shm's size,
-    else that half; at least two shuffle blocks of the largest shard, the most the reader needs at once."""
-    # Decompressed size from the index; cu_seqlens is guessed at one piece per 64 tokens.
-    sizes = [entry_bytes(e["rows"], e["tokens"], e["rows"] + e["tokens"] // 64) for e in entries]
-    smallest = (2 * shuffle_block_shards + 1) * max(sizes)
-    if cache_bytes is not None:
-        if cache_bytes < smallest:
-            raise ValueError(f"cache_bytes {cache_bytes} is below what two shuffle blocks of the largest shard "
-                             f"need: {smallest}")
-        return cache_bytes
-    half_of_shm = shutil.disk_usage(shm).total // 2 if shm.is_dir() else smallest
-    return max(smallest, min(int(sum(sizes) * 1.1) + 2 * max(sizes), half_of_shm))
+def _upgrade(state: dict) -> dict:
+    """A version 1 state (one folder) in version 2's terms."""
+    if state.get("version") == STATE_VERSION:
+        return state
+    if state.get("version") != 1:
+        raise ValueError(f"cannot resume: loader state version {state.get('version')!r} is unknown")
+    return {**state, "version": STATE_VERSION,
+            "sources": [{"name": "default", "rows": state["position"], "epoch_size": state["epoch_size"]}],
+            "weights": {"default": 1}, "weights_since": {"position": 0, "rows": [0]}}
+
+
+def _concatenate(parts: list[dict[str, np.ndarray]], seq_len: int) -> dict[str, np.ndarray]:
+    """Batches of several sources as one: rows stacked, boundaries shifted over the flattened batch."""
+    batch = {key: np.concatenate([p[key] for p in parts]) for key in ("input_ids", "labels", "position_ids",
+                                                                      "sample_index", "source")}
+    cu, offset = [parts[0]["cu_seqlens"][:1]], 0
+    for part in parts:
+        cu.append(part["cu_seqlens"][1:] + offset)
+        offset += len(part["input_ids"]) * seq_len
+    batch["cu_seqlens"] = np.concatenate(cu).astype(np.int32)
+    return batch

@@ -1,12 +1,15 @@
-"""Check SHARDS/index.json against the shard files.
+"""Check SHARDS/index.json against the shard files, or a mixture.json against its sources.
 
     python -m schemas.validate SHARDS [--quick]
+    python -m schemas.validate OUT/shards/mixture.json [--quick]     (or OUT/shards, holding it)
 
 Checks the index's keys and version, then each shard: present, size, checksum, readable Arrow with
 the shard schema, row count, token counts, and every row (length a multiple of 128 and at most
 seq_len, boundaries rising from 0 to the real tokens, padding only after them and equal to pad_id,
 ids below vocab_size); then the totals. `--quick` skips the per-row checks. Prints every problem,
-naming the shard, and exits 1 if there is any (0 when all is well).
+naming the shard, and exits 1 if there is any (0 when all is well). A mixture: its structure, then
+every source as above, its rows and tokens against the source's index and its tokenizer and seq_len
+against the first source's; every problem names the source.
 """
 
 import argparse
@@ -18,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from schemas.mixture import MIXTURE_FILE, SHARED_INDEX_KEYS, MixtureError, read_mixture_file, source_location
 from schemas.shards import (
     CHECKSUM_ALGORITHMS,
     INDEX_FILE,
@@ -109,16 +113,46 @@ def validate(folder: Path, quick: bool = False) -> list[str]:
     return problems
 
 
+def validate_mixture(path: Path, quick: bool = False) -> list[str]:
+    """Every problem of a mixture.json and its sources, each naming the source."""
+    try:
+        sources = read_mixture_file(path)["sources"]
+    except MixtureError as e:
+        return [str(e)]
+    problems, first = [], None
+    for name, entry in sources.items():
+        folder = Path(source_location(path, entry))
+        found = validate(folder, quick)
+        problems += [f"source {name!r} ({entry['path']}): {p}" for p in found]
+        if found:
+            continue
+        index = json.loads((folder / INDEX_FILE).read_text(encoding="utf-8"))
+        for key in ("rows", "tokens"):
+            if entry[key] != index["totals"][key]:
+                problems.append(f"source {name!r}: {key} {entry[key]} in {path.name}, its index says "
+                                f"{index['totals'][key]}")
+        first = first or (name, index)
+        for key in SHARED_INDEX_KEYS:
+            if index[key] != first[1][key]:
+                problems.append(f"source {name!r}: {key} {index[key]!r} differs from source {first[0]!r}'s "
+                                f"{first[1][key]!r} (a mixture has one tokenizer and seq_len)")
+    return problems
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="schemas.validate", description=__doc__.split("\n")[0])
-    parser.add_argument("shards", help="the folder holding index.json")
+    parser.add_argument("shards", help="the folder holding index.json, or a mixture.json (or its folder)")
     parser.add_argument("--quick", action="store_true", help="skip the per-row checks")
     args = parser.parse_args(argv)
-    problems = validate(Path(args.shards), args.quick)
+    path = Path(args.shards)
+    if path.is_dir() and not (path / INDEX_FILE).exists() and (path / MIXTURE_FILE).exists():
+        path = path / MIXTURE_FILE
+    mixture = path.suffix == ".json"
+    problems = validate_mixture(path, args.quick) if mixture else validate(path, args.quick)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if not problems:
-        print(f"{args.shards}: index and shards agree")
+        print(f"{args.shards}: {'the mixture, its sources and their shards' if mixture else 'index and shards'} agree")
     return 1 if problems else 0
 
 

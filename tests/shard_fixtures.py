@@ -13,11 +13,12 @@ PAD, SEQ = 2, 512
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 
 
-def write_shards(folder, bad_row=None, parts=2, batch_bytes=16 << 10):
+def write_shards(folder, bad_row=None, parts=2, batch_bytes=16 << 10, seed=0, documents=60):
     """`parts` shards of packed rows and their index, written as the job does (record batches of about
     `batch_bytes`); the documents' tokens are 0 (bos), random ids from 19, 1 (eos)."""
-    rng = np.random.default_rng(0)
-    docs = [np.concatenate([[0], rng.integers(19, 1000, n), [1]]).astype(np.uint32) for n in rng.integers(5, 900, 60)]
+    rng = np.random.default_rng(seed)
+    docs = [np.concatenate([[0], rng.integers(19, 1000, n), [1]]).astype(np.uint32)
+            for n in rng.integers(5, 900, documents)]
     tokens, cu = materialize(pack([len(d) for d in docs], PackConfig(SEQ)), docs, PAD)
     if bad_row is not None:
         tokens[0], cu[0] = bad_row

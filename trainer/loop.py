@@ -138,7 +138,7 @@ def _train(cfg: TrainConfig, device: torch.device) -> None:
     loader = ShardLoader(cfg.shards, cfg.global_batch_size // world, rank=rank, world_size=world, seed=cfg.seed,
                          num_workers=cfg.num_workers, device=device)
     try:
-        model = build_model(cfg, loader.source.index["embedding_size"], device)
+        model = build_model(cfg, loader.embedding_size, device)
         optimizer, scheduler = build_optimizer(model, cfg)
         checkpoints = Checkpoints(run_dir, cfg.keep_checkpoints, rank, device)
         step = 0

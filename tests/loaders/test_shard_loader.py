@@ -79,6 +79,19 @@ def test_resume_and_elastic_resume_continue_the_uninterrupted_stream(shards, res
     assert tokens(again, 2) == tokens(straight, 2)  # the same rows, not only the same indices
 
 
+def test_a_state_saved_before_mixtures_still_resumes(shards):
+    path, rows = shards
+    straight = make(path, 2)
+    stream(straight, 3)
+    saved_by_version_1 = {"version": 1, "position": 3 * GLOBAL_BATCH, "seed": 3, "shuffle_block_shards": 4,
+                          "global_batch_size": GLOBAL_BATCH, "epoch_size": rows}
+    resumed = make(path, 1)
+    resumed[0].load_state_dict(saved_by_version_1)
+    assert stream(resumed, 2) == stream(straight, 2)
+    with pytest.raises(ValueError, match="sources"):
+        make(path, 1)[0].load_state_dict({**saved_by_version_1, "epoch_size": rows + 1})
+
+
 def test_resume_refuses_another_global_batch_or_seed(shards):
     path, _ = shards
     state = ShardLoader(path, 4, world_size=2).state_dict()
@@ -126,7 +139,7 @@ def test_the_first_batch_reads_record_batches_without_waiting_for_whole_shards(s
     requested = []
     loader.fetcher.request = requested.append  # L3 gets the requests but fills nothing in the background
     first = next(loader)["input_ids"].tolist()
-    assert loader.counters["direct_rows"] == GLOBAL_BATCH and loader.stats()["node_decompressions"] == 0
+    assert loader.stats()["direct_rows"] == GLOBAL_BATCH and loader.stats()["node_decompressions"] == 0
     assert sorted(requested) == [0, 1]  # the first block's shards were asked for
     assert [first] + tokens(loader, 2) == expected  # then whole shards, decompressed on demand
     assert loader.stats()["decompressions"] == 2

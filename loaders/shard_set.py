@@ -1,0 +1,156 @@
+"""One shards folder on this node, read through L3 and L2: its global order, its shared-memory cache
+and its decompressors. ShardLoader reads one of these, or several for a mixture.
+
+The first batch after a start or a resume reads its rows' record batches alone instead of waiting
+for whole shards; later batches are collated in one compiled pass straight out of L2.
+"""
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from loaders import shm_arena
+from loaders.collate import collate_runs, finish, gather
+from loaders.fetch_workers import FetchWorkers
+from loaders.order import GlobalOrder, OrderConfig
+from loaders.shard_reader import DEFAULT_CACHE_DIR, Prefetcher, RecordBatchReader, ShardSource, read_shard
+from loaders.shm_arena import CachedShard, SharedArena, arena_bytes, arena_folder, arena_key, entry_bytes
+
+SHM_DIR_VARIABLE = "TOKENMILL_SHM_DIR"  # the default shm_dir
+MAX_RETRIES = 100  # a batch re-read because a shard was evicted while being read; more means thrashing
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    shuffle_block_shards: int = 4  # rows are shuffled across this many shards at a time
+    cache_bytes: int | None = None  # the L2 limit (default: see cache_capacity)
+    cache_dir: str | None = None  # remote shards, and L2 when /dev/shm is too small; default ~/.cache/tokenmill
+    shm_dir: str | None = None  # where L2 lives: $TOKENMILL_SHM_DIR, else /dev/shm (one folder per node)
+    num_workers: int = 0  # L3 decompression processes; 0: prefetch_threads threads
+    prefetch_threads: int = 2
+
+
+class ShardSet:
+    def __init__(self, location: str, seed: int, options: ReadOptions):
+        self.source = ShardSource(location, options.cache_dir)
+        index, entries = self.source.index, self.source.entries
+        self.seq_len, self.pad_id = index["seq_len"], index["pad_id"]
+        self.order = GlobalOrder([e["rows"] for e in entries], OrderConfig(seed, options.shuffle_block_shards))
+        self._block: tuple[int, int] | None = None
+        self._views: dict[int, CachedShard] = {}  # L2 entries this process has looked up (checked on use)
+        self._runs = np.zeros((len(entries), 4), np.int64)  # each shard's CachedShard.run, as last looked up
+        self._direct = RecordBatchReader(self.source)  # for the first batch after a start or a resume
+        self._first = True
+        key = arena_key(self.source.location, index)
+        shm = Path(options.shm_dir or os.environ.get(SHM_DIR_VARIABLE) or shm_arena.SHM)
+        capacity = cache_capacity(entries, options.shuffle_block_shards, options.cache_bytes, shm)
+        folder = arena_folder(key, arena_bytes(len(entries), capacity),
+                              Path(options.cache_dir or DEFAULT_CACHE_DIR) / "arena", shm)
+        self.arena = SharedArena(key, len(entries), capacity, folder)
+        self.fetcher = (FetchWorkers(location, options.cache_dir, folder, capacity, options.num_workers)
+                        if options.num_workers else Prefetcher(self.source, self.arena, options.prefetch_threads))
+        self.counters = {"decompressions": 0, "cache_hits": 0, "cache_misses": 0, "bytes_decompressed": 0,
+                         "rereads": 0, "direct_rows": 0}
+
+    def restart(self) -> None:
+        """After a resume: the next batch is a first batch again."""
+        self._first = True
+
+    def stats(self) -> dict:
+        """The counters: this process's (its prefetch threads included) and the node's decompressions."""
+        stats = dict(self.counters)
+        stats["decompressions"] += len(self.fetcher.decompressed)
+        stats["bytes_decompressed"] += sum(self.fetcher.decompressed)
+        stats["node_decompressions"], stats["node_evictions"] = self.arena.decompressions, self.arena.evictions
+        return stats
+
+    def collate(self, positions: range) -> dict[str, np.ndarray]:
+        """The rows at these positions of this set's order, as a batch, read out of L2."""
+        shards, rows = self.order.locate_many(positions)
+        if self._first:
+            self._first = False
+            if all(self.arena.is_ready(s) or self._direct.can_read(s) for s in set(shards.tolist())):
+                batch = self._collate_direct(positions, shards.tolist(), rows.tolist())
+                self._prefetch_blocks(positions.start)  # after: the first batch has the cores to itself
+                return batch
+        self._prefetch_blocks(positions.start)
+        distinct = set(shards.tolist())
+        for _ in range(MAX_RETRIES):
+            cached = [self._cached(shard) for shard in distinct]
+            for entry in cached:
+                self._runs[entry.shard] = entry.run
+            batch = collate_runs(self.arena.words, self._runs[shards], rows, self.seq_len, self.pad_id)
+            if all(map(self.arena.still_valid, cached)):
+                if batch is None:
+                    raise ValueError(f"shards {sorted(distinct)} hold a row that does not fit seq_len {self.seq_len} "
+                                     "or boundaries that do not rise (not written by the shards job?)")
+                batch["sample_index"] = np.asarray(positions, dtype=np.int64)
+                return batch
+            self.counters["rereads"] += 1  # a shard was evicted while we read it: read again
+        raise RuntimeError(f"shards are evicted from the {self.arena.capacity / 2**20:.0f} MiB cache faster than "
+                           "a batch can be read from them: raise cache_bytes")
+
+    def _collate_direct(self, positions: range, shards: list[int], rows: list[int]) -> dict[str, np.ndarray]:
+        """The first batch: rows from L2 where cached, else from their record batch alone, while L3
+        decompresses whole shards into L2 in the background."""
+        cached = {s: self.arena.lookup(s) for s in dict.fromkeys(shards)}
+        parts = [cached[s].arrays.row(r) if cached[s] is not None else self._direct.row(s, r)
+                 for s, r in zip(shards, rows)]
+        self.counters["direct_rows"] += sum(cached[s] is None for s in shards)
+        gathered = gather(parts, self.seq_len, self.pad_id)  # copies: no view outlives this
+        self._direct.clear()
+        if not all(self.arena.still_valid(c) for c in cached.values() if c is not None):
+            return self.collate(positions)  # evicted meanwhile: the usual way
+        batch = finish(*gathered)
+        batch["sample_index"] = np.asarray(positions, dtype=np.int64)
+        return batch
+
+    def _cached(self, shard: int) -> CachedShard:
+        cached = self._views.get(shard)
+        if cached is not None and self.arena.still_valid(cached):
+            self.arena.touch(shard)
+        else:
+            cached = self.arena.lookup(shard)
+        if cached is not None:
+            self.counters["cache_hits"] += 1
+        else:
+            self.counters["cache_misses"] += 1
+            cached, decompressed = self.arena.fill(shard, lambda: read_shard(self.source, shard))
+            if decompressed:
+                self.counters["decompressions"] += 1
+                self.counters["bytes_decompressed"] += cached.nbytes
+        self._views[shard] = cached
+        return cached
+
+    def _prefetch_blocks(self, position: int) -> None:
+        """On entering a shuffle block, ask L3 for its shards and then the next block's."""
+        block = self.order.block_of(position)
+        if block != self._block:
+            self._block = block
+            upcoming = self.order.block_shards(*block) + self.order.block_shards(*self.order.next_block(*block))
+            for shard in dict.fromkeys(upcoming):
+                if not self.arena.is_ready(shard):
+                    self.fetcher.request(shard)
+
+
+    def close(self) -> None:
+        self.fetcher.close()
+        self.arena.close()
+
+
+def cache_capacity(entries: list[dict], shuffle_block_shards: int, cache_bytes: int | None, shm: Path) -> int:
+    """The L2 byte limit: `cache_bytes`, else the whole data set when it fits in half of /dev/shm's size,
+    else that half; at least two shuffle blocks of the largest shard, the most the reader needs at once."""
+    # Decompressed size from the index; cu_seqlens is guessed at one piece per 64 tokens.
+    sizes = [entry_bytes(e["rows"], e["tokens"], e["rows"] + e["tokens"] // 64) for e in entries]
+    smallest = (2 * shuffle_block_shards + 1) * max(sizes)
+    if cache_bytes is not None:
+        if cache_bytes < smallest:
+            raise ValueError(f"cache_bytes {cache_bytes} is below what two shuffle blocks of the largest shard "
+                             f"need: {smallest}")
+        return cache_bytes
+    half_of_shm = shutil.disk_usage(shm).total // 2 if shm.is_dir() else smallest
+    return max(smallest, min(int(sum(sizes) * 1.1) + 2 * max(sizes), half_of_shm))

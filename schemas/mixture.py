@@ -1,0 +1,69 @@
+"""Mixtures: SHARDS/mixture.json, several shards folders (sources) read together with weights.
+
+mixture.json (MIXTURE_VERSION), written by the pipeline beside its sources' folders:
+  format_version, sources: {NAME: {path (the source's shards folder, relative to mixture.json, or a
+  URL), weight (positive), rows, tokens (its index totals)}}, in the order the sources were named.
+
+Every source is a normal shards folder (index.json) written with the same tokenizer and seq_len.
+"""
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+MIXTURE_FILE = "mixture.json"
+MIXTURE_VERSION = "1"
+SOURCE_KEYS = ("path", "weight", "rows", "tokens")
+# What every source must share: the loader puts rows of all of them in one batch.
+SHARED_INDEX_KEYS = ("tokenizer_sha256", "vocab_size", "seq_len", "pad_id")
+
+
+class MixtureError(ValueError):
+    """A mixture that cannot be read; the message names the source."""
+
+
+def new_mixture(sources: dict[str, tuple[str, float, dict]]) -> dict:
+    """mixture.json's content for {name: (relative path, weight, the source's index)}, in order."""
+    return {"format_version": MIXTURE_VERSION,
+            "sources": {name: {"path": path, "weight": weight, "rows": index["totals"]["rows"],
+                               "tokens": index["totals"]["tokens"]}
+                        for name, (path, weight, index) in sources.items()}}
+
+
+def exact_weight(name: str, weight) -> Fraction:
+    """A weight as an exact fraction (decimals taken as written: 0.1 is 1/10); MixtureError if it is
+    not a positive number."""
+    try:
+        value = weight if isinstance(weight, Fraction) else Fraction(str(weight))
+    except (ValueError, ZeroDivisionError):
+        raise MixtureError(f"source {name!r}: weight {weight!r} is not a number") from None
+    if isinstance(weight, bool) or value <= 0:
+        raise MixtureError(f"source {name!r}: weight {weight!r} must be a positive number")
+    return value
+
+
+def read_mixture_file(path: Path) -> dict:
+    """mixture.json's content, its structure checked; MixtureError naming the file or the source."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MixtureError(f"{path}: missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise MixtureError(f"{path}: not JSON: {e}") from None
+    if not isinstance(data, dict) or data.get("format_version") != MIXTURE_VERSION:
+        raise MixtureError(f"{path}: format_version must be {MIXTURE_VERSION!r}")
+    if not isinstance(data.get("sources"), dict) or not data["sources"]:
+        raise MixtureError(f"{path}: 'sources' must map at least one name to its shards folder")
+    for name, entry in data["sources"].items():
+        absent = [k for k in SOURCE_KEYS if not isinstance(entry, dict) or k not in entry]
+        if absent:
+            raise MixtureError(f"{path}: source {name!r} lacks {', '.join(absent)}")
+        if not isinstance(entry["path"], str) or not entry["path"]:
+            raise MixtureError(f"{path}: source {name!r}: path must be a folder name")
+        exact_weight(name, entry["weight"])
+    return data
+
+
+def source_location(mixture_path: Path, entry: dict) -> str:
+    """Where a source's shards are: its path, relative to mixture.json unless it is a URL."""
+    return entry["path"] if "://" in entry["path"] else str(mixture_path.parent / entry["path"])

@@ -1,0 +1,199 @@
+"""Mixtures: every source within one row of its share after every global batch, the same stream at
+any world size and after an elastic resume, a change of weights at resume, a source's repeats, and
+mixture.json errors that name the source."""
+
+import json
+from fractions import Fraction
+
+import pytest
+import torch
+
+from loaders.mixture import allocate, integer_weights, read_mixture, sources_of
+from loaders.shard_loader import ShardLoader
+from schemas.mixture import MixtureError, new_mixture
+from schemas.validate import validate_mixture
+from tests.shard_fixtures import write_shards
+
+WEIGHTS = {"web": 0.37, "zh": 0.5, "tiny": 0.13}
+GLOBAL_BATCH = 8
+
+
+@pytest.fixture
+def mixture(tmp_path):
+    """Three sources, "tiny" far smaller than the others, and their mixture.json."""
+    sizes = {"web": 240, "zh": 160, "tiny": 8}
+    indexes = {name: write_shards(tmp_path / name, seed=i + 1, documents=n, parts=2 if n > 10 else 1)
+               for i, (name, n) in enumerate(sizes.items())}
+    data = new_mixture({name: (name, WEIGHTS[name], indexes[name]) for name in sizes})
+    (tmp_path / "mixture.json").write_text(json.dumps(data))
+    return tmp_path / "mixture.json", {name: index["totals"]["rows"] for name, index in indexes.items()}
+
+
+def make(path, world, weights=None, seed=5):
+    return [ShardLoader(str(path), GLOBAL_BATCH // world, rank=r, world_size=world, seed=seed, weights=weights)
+            for r in range(world)]
+
+
+def rows(loaders, steps):
+    """(source name, its sample_index) of every row, ranks concatenated per global batch, per step."""
+    out = []
+    for _ in range(steps):
+        step = []
+        for loader in loaders:
+            batch = next(loader)
+            step += [(loader.sources[s], int(i)) for s, i in zip(batch["source"].tolist(), batch["sample_index"])]
+        out.append(step)
+    return out
+
+
+def assert_within_one_row(steps, weights):
+    exact = integer_weights(weights)
+    share = {name: Fraction(w, sum(exact.values())) for name, w in exact.items()}
+    totals = dict.fromkeys(weights, 0)
+    for step, batch in enumerate(steps, 1):
+        for name, _ in batch:
+            totals[name] += 1
+        for name in weights:
+            assert abs(totals[name] - share[name] * step * GLOBAL_BATCH) < 1, (step, name, totals)
+
+
+def test_the_schedule_keeps_every_source_within_one_row_of_its_share_at_every_row():
+    weights = integer_weights({"a": 0.37, "b": 0.5, "c": 0.13, "d": "1e-3"})
+    assert weights == {"a": 370, "b": 500, "c": 130, "d": 1}
+    counts, total = [0] * 4, sum(weights.values())
+    for step in range(1, 5001):
+        size = 1 + step % 7  # batches of several sizes: the bound holds after every row
+        given = allocate(list(weights.values()), counts, size)
+        assert sum(given) == size and min(given) >= 0
+        counts = [c + g for c, g in zip(counts, given)]
+        served = sum(counts)
+        assert all(abs(c - Fraction(served * w, total)) < 1 for c, w in zip(counts, weights.values()))
+    assert integer_weights({"a": 2, "b": 6}) == integer_weights({"a": 0.25, "b": 0.75}) == {"a": 1, "b": 3}
+
+
+def test_every_global_batch_keeps_each_source_within_one_row_and_a_small_source_repeats(mixture):
+    path, sizes = mixture
+    [loader] = make(path, 1)
+    steps = rows([loader], 2000)
+    assert_within_one_row(steps, WEIGHTS)
+    served = loader.stats()["sources"]
+    assert {name: s["rows"] for name, s in served.items()} == {
+        name: sum(n == name for batch in steps for n, _ in batch) for name in WEIGHTS}
+    tiny = [i for batch in steps for n, i in batch if n == "tiny"]
+    assert tiny == list(range(len(tiny)))  # its own positions, in order, nothing skipped
+    epochs = len(tiny) // sizes["tiny"]
+    assert served["tiny"]["epoch"] == epochs > 100 and served["web"]["epoch"] < served["tiny"]["epoch"]
+    # Each epoch of the tiny source is all its rows, shuffled anew.
+    order = loader.sets[2].order
+    passes = [[order.locate(e * sizes["tiny"] + r)[1:] for r in range(sizes["tiny"])] for e in range(4)]
+    assert all(sorted(p) == sorted(passes[0]) for p in passes) and len({tuple(p) for p in passes}) > 1
+
+
+def test_the_stream_is_the_same_at_world_1_2_4_and_the_sources_have_their_own_orders(mixture):
+    path, _ = mixture
+    one, two, four = (rows(make(path, world), 60) for world in (1, 2, 4))
+    assert one == two == four
+    # One folder under two names: the same positions, each in its own shuffle.
+    web = read_mixture(str(path))[0].location
+    twice = ShardLoader({"a": web, "b": web}, GLOBAL_BATCH, seed=5, weights={"a": 1, "b": 1})
+    batch = next(twice)
+    assert batch["sample_index"].tolist() == [0, 1, 2, 3] * 2
+    assert not torch.equal(batch["input_ids"][:4], batch["input_ids"][4:])
+
+
+@pytest.mark.parametrize("resume_world", [1, 2, 4])
+def test_elastic_resume_continues_the_uninterrupted_mixture(mixture, resume_world):
+    path, _ = mixture
+    uninterrupted = rows(make(path, 2), 50)
+    first = make(path, 2)
+    before = rows(first, 17)
+    state = first[0].state_dict()
+    assert state == first[1].state_dict() and len(json.dumps(state)) < 600
+    resumed = make(path, resume_world)
+    for loader in resumed:
+        loader.load_state_dict(json.loads(json.dumps(state)))
+    assert before + rows(resumed, 33) == uninterrupted
+
+
+def test_new_weights_at_resume_need_consent_then_every_source_continues_where_it_stopped(mixture):
+    path, _ = mixture
+    [first] = make(path, 1)
+    before = rows([first], 25)
+    state = first.state_dict()
+    new = {"web": 0.2, "zh": 0.2, "tiny": 0.6}
+    [changed] = make(path, 1, weights=new)
+    with pytest.raises(ValueError, match="allow_new_weights"):
+        changed.load_state_dict(state)
+    changed.load_state_dict(state, allow_new_weights=True)
+    after = rows([changed], 400)
+    assert_within_one_row(after, new)  # the new weights from the resume on
+    for name in WEIGHTS:  # nothing repeated, nothing skipped
+        served = [i for batch in before + after for n, i in batch if n == name]
+        assert served == list(range(len(served)))
+    # Resumed again with the new weights: the schedule still counts from the change.
+    again_state = changed.state_dict()
+    [again] = make(path, 1, weights=new)
+    again.load_state_dict(again_state)
+    assert_within_one_row(after + rows([again], 100), new)
+    assert again_state["weights"] == {"web": 1, "zh": 1, "tiny": 3}
+
+
+def test_a_dict_of_folders_with_weights_is_the_same_mixture(mixture):
+    path, _ = mixture
+    folders = {s.name: s.location for s in read_mixture(str(path))}
+    by_dict = ShardLoader(folders, GLOBAL_BATCH, seed=5, weights=WEIGHTS)
+    assert rows([by_dict], 30) == rows(make(path, 1), 30)
+    with pytest.raises(MixtureError, match="must name exactly"):
+        ShardLoader(folders, GLOBAL_BATCH, weights={"web": 1})
+
+
+def test_a_batch_of_several_sources_has_consistent_boundaries(mixture):
+    path, _ = mixture
+    [loader] = make(path, 1)
+    for _ in range(20):
+        batch = next(loader)
+        cu = batch["cu_seqlens"]
+        assert int(cu[0]) == 0 and bool((cu[1:] > cu[:-1]).all()) and int(cu[-1]) <= batch["input_ids"].numel()
+        assert batch["source"].shape == (GLOBAL_BATCH,) and str(batch["source"].dtype) == "torch.int64"
+        assert batch["source"].tolist() == sorted(batch["source"].tolist())  # source after source
+
+
+def edit(path, change):
+    data = json.loads(path.read_text())
+    change(data["sources"])
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s: s["zh"].update(weight=-1), "source 'zh': weight -1 must be a positive number"),
+    (lambda s: s["zh"].update(weight="lots"), "source 'zh': weight 'lots' is not a number"),
+    (lambda s: s["tiny"].pop("path"), "source 'tiny' lacks path"),
+])
+def test_a_malformed_mixture_is_refused_naming_the_source(mixture, change, message):
+    path, _ = mixture
+    edit(path, change)
+    for problems in (validate_mixture(path), ):
+        assert len(problems) == 1 and message in problems[0]
+    with pytest.raises(MixtureError, match=message):
+        sources_of(str(path))
+
+
+def test_validation_names_the_source_whose_folder_or_totals_are_wrong(mixture, tmp_path):
+    path, _ = mixture
+    assert validate_mixture(path) == []
+    edit(path, lambda s: s["web"].update(rows=s["web"]["rows"] + 1))
+    (tmp_path / "tiny" / "shard-00000.arrow").unlink()
+    problems = validate_mixture(path)
+    assert any(p.startswith("source 'web': rows") for p in problems)
+    assert any(p.startswith("source 'tiny' (tiny): shard-00000.arrow: missing") for p in problems)
+    assert not any("'zh'" in p for p in problems)
+
+
+def test_sources_of_another_seq_len_are_refused_naming_the_source(mixture, tmp_path):
+    path, _ = mixture
+    index = json.loads((tmp_path / "zh" / "index.json").read_text())
+    index["seq_len"] = 1024
+    (tmp_path / "zh" / "index.json").write_text(json.dumps(index))
+    assert any("source 'zh': seq_len 1024 differs from source 'web'" in p for p in validate_mixture(path))
+    with pytest.raises(MixtureError, match="source 'zh': seq_len 1024 differs"):
+        ShardLoader(str(path), GLOBAL_BATCH)
