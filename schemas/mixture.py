@@ -42,6 +42,19 @@ def exact_weight(name: str, weight) -> Fraction:
     return value
 
 
+def parse_weights(text: str) -> dict[str, Fraction]:
+    """`web=0.6,zh=0.3,code=0.1` as exact weights, in order; MixtureError naming the bad part."""
+    weights: dict[str, Fraction] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, equals, value = part.partition("=")
+        if not equals or not name.strip():
+            raise MixtureError(f"weights: {part!r} is not NAME=WEIGHT")
+        if name.strip() in weights:
+            raise MixtureError(f"weights: source {name.strip()!r} is given twice")
+        weights[name.strip()] = exact_weight(name.strip(), value.strip())
+    return weights
+
+
 def read_mixture_file(path: Path) -> dict:
     """mixture.json's content, its structure checked; MixtureError naming the file or the source."""
     try:

@@ -6,12 +6,19 @@ kept for every document in a cluster of two or more), OUT/report.md and OUT/stat
 Survivor rule: the longest text (in characters) is kept; ties go to the smaller 64-bit BLAKE2b hash
 of the id, then the smaller normalized-text hash. It depends on the data only, so it is the same on
 any number of partitions, cores or machines.
+
+Named sources (the pipeline's `--input NAME=PATH ...`): a duplicate across sources is kept once, in
+the source named first (the source comes before the rule above), or, `per_source`, sources are
+deduplicated apart. OUT/docs/source=NAME/ then holds each source's documents, OUT/clusters/ has a
+`source` column and stats.json counts per source.
 """
 
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import pyarrow as pa
 
 from prep.dedup.batches import (
     BANDS_SCHEMA,
@@ -26,7 +33,7 @@ from prep.dedup.batches import (
 from prep.ingest.inputs import InputFile
 from schemas import FORMAT_VERSION
 from spark_stages.components import connected_components
-from spark_stages.ingest import default_partitions, load_documents
+from spark_stages.ingest import SOURCE, default_partitions, load_sources
 from spark_stages.outputs import SCRATCH, checksums, commit, staging_dir
 from spark_stages.reports import bar_chart
 from spark_stages.runner import Stage
@@ -74,16 +81,22 @@ def size_histogram(sizes: list[tuple[int, int]]) -> dict[str, int]:
 def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
     """Per document: survivor keys, normalized-text hash, MinHash signature, and rank.
 
-    Rank = position in survivor order: longest text first, then id hash, then text hash. The
+    Rank = position in survivor order: the source named first, then the longest text, then id hash,
+    then text hash. The
     smallest rank of a group is its survivor, and rank is the node id of the graph.
     """
     from pyspark.sql import functions as F
 
-    features = docs.select(F.col("_row").alias("row"), "id", "text").repartition(partitions).mapInArrow(
-        lambda batches: (features_batch(b, cfg) for b in batches), spark_schema(FEATURES_SCHEMA))
+    def with_source(batch):
+        features = features_batch(batch, cfg)
+        return pa.RecordBatch.from_arrays([*features.columns, batch[SOURCE]], [*features.schema.names, SOURCE])
+
+    schema = spark_schema(FEATURES_SCHEMA.append(pa.field(SOURCE, pa.int32())))
+    features = docs.select(F.col("_row").alias("row"), "id", "text", SOURCE).repartition(partitions).mapInArrow(
+        lambda batches: map(with_source, batches), schema)
     features = stages.done("signatures", features)  # read twice below: computed once
-    order = [F.desc("text_len"), "id_hash", "exact_hash", "row"]
-    ranks = dense_positions(features.select("row", "text_len", "id_hash", "exact_hash").orderBy(*order), "rank")
+    order = [SOURCE, F.desc("text_len"), "id_hash", "exact_hash", "row"]
+    ranks = dense_positions(features.select("row", SOURCE, "text_len", "id_hash", "exact_hash").orderBy(*order), "rank")
     return stages.done("rank", features.join(ranks.select("row", "rank"), "row"))
 
 
@@ -111,7 +124,8 @@ def dense_positions(ordered, name: str):
 
 
 def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
-    """(candidate pairs, verified pairs, giant buckets) from LSH over the exact survivors' signatures.
+    """(candidate pairs, verified pairs, giant buckets) from LSH over the exact survivors' signatures
+    (rank, scope, signature).
 
     Star edges: each bucket member gets one edge to the bucket's smallest rank, so a bucket of n
     documents costs n edges, not n^2 pairs.
@@ -122,13 +136,13 @@ def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
     # Both are read twice below (the giant-bucket count and the join): persisted, computed once.
     bands = sig.mapInArrow(lambda batches: (bands_batch(b, cfg) for b in batches),
                            spark_schema(BANDS_SCHEMA)).persist(StorageLevel.DISK_ONLY)
-    buckets = bands.groupBy("band", "bucket").agg(F.min("rank").alias("center"), F.count("*").alias("size")).persist(
-        StorageLevel.DISK_ONLY)
+    buckets = (bands.groupBy("scope", "band", "bucket").agg(F.min("rank").alias("center"), F.count("*").alias("size"))
+               .persist(StorageLevel.DISK_ONLY))
     giant = buckets.where(F.col("size") > cfg.giant_bucket).count()
     if giant:
         log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
                     giant, cfg.giant_bucket)
-    candidates = (bands.join(buckets.where(F.col("size") > 1), ["band", "bucket"])
+    candidates = (bands.join(buckets.where(F.col("size") > 1), ["scope", "band", "bucket"])
                   .where(F.col("rank") != F.col("center")).select(F.col("rank").alias("u"), F.col("center").alias("v"))
                   .distinct())
     candidates = stages.done("lsh", candidates)
@@ -155,73 +169,99 @@ def _survivors(edges, sig, cfg: DedupConfig, stages: Stages, scratch: Path):
     return stages.done("survivors", survivors.join(components.withColumnRenamed("node", "rank"), "rank")), rounds
 
 
-def _write_outputs(docs, decided, quarantine, partitions: int, staging) -> tuple[list[str], int]:
-    """OUT/docs (kept rows, in survivor order), OUT/clusters, and OUT/quarantine when there is any."""
+def _write_outputs(docs, decided, quarantine, partitions: int, staging, names: list[str] | None):
+    """OUT/docs (kept rows, in survivor order; by source when named), OUT/clusters, and OUT/quarantine
+    when there is any. Returns (the outputs, the quarantined records)."""
     from pyspark.sql import functions as F
 
+    def named(frame):  # the source's name in place of its index; nothing for a plain input
+        if names is None:
+            return frame.drop(SOURCE)
+        return frame.withColumn("source", F.element_at(F.array(*map(F.lit, names)), F.col(SOURCE) + 1)).drop(SOURCE)
+
     kept_rows = decided.where("kept").select(F.col("row").alias("_row"), "rank")
-    (docs.join(kept_rows, "_row").repartition(partitions, "rank").sortWithinPartitions("rank")
-     .drop("_row", "rank").write.parquet(str(staging / "docs")))
-    names = decided.where(F.col("rank") == F.col("cluster")).select(F.col("cluster"), F.col("id").alias("cluster_id"))
-    clusters = (decided.where(F.col("cluster_size") >= 2).join(names, "cluster")
+    kept = named(docs.join(kept_rows, "_row").repartition(partitions, "rank").sortWithinPartitions("rank")
+                 .drop("_row", "rank")).write
+    (kept.partitionBy("source") if names else kept).parquet(str(staging / "docs"))
+    heads = decided.where(F.col("rank") == F.col("cluster")).select(F.col("cluster"), F.col("id").alias("cluster_id"))
+    clusters = (decided.where(F.col("cluster_size") >= 2).join(heads, "cluster")
                 .repartition(partitions, "cluster").sortWithinPartitions("cluster", "rank")
-                .select("id", "cluster_id", F.col("cluster_size").cast("long"), "kept"))
-    clusters.write.parquet(str(staging / "clusters"))
+                .select("id", "cluster_id", F.col("cluster_size").cast("long"), "kept", SOURCE))
+    named(clusters).write.parquet(str(staging / "clusters"))
     outputs = ["docs", "clusters"]
     quarantined = quarantine.count()
     if quarantined:
-        quarantine.write.parquet(str(staging / "quarantine"))
+        named(quarantine).write.parquet(str(staging / "quarantine"))
         outputs.append("quarantine")
     return outputs, quarantined
 
 
-def _counts(decided) -> tuple[dict, list[tuple[int, int]]]:
-    """(input, kept, exact and near duplicate counts; (cluster size, clusters of that size))."""
+def _counts(decided, quarantine, names: list[str] | None) -> tuple[dict, dict, list[tuple[int, int]]]:
+    """(input, kept, exact and near duplicate counts; the same per source, with the documents dropped for
+    a copy in an earlier source, when named; (cluster size, clusters of that size))."""
     from pyspark.sql import functions as F
 
     def total(condition):  # 0, not null, on an empty input
         return F.coalesce(F.sum(condition.cast("long")), F.lit(0))
 
-    counts = decided.agg(
-        F.count("*").alias("input"),
-        total(F.col("kept")).alias("kept"),
-        total(F.col("rank") != F.col("exact_rep")).alias("exact"),
-        total((F.col("rank") == F.col("exact_rep")) & ~F.col("kept")).alias("near"),
-    ).first().asDict()
+    counted = [F.count("*").alias("input"), total(F.col("kept")).alias("kept"),
+               total(F.col("rank") != F.col("exact_rep")).alias("exact"),
+               total((F.col("rank") == F.col("exact_rep")) & ~F.col("kept")).alias("near")]
+    counts = decided.agg(*counted).first().asDict()
+    per_source = {}
+    if names is not None:
+        head_source = decided.select(F.col("rank").alias("cluster"), F.col(SOURCE).alias("head_source"))
+        by_source = decided.join(head_source, "cluster").groupBy(SOURCE).agg(
+            *counted, total(~F.col("kept") & (F.col("head_source") < F.col(SOURCE))).alias("earlier"))
+        found = {row[SOURCE]: row.asDict() for row in by_source.collect()}
+        held = dict(quarantine.groupBy(SOURCE).count().collect())
+        for i, name in enumerate(names):
+            row = found.get(i, {"input": 0, "kept": 0, "exact": 0, "near": 0, "earlier": 0})
+            per_source[name] = {"input": row["input"] + held.get(i, 0), "kept": row["kept"],
+                                "exact_duplicates": row["exact"], "near_duplicates": row["near"],
+                                "in_an_earlier_source": row["earlier"], "quarantined": held.get(i, 0)}
     sizes = [(r["cluster_size"], r["clusters"]) for r in decided.where(F.col("rank") == F.col("cluster"))
              .where(F.col("cluster_size") >= 2).groupBy("cluster_size").agg(F.count("*").alias("clusters")).collect()]
-    return counts, sizes
+    return counts, per_source, sizes
 
 
-def run(spark, files: list[InputFile], cfg: Config, out: str) -> dict:
-    """Finds and removes the duplicates, writes the outputs; returns the stats (also OUT/stats.json)."""
+def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config, out: str,
+        per_source: bool = False) -> dict:
+    """Finds and removes the duplicates, writes the outputs; returns the stats (also OUT/stats.json).
+    `files`: one input, or named sources ({name: files}, in order), deduplicated together unless
+    `per_source`."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     stages = Stages()
     staging = staging_dir(out)
-    partitions = cfg.partitions or default_partitions(files)
-    docs, quarantine = load_documents(spark, files)
+    names = list(files) if isinstance(files, dict) else None
+    sources = files if isinstance(files, dict) else {"": files}
+    partitions = cfg.partitions or default_partitions([f for group in sources.values() for f in group])
+    docs, quarantine = load_sources(spark, sources)
     docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()))
     features = _ranked_features(docs, cfg, partitions, stages)
+    # Documents are only compared within a scope: everything, or each source alone.
+    features = features.withColumn("scope", F.col(SOURCE) if per_source else F.lit(0))
 
     # Exact duplicates: same normalized text; the smallest rank survives. Near duplicates among the rest.
-    features = features.withColumn("exact_rep", F.min("rank").over(Window.partitionBy("exact_hash")))
-    sig = stages.done("exact", features.where(F.col("rank") == F.col("exact_rep")).select("rank", "signature"))
+    features = features.withColumn("exact_rep", F.min("rank").over(Window.partitionBy("scope", "exact_hash")))
+    sig = stages.done("exact", features.where(F.col("rank") == F.col("exact_rep")).select("rank", "scope",
+                                                                                         "signature"))
     candidates, edges, giant = _verified_edges(sig, cfg, stages)
     survivors, rounds = _survivors(edges, sig, cfg, stages, staging / SCRATCH)
 
     # Decisions for every document, and its cluster: the near component of its exact survivor.
-    decided = (features.select("row", "rank", "exact_rep")
+    decided = (features.select("row", "rank", "exact_rep", SOURCE)
                .join(survivors.select(F.col("rank").alias("exact_rep"), "near_kept", "component"), "exact_rep", "left")
                .withColumn("kept", (F.col("rank") == F.col("exact_rep")) & F.coalesce("near_kept", F.lit(True)))
                .withColumn("cluster", F.coalesce("component", "exact_rep")))
     decided = decided.withColumn("cluster_size", F.count("*").over(Window.partitionBy("cluster")))
     decided = stages.done("decide", decided.join(docs.select(F.col("_row").alias("row"), "id"), "row"))
 
-    outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging)
+    outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging, names)
     stages.done("write")
-    counts, sizes = _counts(decided)
+    counts, by_source, sizes = _counts(decided, quarantine, names)
     shingles, signature_seconds = features.agg(F.sum("shingles"), F.sum("signature_seconds")).first()
     params = cfg.lsh
     stats = {
@@ -247,6 +287,8 @@ def run(spark, files: list[InputFile], cfg: Config, out: str) -> dict:
         "seconds": stages.seconds,
         "checksums": checksums(spark, staging, outputs),
     }
+    if names is not None:
+        stats.update(sources=by_source, scope="per-source" if per_source else "across")
     (staging / "report.md").write_text(dedup_report(stats), encoding="utf-8")
     commit(staging, out, outputs, stats)
     spark.catalog.clearCache()
@@ -261,7 +303,14 @@ def dedup_report(stats: dict) -> str:
              f"{stats['rows']} rows; {stats['candidate_pairs']} candidate pairs, {stats['verified_pairs']} verified; "
              f"{stats['rounds']} connected-component rounds.", "", "## Cluster sizes", "", "```"]
     lines += bar_chart(stats["cluster_size_histogram"], stats["clusters"])
-    lines += ["```", "", "## Seconds per stage", ""] + [f"- {k}: {v}" for k, v in stats["seconds"].items()] + [""]
+    lines += ["```", ""]
+    if "sources" in stats:
+        lines += [f"## Sources (deduplicated {stats['scope']})", "",
+                  "| source | input | kept | exact | near | in an earlier source | quarantined |", "|---" * 7 + "|"]
+        lines += [f"| {name} | {s['input']} | {s['kept']} | {s['exact_duplicates']} | {s['near_duplicates']} | "
+                  f"{s['in_an_earlier_source']} | {s['quarantined']} |" for name, s in stats["sources"].items()]
+        lines.append("")
+    lines += ["## Seconds per stage", ""] + [f"- {k}: {v}" for k, v in stats["seconds"].items()] + [""]
     return "\n".join(lines)
 
 

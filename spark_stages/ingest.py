@@ -9,6 +9,7 @@ from prep.ingest.readers import ReaderConfig
 from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
 from spark_stages.session import spark_schema
 
+SOURCE = "_source"  # the index of a document's source, in the order the sources were named
 MAX_INPUT_PARTITIONS = 10_000
 MIN_PARTITIONS = 8  # enough to keep a few cores busy on a small input
 PARTITION_BYTES = 128 << 20  # about this much (uncompressed) input per task after the read
@@ -59,3 +60,17 @@ def load_documents(spark, files: list[InputFile]):
     docs = records.where(F.col("status") == "doc").select(*DOCUMENT_SCHEMA.names)
     quarantine = records.where(F.col("status") == "quarantined").select(*QUARANTINE_SCHEMA.names)
     return docs, quarantine
+
+
+def load_sources(spark, sources: dict[str, list[InputFile]]):
+    """load_documents of each source, in one frame, each row with its source's index in SOURCE (the
+    quarantined records too). Sources may carry other extra columns: missing ones are null."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    loaded = [load_documents(spark, files) for files in sources.values()]
+    tagged = [(docs.withColumn(SOURCE, F.lit(i)), quarantine.withColumn(SOURCE, F.lit(i)))
+              for i, (docs, quarantine) in enumerate(loaded)]
+    docs = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), (d for d, _ in tagged))
+    return docs, reduce(lambda a, b: a.unionByName(b), (q for _, q in tagged))

@@ -28,11 +28,15 @@ def staging_dir(out: str) -> Path:
 
 
 def _rename_parts(folder: Path) -> None:
+    """In the folder and its partition folders (source=NAME/)."""
     parts = sorted(p for p in folder.iterdir() if p.name.startswith("part-"))
     for index, part in enumerate(parts):
         part.rename(folder / f"part-{index:05d}.parquet")
     for checksum in folder.glob(".*crc"):
         checksum.unlink()
+    for partition in folder.iterdir():
+        if partition.is_dir() and "=" in partition.name:
+            _rename_parts(partition)
 
 
 def content_checksum(spark, folder: Path) -> str:
@@ -43,7 +47,7 @@ def content_checksum(spark, folder: Path) -> str:
     from pyspark.sql.types import MapType
 
     _rename_parts(folder)
-    if not any(folder.glob("part-*.parquet")):
+    if not any(folder.rglob("part-*.parquet")):
         return "0:0000000000000000"
     frame = spark.read.parquet(str(folder))
     values = [F.to_json(F.col(f.name)) if isinstance(f.dataType, MapType) else F.col(f.name)  # maps: no hash

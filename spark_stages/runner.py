@@ -2,7 +2,8 @@
 
 A Stage is a typed Config, `run(spark, inputs, cfg, out) -> stats` and a one-paragraph summary of
 the stats. The runner turns the Config into flags and a YAML `--config` file (prep/cli.py), adds
-`--input`, `--output` and `--conf key=value` (any Spark setting), expands the input, starts Spark,
+`--input` (repeatable; `NAME=PATH` for a stage that takes named sources), `--output` and `--conf
+key=value` (any Spark setting), expands the input, starts Spark,
 checks that the executors can import what the stage runs, runs it and prints the summary. Bad
 input, configuration or executors: exit code 2 and one line, before any work is done.
 """
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prep.cli import command_line
-from prep.ingest.inputs import InputError, expand_inputs
+from prep.ingest.inputs import InputError, expand_inputs, expand_sources, named_inputs
 from spark_stages.executors import ExecutorEnvironmentError, check_executors
 from spark_stages.session import get_spark, parse_conf
 
@@ -27,15 +28,20 @@ class Stage:
     name: str  # the command: jobs/NAME.py, `python -m jobs.NAME`; the Spark application tokenmill-NAME
     description: str  # one line for --help
     config: type  # the stage's Config dataclass: the only place its defaults live
-    run: Callable  # run(spark, inputs: list[InputFile], cfg, out: str) -> stats (dict)
+    # run(spark, inputs, cfg, out: str) -> stats (dict); inputs: list[InputFile], or with named_inputs
+    # {name: list[InputFile]} when the sources are named
+    run: Callable
     summary: Callable[[dict], str]  # the stats for the console
     modules: tuple[str, ...]  # what its Spark tasks import: checked on an executor before anything runs
-    check: Callable[[object], None] | None = None  # raises ValueError/OSError on a config that cannot run
+    # check(cfg, source names or None): ValueError/OSError if it cannot run, before the input is read
+    check: Callable[[object, list[str] | None], None] | None = None
+    named_inputs: bool = False  # takes `--input NAME=PATH ...`
     section_files: dict[str, str] = field(default_factory=dict)  # extra flags naming a section's YAML file
 
 
 def _add_paths(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input", help="files, directories or globs, comma-separated (required)")
+    parser.add_argument("--input", action="append", default=[],
+                        help="files, directories or globs, comma-separated (required; repeatable)")
     parser.add_argument("--output", help="the output folder (required)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting, as with spark-submit (repeatable)")
@@ -58,9 +64,10 @@ def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
         return _fail(prog, "--input and --output are required")
     try:
         parse_conf(args.conf)
+        named = named_inputs(args.input) if stage.named_inputs else None
         if stage.check:
-            stage.check(cfg)
-        inputs = expand_inputs(args.input)
+            stage.check(cfg, list(named) if named else None)
+        inputs = expand_sources(named) if named else expand_inputs(",".join(args.input))
     except (InputError, ValueError, OSError) as e:
         return _fail(prog, str(e))
     spark = get_spark(f"tokenmill-{stage.name.replace('_', '-')}", args.conf)
@@ -70,7 +77,10 @@ def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
         spark.stop()
         return _fail(prog, str(e))
     started = time.time()
-    stats = stage.run(spark, inputs, cfg, args.output)
+    try:
+        stats = stage.run(spark, inputs, cfg, args.output)
+    except InputError as e:  # found only on the way (a source that dedup empties)
+        return _fail(prog, str(e))
     log.info("%s done in %.1f s", stage.name, time.time() - started)
     print(stage.summary(stats))
     return 0

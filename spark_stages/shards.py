@@ -51,6 +51,10 @@ def tokenizer_file(cfg: Config) -> TokenizerFile:
     return TokenizerFile.read(cfg.tokenizer)
 
 
+def check(cfg: Config, _sources) -> None:
+    tokenizer_file(cfg)
+
+
 def encode(docs, tokenizer: TokenizerFile, spark):
     """(id, tokens as little-endian uint32 bytes, length) per document, encoded in the executors."""
     shared = spark.sparkContext.broadcast(tokenizer)
@@ -139,4 +143,4 @@ def summary(index: dict) -> str:
 
 
 STAGE = Stage("shards", "Encode documents, pack them into rows and write zstd Arrow shards with an index.", Config,
-              run, summary, modules=("spark_stages.shards",), check=tokenizer_file)
+              run, summary, modules=("spark_stages.shards",), check=check)

@@ -16,6 +16,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +28,7 @@ from prep.tokenizer.train import Corpus, TokenizerConfig, bpe_of_size, train
 from prep.tokenizer.unigram import EStep, expected_counts, segmenter
 from prep.tokenizer.unigram import count_pre_tokens as count_texts
 from schemas import FORMAT_VERSION
-from spark_stages.ingest import load_documents
+from spark_stages.ingest import SOURCE, load_sources
 from spark_stages.outputs import commit, staging_dir
 from spark_stages.peak_memory import PeakMemory
 from spark_stages.runner import Stage
@@ -56,7 +57,18 @@ def with_hash(docs):
     """A uniform number in [0, 1) per document from its id: the held-out split and the sample."""
     from pyspark.sql import functions as F
 
-    return docs.select("id", "text", (F.pmod(F.xxhash64("id"), F.lit(HASH_BUCKETS)) / HASH_BUCKETS).alias("u"))
+    return docs.select("id", "text", SOURCE, (F.pmod(F.xxhash64("id"), F.lit(HASH_BUCKETS)) / HASH_BUCKETS).alias("u"))
+
+
+def source_rates(training, weights: list[Fraction | float]) -> list[float]:
+    """The share of each source's training text to keep so that the sources' shares of what is kept
+    follow their weights: the source with the most weight per byte whole, the others thinned."""
+    from pyspark.sql import functions as F
+
+    sizes = dict(training.groupBy(SOURCE).agg(F.sum(F.octet_length("text"))).collect())
+    per_byte = [Fraction(str(weight)) / sizes[i] if sizes.get(i) else Fraction(0) for i, weight in enumerate(weights)]
+    top = max(per_byte)
+    return [float(p / top) if top else 1.0 for p in per_byte]
 
 
 def held_out_texts(docs, share: float) -> list[str]:
@@ -70,13 +82,15 @@ def held_out_texts(docs, share: float) -> list[str]:
     return texts
 
 
-def _sample(training, share: float, sample_bytes: int):
-    """Training documents at the rate sample_bytes / training bytes (by hash: the same on any cluster)."""
+def _sample(training, sample_bytes: int):
+    """Training documents at the rate sample_bytes / training bytes (by hash: the same on any cluster).
+    `training` has `v`, uniform in [0, 1), and `keep`, its source's rate: a document is in the training
+    text when v < keep, and in the sample when v < keep x rate."""
     from pyspark.sql import functions as F
 
-    total = training.agg(F.sum(F.octet_length("text"))).first()[0] or 0
+    total = training.where(F.col("v") < F.col("keep")).agg(F.sum(F.octet_length("text"))).first()[0] or 0
     rate = min(1.0, sample_bytes / total) if total else 1.0
-    sample = training.where((training.u - share) / (1 - share) < rate).orderBy("u", "id").select("text").persist()
+    sample = training.where(F.col("v") < F.col("keep") * rate).orderBy("u", "id").select("text").persist()
     return sample, total, rate
 
 
@@ -160,16 +174,24 @@ def held_out_report(tokenizer, baseline, held: list[str]) -> dict:
     return result
 
 
-def run(spark, files, cfg: Config, out: str) -> dict:
-    """Trains the tokenizer and its baseline, writes them; returns the report (also OUT/report.json)."""
+def run(spark, files, cfg: Config, out: str, weights: dict[str, Fraction | float] | None = None) -> dict:
+    """Trains the tokenizer and its baseline, writes them; returns the report (also OUT/report.json).
+    `files`: one input, or named sources ({name: files}) whose text is then taken in the shares
+    `weights` gives them (each source's text as it is without weights)."""
+    from pyspark.sql import functions as F
+
     started = time.time()
     with PeakMemory() as peak:
-        loaded, quarantine = load_documents(spark, files)
+        sources = files if isinstance(files, dict) else {"": files}
+        loaded, quarantine = load_sources(spark, sources)
         docs = with_hash(loaded)
         held = held_out_texts(docs, cfg.held_out)
         log.info("%d documents held out for the report", len(held))
-        training = docs.where(docs.u >= cfg.held_out)
-        sample, training_bytes, rate = _sample(training, cfg.held_out, cfg.sample_bytes)
+        training = docs.where(docs.u >= cfg.held_out).withColumn("v", (docs.u - cfg.held_out) / (1 - cfg.held_out))
+        rates = source_rates(training, [weights[n] for n in sources]) if weights else [1.0] * len(sources)
+        training = training.withColumn("keep", F.element_at(F.array(*map(F.lit, rates)), F.col(SOURCE) + 1))
+        sample, training_bytes, rate = _sample(training, cfg.sample_bytes)
+        training = training.where(F.col("v") < F.col("keep"))
         log.info("training on %d bytes of text; the driver's sample takes %.2f%% of it", training_bytes, 100 * rate)
         counts = functools.cache(lambda: count_pre_tokens(training))  # only the hybrid needs them
         corpus = Corpus(sample=lambda: (row.text for row in sample.toLocalIterator()),
@@ -180,6 +202,8 @@ def run(spark, files, cfg: Config, out: str) -> dict:
                  training_seconds)
         baseline = bpe_of_size(corpus, cfg, cfg.vocab_size) if cfg.algorithm != "bpe" else None
         hybrid_counted = counts.cache_info().currsize > 0
+        if weights:
+            details["source_rates"] = {name: round(r, 6) for name, r in zip(sources, rates)}
         details.update(training_bytes=training_bytes, sample_rate=round(rate, 6),
                        distinct_pre_tokens=counts().count() if hybrid_counted else None,
                        quarantined_records=quarantine.count())  # input records that are not documents

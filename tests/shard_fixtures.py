@@ -26,29 +26,54 @@ def write_shards(folder, bad_row=None, parts=2, batch_bytes=16 << 10, seed=0, do
                       seq_len=SEQ, pad_id=PAD, bos_id=0, eos_id=1, documents=len(docs))
 
 
-def write_text_shards(folder, seq_len=512, vocab_size=1024, files=("debian-faq.en", "debian-faq.zh"), parts=2):
-    """Shards of real text: documents of the embedded sample, tokenized by a small BPE trained on them
-    (no Spark: the prep functions the tokenize job runs), packed into rows of seq_len."""
+def sample_texts(files) -> list[str]:
     import io
 
     import zstandard
 
-    from prep.tokenizer.bpe import train_bpe
-    from prep.tokenizer.encode import TokenizerFile, encode_documents
-
-    folder.mkdir(parents=True, exist_ok=True)
     texts = []
     for name in files:
         raw = zstandard.ZstdDecompressor().stream_reader(open(SAMPLE / f"{name}.jsonl.zst", "rb"))
         texts += [json.loads(line)["text"] for line in io.TextIOWrapper(raw, encoding="utf-8") if line.strip()]
-    tokenizer = train_bpe(texts, vocab_size)
-    tokenizer.save(str(folder / "tokenizer.json"))
-    tokenizer_file = TokenizerFile.read(str(folder / "tokenizer.json"))
+    return texts
+
+
+def write_text_shards(folder, seq_len=512, vocab_size=1024, files=("debian-faq.en", "debian-faq.zh"), parts=2,
+                      tokenizer_file=None):
+    """Shards of real text: documents of the embedded sample, tokenized by a small BPE trained on them
+    (or by `tokenizer_file`; no Spark: the prep functions the shards job runs), packed into rows of seq_len."""
+    from prep.tokenizer.bpe import train_bpe
+    from prep.tokenizer.encode import TokenizerFile, encode_documents
+
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = sample_texts(files)
+    if tokenizer_file is None:
+        train_bpe(texts, vocab_size).save(str(folder / "tokenizer.json"))
+        tokenizer_file = TokenizerFile.read(str(folder / "tokenizer.json"))
     docs = encode_documents(tokenizer_file, texts)
     tokens, cu = materialize(pack([len(d) for d in docs], PackConfig(seq_len)), docs, tokenizer_file.pad_id)
     return write_rows(folder, tokens, cu, parts, 64 << 10, tokenizer_sha256=tokenizer_file.sha256,
-                      vocab_size=vocab_size, seq_len=seq_len, pad_id=tokenizer_file.pad_id,
+                      vocab_size=tokenizer_file.vocab_size, seq_len=seq_len, pad_id=tokenizer_file.pad_id,
                       bos_id=tokenizer_file.bos_id, eos_id=tokenizer_file.eos_id, documents=len(docs))
+
+
+def write_text_mixture(folder, weights: dict[str, float], files: dict[str, tuple[str, ...]], seq_len=512,
+                       vocab_size=1024):
+    """A mixture as the pipeline writes it: one BPE trained on every source's text, each source's shards
+    in folder/NAME/, and folder/mixture.json with `weights`; returns its path."""
+    from prep.tokenizer.bpe import train_bpe
+    from prep.tokenizer.encode import TokenizerFile
+    from schemas.mixture import MIXTURE_FILE, new_mixture
+
+    folder.mkdir(parents=True, exist_ok=True)
+    train_bpe(sample_texts([f for group in files.values() for f in group]), vocab_size).save(
+        str(folder / "tokenizer.json"))
+    tokenizer_file = TokenizerFile.read(str(folder / "tokenizer.json"))
+    indexes = {name: write_text_shards(folder / name, seq_len, files=group, parts=1, tokenizer_file=tokenizer_file)
+               for name, group in files.items()}
+    mixture = new_mixture({name: (name, weights[name], index) for name, index in indexes.items()})
+    (folder / MIXTURE_FILE).write_text(json.dumps(mixture))
+    return folder / MIXTURE_FILE
 
 
 def write_rows(folder, tokens, cu, parts, batch_bytes, **index_fields):

@@ -7,6 +7,7 @@ DCP's metadata are on disk; the ranks decide that together at a step boundary. L
 the model and optimizer when the world size changed.
 """
 
+import json
 import os
 import random
 import shutil
@@ -88,16 +89,22 @@ def training_state(model, optimizer, scheduler, loader, step: int, rank: int, wo
     a key saved by several ranks, so a shared key would hand every rank the same state."""
     model_state, optimizer_state = get_state_dict(model, optimizer)
     return {"model": model_state, "optimizer": optimizer_state, "scheduler": scheduler.state_dict(),
-            "train": {"step": step, "world_size": world, "loader": loader.state_dict()},
+            "train": {"step": step, "world_size": world, "loader_json": json.dumps(loader.state_dict())},
             f"rng_rank{rank}": rng_state()}
 
 
-def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, world: int) -> int:
-    """Loads `checkpoint` (resharded by DCP when the world size changed); returns the step to run next."""
+def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, world: int,
+           allow_new_weights: bool = False) -> int:
+    """Loads `checkpoint` (resharded by DCP when the world size changed); returns the step to run next.
+    allow_new_weights: the loader's mixture weights may differ from the checkpoint's."""
     state = training_state(model, optimizer, scheduler, loader, 0, rank, world)
     saved_keys = dcp.FileSystemReader(str(checkpoint)).read_metadata().state_dict_metadata
     if not any(key.startswith(f"rng_rank{rank}.") or key == f"rng_rank{rank}" for key in saved_keys):
         del state[f"rng_rank{rank}"]  # a rank the saving run did not have (resumed at a larger world size)
+    old_loader = [key.removeprefix("train.loader.") for key in saved_keys if key.startswith("train.loader.")]
+    if old_loader:  # saved before the loader's state was one JSON string (version 1: flat, one folder)
+        del state["train"]["loader_json"]
+        state["train"]["loader"] = dict.fromkeys(old_loader)
     dcp.load(state, checkpoint_id=str(checkpoint))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
@@ -107,7 +114,8 @@ def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, wor
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "scheduler.step() before optimizer.step()": intended here
         scheduler.step()
-    loader.load_state_dict(state["train"]["loader"])
+    saved_loader = state["train"]["loader"] if old_loader else json.loads(state["train"]["loader_json"])
+    loader.load_state_dict(saved_loader, allow_new_weights)
     if f"rng_rank{rank}" in state and state["train"]["world_size"] == world:
         set_rng_state(state[f"rng_rank{rank}"])
     return int(state["train"]["step"])

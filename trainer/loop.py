@@ -3,7 +3,8 @@
 One process per device (gloo on CPU, NCCL on CUDA), started by torchrun (jobs/train.py). Every step:
 a batch from ShardLoader, forward with attention inside documents only, the loss averaged over the
 real tokens of all ranks, AdamW with warmup then cosine decay, gradient clipping. Checkpoints go to
-DIR/checkpoints/ (trainer/checkpoints.py); per-step metrics to DIR/metrics.jsonl.
+DIR/checkpoints/ (trainer/checkpoints.py); per-step metrics to DIR/metrics.jsonl, with each source's
+tokens and loss when the shards are a mixture (`--shards OUT/shards/mixture.json`).
 """
 
 import json
@@ -13,6 +14,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -20,6 +22,7 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 from loaders import ShardLoader
 from loaders.collate import IGNORE
+from schemas.mixture import parse_weights
 from trainer.checkpoints import Checkpoints, resume, training_state
 from trainer.model import Transformer, preset
 
@@ -31,7 +34,9 @@ PEAK_FLOPS = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "A
 
 @dataclass
 class TrainConfig:
-    shards: str = "out/sample/shards"  # a shards folder or URL (index.json + shard-*.arrow)
+    shards: str = "out/sample/shards"  # a shards folder or URL (index.json + shard-*.arrow), or a mixture.json
+    weights: str = ""  # NAME=WEIGHT,...: a mixture's weights instead of those in its mixture.json
+    allow_new_weights: bool = False  # resume a checkpoint saved with other weights (each source goes on from there)
     run_dir: str = "out/train"  # checkpoints/ and metrics.jsonl
     model: str = "tiny"  # tiny | 125m | 1b (trainer/model.py)
     steps: int = 200  # optimizer steps in all, counted from the start of the run (a resume goes on)
@@ -91,15 +96,26 @@ def build_optimizer(model: torch.nn.Module, cfg: TrainConfig):
     return optimizer, scheduler
 
 
-def train_step(model, optimizer, batch: dict, world: int, cfg: TrainConfig) -> tuple[float, float, int]:
-    """(loss over the real tokens of every rank, gradient norm, sum of the global batch's token ids:
-    a fingerprint of the data, the same at any world size)."""
+class Step(NamedTuple):
+    loss: float  # over the real tokens of every rank
+    grad_norm: float
+    token_sum: int  # the global batch's token ids summed: a fingerprint of the data, the same at any world size
+    source_rows: list[int]  # rows of each source in the global batch
+    source_tokens: list[int]  # real tokens of each source in the global batch
+    source_loss: list[float | None]  # their mean loss (None: the source had no token in this batch)
+
+
+def train_step(model, optimizer, batch: dict, world: int, cfg: TrainConfig, sources: int = 1) -> Step:
     labels = batch["labels"]
-    loss_sum = model(batch["input_ids"], batch["position_ids"], batch["cu_seqlens"], labels=labels,
+    row_loss = model(batch["input_ids"], batch["position_ids"], batch["cu_seqlens"], labels=labels,
                      loss_chunk_tokens=cfg.loss_chunk_tokens)
-    counts = torch.stack([(labels != IGNORE).sum().double(), loss_sum.detach().double(),
-                          batch["input_ids"].sum().double()])
-    dist.all_reduce(counts)
+    loss_sum = row_loss.sum()
+    row_tokens = (labels != IGNORE).sum(-1).double()
+    by_source = torch.zeros(3, sources, dtype=torch.float64, device=labels.device).index_add_(
+        1, batch["source"], torch.stack([torch.ones_like(row_tokens), row_tokens, row_loss.detach().double()]))
+    counts = torch.cat([torch.stack([row_tokens.sum(), loss_sum.detach().double(), batch["input_ids"].sum().double()]),
+                        by_source.flatten()])
+    dist.all_reduce(counts)  # one reduction for the step's figures and every source's
     real_tokens = max(1.0, counts[0].item())
     # FSDP averages gradients over ranks: scale so the result is the gradient of the global mean.
     (loss_sum * world / real_tokens).backward()
@@ -107,7 +123,9 @@ def train_step(model, optimizer, batch: dict, world: int, cfg: TrainConfig) -> t
     grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return counts[1].item() / real_tokens, grad_norm.item(), int(counts[2].item())
+    rows, tokens, losses = counts[3:].view(3, sources).tolist()
+    return Step(counts[1].item() / real_tokens, grad_norm.item(), int(counts[2].item()), [int(r) for r in rows],
+                [int(t) for t in tokens], [loss / t if t else None for t, loss in zip(tokens, losses)])
 
 
 def peak_flops(device: torch.device) -> float | None:
@@ -136,14 +154,15 @@ def _train(cfg: TrainConfig, device: torch.device) -> None:
         raise SystemExit(f"--global-batch-size {cfg.global_batch_size} is not a multiple of the {world} processes")
     run_dir = Path(cfg.run_dir)
     loader = ShardLoader(cfg.shards, cfg.global_batch_size // world, rank=rank, world_size=world, seed=cfg.seed,
-                         num_workers=cfg.num_workers, device=device)
+                         num_workers=cfg.num_workers, device=device, weights=parse_weights(cfg.weights) or None)
+    mixture = len(loader.sources) > 1
     try:
         model = build_model(cfg, loader.embedding_size, device)
         optimizer, scheduler = build_optimizer(model, cfg)
         checkpoints = Checkpoints(run_dir, cfg.keep_checkpoints, rank, device)
         step = 0
         if cfg.resume and (latest := checkpoints.latest()) is not None:
-            step = resume(latest, model, optimizer, scheduler, loader, rank, world)
+            step = resume(latest, model, optimizer, scheduler, loader, rank, world, cfg.allow_new_weights)
             log.info("resumed from %s at step %d (%d processes)", latest, step, world)
         metrics = Metrics(run_dir / "metrics.jsonl" if rank == 0 else None, model.flops_per_token(loader.seq_len),
                           peak_flops(device), world)
@@ -152,7 +171,7 @@ def _train(cfg: TrainConfig, device: torch.device) -> None:
                 started = time.perf_counter()  # before next(): the data wait is part of the step
                 batch = next(loader)
                 data_wait = time.perf_counter() - started
-                loss, grad_norm, token_sum = train_step(model, optimizer, batch, world, cfg)
+                result = train_step(model, optimizer, batch, world, cfg, len(loader.sources))
                 lr = scheduler.get_last_lr()[0]
                 scheduler.step()
                 step += 1
@@ -160,9 +179,11 @@ def _train(cfg: TrainConfig, device: torch.device) -> None:
                     checkpoints.save(training_state(model, optimizer, scheduler, loader, step, rank, world), step)
                 checkpoints.poll()
                 seconds = time.perf_counter() - started
-                metrics.write(step=step, loss=loss, lr=lr, grad_norm=grad_norm,
+                per_source = {f"source_{key}": dict(zip(loader.sources, getattr(result, f"source_{key}")))
+                              for key in ("rows", "tokens", "loss")} if mixture else {}
+                metrics.write(step=step, loss=result.loss, lr=lr, grad_norm=result.grad_norm,
                               tokens_per_s=cfg.global_batch_size * loader.seq_len / seconds,
-                              data_wait_pct=100 * data_wait / seconds, token_sum=token_sum)
+                              data_wait_pct=100 * data_wait / seconds, token_sum=result.token_sum, **per_source)
         checkpoints.wait()
         # Each rank's data loading counters (decompressions here and on its node, cache hits, waits).
         (run_dir / f"loader-rank{rank}.json").write_text(json.dumps(loader.stats()) + "\n")

@@ -163,8 +163,9 @@ class Transformer(nn.Module):
     def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor, cu_seqlens: torch.Tensor,
                 labels: torch.Tensor | None = None, loss_chunk_tokens: int = 0,
                 use_flex: bool | None = None) -> torch.Tensor:
-        """Logits [B, S, vocab]; with `labels`, the summed loss of the tokens whose label is not -100
-        instead (see cross_entropy_sum). use_flex: flex_attention (default on CUDA) or SDPA with a mask."""
+        """Logits [B, S, vocab]; with `labels`, each row's summed loss of the tokens whose label is not
+        -100 instead, [B] (see cross_entropy_rows). use_flex: flex_attention (default on CUDA) or SDPA
+        with a mask."""
         batch, seq_len = input_ids.shape
         if use_flex is None:
             use_flex = input_ids.is_cuda and _flex_available()
@@ -175,7 +176,7 @@ class Transformer(nn.Module):
             x = block(x, cos, sin, mask)
         if labels is None:
             return self.output(self.norm(x))
-        return cross_entropy_sum(self.norm(x), self.output.weight, labels, loss_chunk_tokens)
+        return cross_entropy_rows(self.norm(x), self.output.weight, labels, loss_chunk_tokens)
 
     def flops_per_token(self, seq_len: int) -> float:
         """torchtitan's count: 6 per non-embedding parameter, plus attention's 12 * layers * heads *
@@ -184,23 +185,24 @@ class Transformer(nn.Module):
         return 6 * params + 12 * self.cfg.n_layers * self.cfg.n_heads * self.cfg.head_dim * seq_len
 
 
-def cross_entropy_sum(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor,
-                      chunk_tokens: int = 0) -> torch.Tensor:
-    """Summed cross-entropy in fp32 (labels of -100 ignored). With chunk_tokens > 0 the logits are made
-    that many rows at a time and made again in backward, so the [tokens, vocab] matrix never exists
-    whole (1 GB in fp32 for 8K tokens of a 32K vocabulary, 17 GB for 32K tokens of 128K): less memory
-    for one more pass of the output layer (~20% slower for the tiny model on CPU)."""
+def cross_entropy_rows(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor,
+                       chunk_tokens: int = 0) -> torch.Tensor:
+    """Cross-entropy in fp32 summed over each row, [B] (labels of -100 ignored): per row, so that a
+    mixture's loss can be told apart by source. With chunk_tokens > 0 the logits are made that many
+    tokens at a time and made again in backward, so the [tokens, vocab] matrix never exists whole (1 GB
+    in fp32 for 8K tokens of a 32K vocabulary, 17 GB for 32K tokens of 128K): less memory for one more
+    pass of the output layer (~20% slower for the tiny model on CPU)."""
+    rows = labels.shape[0]
     hidden, labels = hidden.flatten(0, 1), labels.flatten()
     if chunk_tokens <= 0:
-        return _chunk_loss(hidden, weight, labels)
-    total = hidden.new_zeros((), dtype=torch.float32)
-    for h, y in zip(hidden.split(chunk_tokens), labels.split(chunk_tokens)):
-        total = total + checkpoint(_chunk_loss, h, weight, y, use_reentrant=False)
-    return total
+        return _token_losses(hidden, weight, labels).view(rows, -1).sum(-1)
+    losses = [checkpoint(_token_losses, h, weight, y, use_reentrant=False)
+              for h, y in zip(hidden.split(chunk_tokens), labels.split(chunk_tokens))]
+    return torch.cat(losses).view(rows, -1).sum(-1)
 
 
-def _chunk_loss(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(F.linear(hidden, weight).float(), labels, ignore_index=-100, reduction="sum")
+def _token_losses(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(F.linear(hidden, weight).float(), labels, ignore_index=-100, reduction="none")
 
 
 @functools.cache

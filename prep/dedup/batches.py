@@ -36,7 +36,8 @@ FEATURES_SCHEMA = pa.schema([
     ("signature_seconds", pa.float64()),  # this document's share of its batch's signature time (for the stats)
 ])
 
-BANDS_SCHEMA = pa.schema([("rank", pa.int64()), ("band", pa.int32()), ("bucket", pa.int64())])
+# scope: documents are compared only within one scope (0 for all; a source's index to dedup sources apart)
+BANDS_SCHEMA = pa.schema([("rank", pa.int64()), ("scope", pa.int32()), ("band", pa.int32()), ("bucket", pa.int64())])
 
 SURVIVORS_SCHEMA = pa.schema([("rank", pa.int64()), ("near_kept", pa.bool_()), ("copy_of", pa.int64())])
 
@@ -52,12 +53,13 @@ def signature_array(column: pa.Array, num_perm: int) -> np.ndarray:
 
 
 def bands_batch(batch: pa.RecordBatch, cfg: DedupConfig) -> pa.RecordBatch:
-    """(rank, signature) in, one row per (document, band) out."""
+    """(rank, scope, signature) in, one row per (document, band) out."""
     params = cfg.lsh
     keys = band_hashes(signature_array(batch["signature"], cfg.minhash.num_perm), params)
     ranks = np.asarray(batch["rank"].to_numpy(zero_copy_only=False))
     return pa.RecordBatch.from_pydict({
         "rank": np.repeat(ranks, params.bands),
+        "scope": np.repeat(np.asarray(batch["scope"].to_numpy(zero_copy_only=False), np.int32), params.bands),
         "band": np.tile(np.arange(params.bands, dtype=np.int32), len(ranks)),
         "bucket": keys.reshape(-1),
     }, schema=BANDS_SCHEMA)

@@ -1,10 +1,15 @@
-"""Expands `--input` (files, directories and globs, comma-separated) into the files to read."""
+"""Expands `--input` (files, directories and globs, comma-separated) into the files to read, and
+`--input NAME=PATH ...` into named sources."""
 
 import glob
 import os
+import re
 from dataclasses import dataclass
 
 READABLE_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet", ".txt")
+# NAME=PATH: a name is a folder name (it becomes OUT/shards/NAME); "data/a=b" has a slash before
+# its "=", so it stays a path.
+NAMED_INPUT = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]*)=(.+)")
 
 
 class InputError(ValueError):
@@ -68,3 +73,31 @@ def expand_inputs(spec: str) -> list[InputFile]:
     if not files:
         raise InputError("--input is empty")
     return sorted(files.values())
+
+
+def named_inputs(values: list[str]) -> dict[str, str] | None:
+    """`--input NAME=PATH` values as {name: PATH}, in the order named; None when no value is named
+    (bare paths: one input, see expand_inputs)."""
+    matches = [NAMED_INPUT.fullmatch(value) for value in values]
+    if not any(matches):
+        return None
+    if not all(matches):
+        raise InputError(f"name every --input (NAME=PATH) or none: {values[matches.index(None)]!r} has no name")
+    named: dict[str, str] = {}
+    for match in matches:
+        name, spec = match.groups()
+        if name in named:
+            raise InputError(f"source {name!r} is named twice")
+        named[name] = spec
+    return named
+
+
+def expand_sources(named: dict[str, str]) -> dict[str, list[InputFile]]:
+    """expand_inputs of each named source; errors name the source."""
+    sources = {}
+    for name, spec in named.items():
+        try:
+            sources[name] = expand_inputs(spec)
+        except InputError as e:
+            raise InputError(f"source {name!r}: {e}") from None
+    return sources

@@ -44,7 +44,7 @@ def test_attention_never_crosses_a_document_boundary():
         assert torch.equal(model(changed, position_ids, cu)[0, :99], before[0, :99])
 
 
-def test_the_chunked_loss_is_the_loss_of_the_whole_logits_with_the_same_gradients():
+def test_the_chunked_loss_is_the_loss_of_the_whole_logits_per_row_with_the_same_gradients():
     model, ids, cu, position_ids = tiny_model_and_batch()
     labels = torch.roll(ids, -1, 1)
     labels[0, 99] = labels[0, 255] = -100
@@ -53,7 +53,13 @@ def test_the_chunked_loss_is_the_loss_of_the_whole_logits_with_the_same_gradient
     whole.backward()
     expected = model.output.weight.grad.clone()
     model.zero_grad()
-    chunked = model(ids, position_ids, cu, labels=labels, loss_chunk_tokens=96)
+    rows = model(ids, position_ids, cu, labels=labels, loss_chunk_tokens=96)
+    assert rows.shape == (ids.shape[0],)
+    with torch.no_grad():
+        first_row = torch.nn.functional.cross_entropy(model(ids, position_ids, cu)[0], labels[0], ignore_index=-100,
+                                                      reduction="sum")
+    assert rows[0].item() == pytest.approx(first_row.item(), rel=1e-5)
+    chunked = rows.sum()
     chunked.backward()
     assert chunked.item() == pytest.approx(whole.item(), rel=1e-5)
     assert torch.allclose(model.output.weight.grad, expected, rtol=1e-4, atol=1e-6)

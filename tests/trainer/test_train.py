@@ -4,6 +4,7 @@ bit-identical losses, and a run saved at 2 processes resumes at 1 with the same 
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.shard_fixtures import write_text_shards
+from tests.shard_fixtures import write_text_mixture, write_text_shards
 
 pytestmark = pytest.mark.torchrun
 
@@ -104,3 +105,29 @@ def test_a_run_saved_at_2_processes_resumes_at_1_with_the_same_data(shards, unin
     for step in resumed:
         assert resumed[step]["token_sum"] == expected[step]["token_sum"]  # exactly the same samples
         assert resumed[step]["loss"] == pytest.approx(expected[step]["loss"], rel=2e-2)  # resharded, bf16
+
+
+@pytest.fixture(scope="module")
+def mixture(tmp_path_factory):
+    return write_text_mixture(tmp_path_factory.mktemp("mixture"), {"en": 0.75, "zh": 0.25},
+                              {"en": ("debian-faq.en",), "zh": ("debian-faq.zh",)}, seq_len=256)
+
+
+def test_a_mixture_trains_with_each_sources_tokens_and_loss_and_new_weights_need_consent(mixture, tmp_path):
+    run_dir = tmp_path / "mixture"
+    train(2, mixture, run_dir, "--steps", "8", "--checkpoint-every", "4")
+    steps = metrics(run_dir)
+    for record in steps.values():
+        assert record["source_rows"] == {"en": 3, "zh": 1}  # 0.75 / 0.25 of 4 rows, every step
+        tokens, losses = record["source_tokens"], record["source_loss"]
+        assert all(tokens[name] > 0 and losses[name] > 0 for name in ("en", "zh"))
+        mean = sum(tokens[n] * losses[n] for n in tokens) / sum(tokens.values())
+        assert mean == pytest.approx(record["loss"], rel=1e-6)
+    # Resumed with other weights: refused unless allowed, then the new rows per step from there on.
+    shutil.rmtree(run_dir / "checkpoints" / "step-0000008")
+    refused = subprocess.run(command(1, mixture, run_dir, "--resume", "--weights", "en=1,zh=1", "--steps", "8"),
+                             cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert refused.returncode != 0 and "allow_new_weights" in refused.stdout + refused.stderr
+    train(1, mixture, run_dir, "--resume", "--weights", "en=1,zh=1", "--allow-new-weights", "--steps", "8")
+    resumed = metrics(run_dir)
+    assert [resumed[s]["source_rows"] for s in range(5, 9)] == [{"en": 2, "zh": 2}] * 4

@@ -1,6 +1,6 @@
 import pytest
 
-from prep.ingest.inputs import InputError, expand_inputs
+from prep.ingest.inputs import InputError, expand_inputs, expand_sources, named_inputs
 
 
 def make(tmp_path, *names):
@@ -39,3 +39,19 @@ def test_sample_corpus_ids_are_unique(sample_dir):
 
     ids = [r.id for f in expand_inputs(str(sample_dir)) for r in read_file(f)]
     assert len(ids) == len(set(ids)) > 3000
+
+
+def test_named_inputs_keep_the_order_they_were_named_in(tmp_path):
+    for name in ("b", "a", "d=1"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "x.jsonl").write_text('{"text": "t"}\n')
+    named = named_inputs([f"zh={tmp_path}/b", f"web={tmp_path}/a"])
+    assert named == {"zh": f"{tmp_path}/b", "web": f"{tmp_path}/a"} and list(named) == ["zh", "web"]
+    sources = expand_sources(named)
+    assert list(sources) == ["zh", "web"] and sources["zh"] == expand_inputs(str(tmp_path / "b"))
+    with pytest.raises(InputError, match="source 'web': .*no such file"):
+        expand_sources({"web": str(tmp_path / "missing")})
+    # bare paths (an "=" after a slash is part of the path) are one unnamed input
+    assert named_inputs([str(tmp_path / "a"), f"{tmp_path}/d=1"]) is None
+    with pytest.raises(InputError, match="name every --input"):
+        named_inputs([f"web={tmp_path}/a", str(tmp_path / "b")])

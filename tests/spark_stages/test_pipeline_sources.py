@@ -1,0 +1,137 @@
+"""`python -m jobs.pipeline --input NAME=PATH ...`: per-source cleaning and shards, dedup across sources
+(a copy kept in the source named first) or per source, a tokenizer sample that follows the weights,
+mixture.json that validates and loads, and errors that name the source."""
+
+import io
+import json
+from fractions import Fraction
+
+import pyarrow.dataset as ds
+import pytest
+import zstandard
+
+from loaders.shard_loader import ShardLoader
+from prep.ingest.inputs import expand_inputs
+from schemas.validate import validate, validate_mixture
+from spark_stages import dedup as dedup_stage
+from spark_stages import pipeline
+from spark_stages.ingest import SOURCE
+from spark_stages.runner import run_stage
+from spark_stages.tokenizer import source_rates
+from tests.spark_stages.conftest import run_module
+
+pytestmark = pytest.mark.spark
+
+WEIGHTS = "web=0.37,zh=0.5,code=0.12,mirror=0.01"
+COPIES = 3  # documents of the web source that the mirror source copies under other ids
+
+
+def read_sample(sample_dir, name: str) -> list[dict]:
+    raw = zstandard.ZstdDecompressor().stream_reader(open(sample_dir / f"{name}.jsonl.zst", "rb"))
+    return [json.loads(line) for line in io.TextIOWrapper(raw, encoding="utf-8") if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def sources(sample_dir, tmp_path_factory):
+    """NAME=PATH arguments: web, zh and code from the sample, and mirror: licenses plus copies of web."""
+    mirror = tmp_path_factory.mktemp("mirror")
+    copies = read_sample(sample_dir, "debian-faq.en")[:COPIES]
+    (mirror / "copies.jsonl").write_text("".join(json.dumps({"id": f"mirror-{i}", "text": d["text"]}) + "\n"
+                                                 for i, d in enumerate(copies)))
+    (mirror / "licenses.en.jsonl.zst").write_bytes((sample_dir / "licenses.en.jsonl.zst").read_bytes())
+    return {"web": f"{sample_dir}/debian-faq.en.jsonl.zst,{sample_dir}/debian-reference.en.jsonl.zst",
+            "zh": f"{sample_dir}/debian-faq.zh.jsonl.zst,{sample_dir}/debian-faq-html.zh.jsonl.zst",
+            "code": f"{sample_dir}/python-index-pages.en.jsonl.zst", "mirror": str(mirror)}
+
+
+@pytest.fixture(scope="module")
+def mixture_run(sources, tmp_path_factory):
+    out = tmp_path_factory.mktemp("mixture")
+    inputs = [arg for name, path in sources.items() for arg in ("--input", f"{name}={path}")]
+    done = run_module("pipeline", *inputs, "--weights", WEIGHTS, "--output", str(out), "--vocab-size", "4096")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, done.stdout
+
+
+def test_each_source_has_its_shards_and_the_mixture_names_them(mixture_run):
+    out, stdout = mixture_run
+    mixture = json.loads((out / "shards" / "mixture.json").read_text())
+    assert list(mixture["sources"]) == ["web", "zh", "code", "mirror"]
+    assert validate_mixture(out / "shards" / "mixture.json") == []
+    for name, entry in mixture["sources"].items():
+        index = json.loads((out / "shards" / name / "index.json").read_text())
+        assert validate(out / "shards" / name) == [] and entry["path"] == name
+        assert (entry["rows"], entry["tokens"]) == (index["totals"]["rows"], index["totals"]["tokens"])
+        assert (out / "clean" / name / "stats.json").is_file()
+    assert {n: e["weight"] for n, e in mixture["sources"].items()} == {"web": 0.37, "zh": 0.5, "code": 0.12,
+                                                                       "mirror": 0.01}
+    assert "mixture: web 0.37, zh 0.5, code 0.12, mirror 0.01" in stdout
+
+
+def test_a_document_in_two_sources_is_kept_once_in_the_source_named_first(mixture_run):
+    out, _ = mixture_run
+    stats = json.loads((out / "dedup" / "stats.json").read_text())
+    per_source = stats["sources"]
+    assert stats["scope"] == "across" and sum(s["kept"] for s in per_source.values()) == stats["kept"]
+    cleaned = {name: json.loads((out / "clean" / name / "stats.json").read_text())["kept"] for name in per_source}
+    assert {name: s["input"] for name, s in per_source.items()} == cleaned
+    kept_ids = {name: set(ds.dataset(out / "dedup" / "docs" / f"source={name}").to_table(columns=["id"])
+                           .column("id").to_pylist()) for name in per_source}
+    mirror_copies = {f"mirror-{i}" for i in range(COPIES)}
+    clean_mirror = set(ds.dataset(out / "clean" / "mirror" / "docs").to_table(columns=["id"]).column("id").to_pylist())
+    copies_after_cleaning = mirror_copies & clean_mirror
+    assert copies_after_cleaning and not copies_after_cleaning & kept_ids["mirror"]  # dropped from mirror ...
+    assert per_source["mirror"]["in_an_earlier_source"] >= len(copies_after_cleaning)
+    assert per_source["web"]["in_an_earlier_source"] == 0  # ... and kept in web, named first
+    clusters = ds.dataset(out / "dedup" / "clusters").to_table().to_pandas()
+    copies = clusters[clusters.id.isin(copies_after_cleaning)]
+    heads = clusters.set_index("id").loc[copies.cluster_id]
+    assert set(heads.source) == {"web"} and heads.kept.all()
+
+
+def test_sources_deduplicated_apart_keep_their_copies(spark, mixture_run, tmp_path):
+    out, _ = mixture_run
+    cleaned = {name: expand_inputs(str(out / "clean" / name / "docs")) for name in ("web", "mirror")}
+    stats = dedup_stage.run(spark, cleaned, dedup_stage.Config(), str(tmp_path / "apart"), per_source=True)
+    assert stats["scope"] == "per-source"
+    assert all(s["in_an_earlier_source"] == 0 for s in stats["sources"].values())
+    across = json.loads((out / "dedup" / "stats.json").read_text())["sources"]
+    assert stats["sources"]["web"]["kept"] == across["web"]["kept"]
+    assert stats["sources"]["mirror"]["kept"] > across["mirror"]["kept"]
+
+
+def test_the_tokenizer_sample_follows_the_weights(spark, mixture_run):
+    texts = spark.createDataFrame([(0, "a" * 100), (0, "b" * 300), (1, "c" * 100), (2, "d" * 50)],
+                                  f"{SOURCE} int, text string")
+    # bytes 400, 100, 50; weights 1, 1, 2: per byte 1/400, 1/100, 1/25 -> kept 1/16, 1/4, 1 of each
+    rates = source_rates(texts, [Fraction(1), 1, 2.0])
+    assert rates == [1 / 16, 1 / 4, 1.0]  # kept bytes 25, 25, 50: the weights' shares
+    out, _ = mixture_run
+    report = json.loads((out / "tokenizer" / "report.json").read_text())
+    assert max(report["training"]["source_rates"].values()) == 1.0
+    assert set(report["training"]["source_rates"]) == {"web", "zh", "code", "mirror"}
+
+
+def test_the_loader_reads_the_mixture_the_pipeline_wrote(mixture_run):
+    out, _ = mixture_run
+    loader = ShardLoader(str(out / "shards" / "mixture.json"), 100, seed=1)
+    batch = next(loader)
+    counts = [batch["source"].tolist().count(i) for i in range(4)]
+    assert loader.sources == ["web", "zh", "code", "mirror"] and counts == [37, 50, 12, 1]
+    loader.close()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--input", "web=data/sample/debian-faq.en.jsonl.zst", "--input", "data/sample"], "name every --input"),
+    (["--input", "web=data/sample/debian-faq.en.jsonl.zst", "--input", "web=data/sample"], "'web' is named twice"),
+    (["--input", "web=data/sample/missing"], "source 'web': data/sample/missing: no such file"),
+    (["--input", "web=data/sample", "--weights", "web=1,zh=2"], "--weights names web, zh; the sources are web"),
+    (["--input", "web=data/sample", "--weights", "web=-1"], "source 'web': weight '-1' must be a positive"),
+    (["--input", "data/sample", "--weights", "web=1"], "--weights needs named sources"),
+    (["--input", "web=data/sample", "--dedup", "sideways"], "dedup must be one of across, per-source"),
+])
+def test_bad_sources_or_weights_fail_before_spark_naming_what(args, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(pipeline.__file__.rsplit("/", 2)[0])
+    assert run_stage(pipeline.STAGE, [*args, "--output", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+
