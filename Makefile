@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize bench-loader bench-minhash bench-encode
+.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
 
 install: $(STAMP)
 
@@ -77,6 +77,11 @@ bench-tokenize: install
 LOADER_SHARDS ?= $(OUT)/shards
 bench-loader: install
 	$(PY) -m benchmarks.bench_loader --shards $(LOADER_SHARDS)
+
+# Three sources with weights: ShardLoader against mosaicml-streaming and litdata mixtures (same venv).
+bench-mixture: install
+	test -f $(LOADER_SHARDS)/index.json || $(MAKE) shards
+	$(PY) -m benchmarks.bench_mixture --shards $(LOADER_SHARDS)
 # One core, the compiled kernels against their references (each prints a table, then one JSON line).
 MINHASH_INPUT ?= $(SAMPLE)
 bench-minhash: install

@@ -151,11 +151,16 @@ def node_peak_memory(folder: Path, ranks: int = 2, workers: int = 2) -> int:
     return peak.bytes
 
 
-def peers(python: str, tokens: Path, seq_len: int, work: Path) -> list[dict]:
+def ensure_peers_venv(python: str) -> None:
+    """litdata and mosaicml-streaming in a venv of their own (neither is a tokenmill dependency)."""
     if not Path(python).exists():
         subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
         subprocess.run([str(PEERS_VENV / "bin" / "pip"), "install", "-q", "torch==2.13.0", "numpy", "zstandard",
                         "litdata>=0.2.50,<0.3", "mosaicml-streaming>=0.11,<0.14"], check=True)
+
+
+def peers(python: str, tokens: Path, seq_len: int, work: Path) -> list[dict]:
+    ensure_peers_venv(python)
     out = subprocess.run([python, str(REPO / "benchmarks" / "loader_peers.py"), "--tokens", str(tokens),
                           "--seq-len", str(seq_len), "--work", str(work)], check=True, capture_output=True, text=True)
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]

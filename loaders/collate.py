@@ -68,35 +68,43 @@ def _arange(n: int) -> np.ndarray:
     return values
 
 
-def collate_runs(words, runs: np.ndarray, rows: np.ndarray, seq_len: int, pad_id: int) -> dict[str, np.ndarray] | None:
-    """The whole batch in one compiled pass, straight out of L2: `runs` gives, per batch row, the
-    (base, rows, tokens, cu) of its shard's run in the arena (`words`: SharedArena.words) and `rows` the
-    row in that shard. None when an offset read points outside its run (the shard was evicted and
-    rewritten meanwhile; the caller checks and reads again)."""
-    batch = len(rows)
-    input_ids = np.empty((batch, seq_len), np.int64)
-    labels = np.empty((batch, seq_len), np.int64)
-    position_ids = np.empty((batch, seq_len), np.int64)
-    cu_seqlens = np.empty(batch * seq_len + 1, np.int32)
-    pieces = _collate_kernel(words.int64, words.uint32, words.int32, runs, rows, seq_len, pad_id, input_ids, labels,
-                             position_ids, cu_seqlens)
-    if pieces < 0:
-        return None
-    return {"input_ids": input_ids, "labels": labels, "position_ids": position_ids,
-            "cu_seqlens": cu_seqlens[:pieces].copy()}
+def empty_batch(batch: int, seq_len: int) -> dict[str, np.ndarray]:
+    """The arrays a batch is collated into, row block by row block (collate_runs' `out`): cu_seqlens
+    has room for the most pieces a batch can have and starts at 0."""
+    out = {"input_ids": np.empty((batch, seq_len), np.int64), "labels": np.empty((batch, seq_len), np.int64),
+           "position_ids": np.empty((batch, seq_len), np.int64),
+           "cu_seqlens": np.empty(batch * seq_len + 1, np.int32), "sample_index": np.empty(batch, np.int64)}
+    out["cu_seqlens"][0] = 0
+    return out
+
+
+def collate_runs(words, runs: np.ndarray, rows: np.ndarray, seq_len: int, pad_id: int, out: dict[str, np.ndarray],
+                 first_row: int = 0, pieces: int = 1) -> int:
+    """Rows of a batch in one compiled pass, straight out of L2, into `out` (empty_batch) from row
+    `first_row` on, their boundaries after the first `pieces` of out's cu_seqlens: `runs` gives, per
+    row, the (base, rows, tokens, cu) of its shard's run in the arena (`words`: SharedArena.words) and
+    `rows` the row in that shard. Returns the boundaries written so far, or -1 when an offset read
+    points outside its run (the shard was evicted and rewritten meanwhile; the caller checks and reads
+    again)."""
+    return _collate_kernel(words.int64, words.uint32, words.int32, runs, rows, seq_len, pad_id, out["input_ids"],
+                           out["labels"], out["position_ids"], out["cu_seqlens"], first_row, pieces)
+
+
+def batch_of(out: dict[str, np.ndarray], pieces: int) -> dict[str, np.ndarray]:
+    """The finished batch: out with cu_seqlens cut to its `pieces` boundaries."""
+    return {**out, "cu_seqlens": out["cu_seqlens"][:pieces].copy()}
 
 
 @numba.njit(cache=True, nogil=True)
 def _collate_kernel(words64, words32u, words32i, runs, rows, seq_len, pad_id, input_ids, labels, position_ids,
-                    cu_seqlens):
+                    cu_seqlens, first_row, count):
     """gather + finish for every row: tokens widened to int64, padding, labels, positions and the
     boundaries over the flattened batch. Every index is checked against its run first: a run being
     rewritten under us gives -1, never a read outside it."""
-    cu_seqlens[0] = 0
-    count = 1
-    for b in range(len(rows)):
-        base, nrows, ntokens, ncu = runs[b, 0], runs[b, 1], runs[b, 2], runs[b, 3]
-        r = rows[b]
+    for i_row in range(len(rows)):
+        b = first_row + i_row
+        base, nrows, ntokens, ncu = runs[i_row, 0], runs[i_row, 1], runs[i_row, 2], runs[i_row, 3]
+        r = rows[i_row]
         token_offsets = base // 8  # int64[nrows + 1], then cu_offsets int64[nrows + 1]
         cu_offsets = token_offsets + nrows + 1
         tokens_at = (base + 16 * (nrows + 1)) // 4  # uint32[ntokens], then cu_seqlens int32[ncu]

@@ -16,6 +16,8 @@ from fractions import Fraction
 from math import gcd, lcm
 from pathlib import Path
 
+import numpy as np
+
 from schemas.mixture import MixtureError, exact_weight, read_mixture_file, source_location
 
 
@@ -36,12 +38,11 @@ def integer_weights(weights: dict[str, float | str | Fraction]) -> dict[str, int
     return {name: value // common for name, value in integers.items()}
 
 
-def allocate(weights: list[int], counts: list[int], rows: int) -> list[int]:
-    """Rows each source gets of the next `rows`, given the rows each has had since the weights took
+def picks(weights: list[int], counts: list[int], rows: int):
+    """The source of each of the next `rows` rows, given the rows each has had since the weights took
     effect (`counts`): the quota method, row by row, in integers. Ties go to the earlier source."""
     total, counts = sum(weights), list(counts)
     served = sum(counts)
-    given = [0] * len(weights)
     for _ in range(rows):
         served += 1
         best = -1
@@ -51,8 +52,43 @@ def allocate(weights: list[int], counts: list[int], rows: int) -> list[int]:
             if best < 0 or weight * (counts[best] + 1) > weights[best] * (counts[i] + 1):
                 best = i
         counts[best] += 1
-        given[best] += 1
+        yield best
+
+
+def allocate(weights: list[int], counts: list[int], rows: int) -> list[int]:
+    """Rows each source gets of the next `rows` (see picks)."""
+    given = [0] * len(weights)
+    for source in picks(weights, counts, rows):
+        given[source] += 1
     return given
+
+
+class Schedule:
+    """allocate() from where the weights took effect, by table: after sum(weights) rows every source
+    has exactly its weight in rows, and the quota method's tests are unchanged by adding each source's
+    weight to its count and the sum to the rows served, so the picks repeat with that period. One period
+    is tabled (when it is at most MAX_PERIOD rows; longer ones are computed row by row)."""
+
+    MAX_PERIOD = 1 << 16
+
+    def __init__(self, weights: list[int]):
+        self.weights, self.period = list(weights), sum(weights)
+        self._table = None
+        if self.period <= self.MAX_PERIOD:
+            one_hot = np.zeros((self.period + 1, len(weights)), np.int64)
+            one_hot[np.arange(1, self.period + 1), list(picks(self.weights, [0] * len(weights), self.period))] = 1
+            self._table = np.cumsum(one_hot, axis=0)  # rows of each source among the first n of a period
+
+    def _counts(self, served: int) -> np.ndarray:
+        periods, within = divmod(served, self.period)
+        return periods * np.asarray(self.weights, np.int64) + self._table[within]
+
+    def rows(self, counts: list[int], rows: int) -> list[int]:
+        """Rows each source gets of the next `rows`, each having had `counts` since the weights took effect."""
+        if self._table is None:
+            return allocate(self.weights, counts, rows)
+        served = sum(counts)
+        return (self._counts(served + rows) - self._counts(served)).tolist()
 
 
 def read_mixture(path: str) -> list[Source]:

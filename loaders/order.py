@@ -63,6 +63,12 @@ class GlobalOrder:
         epoch, index = divmod(position, self.epoch_size)
         return epoch, int(np.searchsorted(self._epoch(epoch)[1], index, side="right")) - 1
 
+    def block_span(self, epoch: int, block: int) -> tuple[int, int]:
+        """The positions of a block: [start, stop)."""
+        starts = self._epoch(epoch)[1]
+        first = epoch * self.epoch_size
+        return first + int(starts[block]), first + int(starts[block + 1])
+
     def block_shards(self, epoch: int, block: int) -> list[int]:
         """The shards a block reads, in the order they are first needed."""
         shard_of = self._block(epoch, block)[0]

@@ -29,10 +29,11 @@ from collections import deque
 import numpy as np
 import torch
 
+from loaders.collate import batch_of, empty_batch
 from loaders.device_ring import BatchRing
-from loaders.mixture import Source, integer_weights, sources_of
-from loaders.mixture import allocate as allocate_rows
-from loaders.shard_set import ReadOptions, ShardSet
+from loaders.mixture import Schedule, integer_weights, sources_of
+from loaders.shard_reader import ShardSource
+from loaders.shard_set import ReadOptions, ShardSet, decompressed_bytes
 from schemas.mixture import SHARED_INDEX_KEYS, MixtureError
 
 STATE_VERSION = 2  # 1: one folder, no sources (still read)
@@ -62,10 +63,15 @@ class ShardLoader:
         self.options = ReadOptions(num_workers=num_workers, **options)
         described = sources_of(shards, weights)
         self.sources = [s.name for s in described]
-        self.sets = [ShardSet(s.location, source_seed(seed, s.name), self.options) for s in described]
-        self._check_alike(described)
+        located = [ShardSource(s.location, self.options.cache_dir) for s in described]
+        _check_alike(self.sources, located)
+        # L2 is one budget per node: each source gets its share by decompressed size.
+        sizes = [sum(decompressed_bytes(source.entries)) for source in located]
+        self.sets = [ShardSet(source, source_seed(seed, s.name), self.options, size / sum(sizes))
+                     for s, source, size in zip(described, located, sizes)]
         self.seq_len, self.pad_id = self.sets[0].seq_len, self.sets[0].pad_id
         self._weights = [s.weight for s in described]
+        self._schedule = Schedule(self._weights)
         self.position = 0  # global position of the next global batch handed out: the whole progress of a run
         self._produced = 0  # ... and of the next one collated (ahead by the batches in the ring)
         self._consumed = [0] * len(self.sets)  # rows each source gave up to `position`
@@ -73,15 +79,6 @@ class ShardLoader:
         self._given: deque[list[int]] = deque()  # rows per source of each batch in the ring
         self._origin = (0, [0] * len(self.sets))  # where the current weights took effect: (position, rows)
         self.counters = {"blocked_seconds": 0.0, "batches": 0}
-
-    def _check_alike(self, described: list[Source]) -> None:
-        first = self.sets[0].source.index
-        for source, shard_set in zip(described[1:], self.sets[1:]):
-            index = shard_set.source.index
-            for key in SHARED_INDEX_KEYS:
-                if index[key] != first[key]:
-                    raise MixtureError(f"source {source.name!r}: {key} {index[key]!r} differs from source "
-                                       f"{described[0].name!r}'s {first[key]!r} (one tokenizer and seq_len for all)")
 
     # one folder: its parts, as before mixtures
     @property
@@ -137,23 +134,24 @@ class ShardLoader:
         return batch
 
     def _collate(self) -> dict[str, np.ndarray]:
-        """This rank's part of the next global batch to produce: each source's rows, source after source."""
+        """This rank's part of the next global batch to produce: each source's rows, source after source,
+        collated into one set of arrays."""
         since = [rows - at for rows, at in zip(self._ahead, self._origin[1])]
-        given = allocate_rows(self._weights, since, self.global_batch_size)
+        given = self._schedule.rows(since, self.global_batch_size)
         lo, hi = self.rank * self.batch_size, (self.rank + 1) * self.batch_size
-        parts, start = [], 0
+        out, pieces, start = empty_batch(self.batch_size, self.seq_len), 1, 0
+        source = np.empty(self.batch_size, np.int64)
         for i, rows in enumerate(given):
             a, b = max(lo, start), min(hi, start + rows)
             if a < b:
                 first = self._ahead[i] + a - start  # this source's own position of its first row here
-                part = self.sets[i].collate(range(first, first + b - a))
-                part["source"] = np.full(b - a, i, np.int64)
-                parts.append(part)
+                pieces = self.sets[i].collate(range(first, first + b - a), out, a - lo, pieces)
+                source[a - lo:b - lo] = i
             start += rows
         self._ahead = [a + b for a, b in zip(self._ahead, given)]
         self._given.append(given)
         self._produced += self.global_batch_size
-        return parts[0] if len(parts) == 1 else _concatenate(parts, self.seq_len)
+        return {**batch_of(out, pieces), "source": source}
 
     def state_dict(self) -> dict:
         """Small and O(1) to restore: where the next global batch starts, each source's rows so far, and
@@ -205,6 +203,15 @@ class ShardLoader:
         self.close()
 
 
+def _check_alike(names: list[str], sources: list[ShardSource]) -> None:
+    first = sources[0].index
+    for name, source in zip(names[1:], sources[1:]):
+        for key in SHARED_INDEX_KEYS:
+            if source.index[key] != first[key]:
+                raise MixtureError(f"source {name!r}: {key} {source.index[key]!r} differs from source "
+                                   f"{names[0]!r}'s {first[key]!r} (one tokenizer and seq_len for all)")
+
+
 def _upgrade(state: dict) -> dict:
     """A version 1 state (one folder) in version 2's terms."""
     if state.get("version") == STATE_VERSION:
@@ -214,15 +221,3 @@ def _upgrade(state: dict) -> dict:
     return {**state, "version": STATE_VERSION,
             "sources": [{"name": "default", "rows": state["position"], "epoch_size": state["epoch_size"]}],
             "weights": {"default": 1}, "weights_since": {"position": 0, "rows": [0]}}
-
-
-def _concatenate(parts: list[dict[str, np.ndarray]], seq_len: int) -> dict[str, np.ndarray]:
-    """Batches of several sources as one: rows stacked, boundaries shifted over the flattened batch."""
-    batch = {key: np.concatenate([p[key] for p in parts]) for key in ("input_ids", "labels", "position_ids",
-                                                                      "sample_index", "source")}
-    cu, offset = [parts[0]["cu_seqlens"][:1]], 0
-    for part in parts:
-        cu.append(part["cu_seqlens"][1:] + offset)
-        offset += len(part["input_ids"]) * seq_len
-    batch["cu_seqlens"] = np.concatenate(cu).astype(np.int32)
-    return batch

@@ -34,23 +34,25 @@ class ReadOptions:
 
 
 class ShardSet:
-    def __init__(self, location: str, seed: int, options: ReadOptions):
-        self.source = ShardSource(location, options.cache_dir)
+    """`share`: this set's part of the node's L2 (a mixture splits it by the sources' sizes)."""
+
+    def __init__(self, source: ShardSource, seed: int, options: ReadOptions, share: float = 1.0):
+        self.source = source
         index, entries = self.source.index, self.source.entries
         self.seq_len, self.pad_id = index["seq_len"], index["pad_id"]
         self.order = GlobalOrder([e["rows"] for e in entries], OrderConfig(seed, options.shuffle_block_shards))
-        self._block: tuple[int, int] | None = None
+        self._block_span = (0, 0)  # the positions of the shuffle block last entered
         self._views: dict[int, CachedShard] = {}  # L2 entries this process has looked up (checked on use)
         self._runs = np.zeros((len(entries), 4), np.int64)  # each shard's CachedShard.run, as last looked up
         self._direct = RecordBatchReader(self.source)  # for the first batch after a start or a resume
         self._first = True
         key = arena_key(self.source.location, index)
         shm = Path(options.shm_dir or os.environ.get(SHM_DIR_VARIABLE) or shm_arena.SHM)
-        capacity = cache_capacity(entries, options.shuffle_block_shards, options.cache_bytes, shm)
+        capacity = cache_capacity(entries, options.shuffle_block_shards, options.cache_bytes, shm, share)
         folder = arena_folder(key, arena_bytes(len(entries), capacity),
                               Path(options.cache_dir or DEFAULT_CACHE_DIR) / "arena", shm)
         self.arena = SharedArena(key, len(entries), capacity, folder)
-        self.fetcher = (FetchWorkers(location, options.cache_dir, folder, capacity, options.num_workers)
+        self.fetcher = (FetchWorkers(source.location, options.cache_dir, folder, capacity, options.num_workers)
                         if options.num_workers else Prefetcher(self.source, self.arena, options.prefetch_threads))
         self.counters = {"decompressions": 0, "cache_hits": 0, "cache_misses": 0, "bytes_decompressed": 0,
                          "rereads": 0, "direct_rows": 0}
@@ -67,33 +69,36 @@ class ShardSet:
         stats["node_decompressions"], stats["node_evictions"] = self.arena.decompressions, self.arena.evictions
         return stats
 
-    def collate(self, positions: range) -> dict[str, np.ndarray]:
-        """The rows at these positions of this set's order, as a batch, read out of L2."""
+    def collate(self, positions: range, out: dict[str, np.ndarray], first_row: int = 0, pieces: int = 1) -> int:
+        """The rows at these positions of this set's order, read out of L2 into `out` (collate.empty_batch)
+        from row `first_row` on, their boundaries after out's first `pieces`; returns the boundaries so far."""
         shards, rows = self.order.locate_many(positions)
+        out["sample_index"][first_row:first_row + len(positions)] = np.arange(positions.start, positions.stop)
         if self._first:
             self._first = False
             if all(self.arena.is_ready(s) or self._direct.can_read(s) for s in set(shards.tolist())):
-                batch = self._collate_direct(positions, shards.tolist(), rows.tolist())
+                written = self._collate_direct(positions, shards.tolist(), rows.tolist(), out, first_row, pieces)
                 self._prefetch_blocks(positions.start)  # after: the first batch has the cores to itself
-                return batch
+                return written
         self._prefetch_blocks(positions.start)
         distinct = set(shards.tolist())
         for _ in range(MAX_RETRIES):
             cached = [self._cached(shard) for shard in distinct]
             for entry in cached:
                 self._runs[entry.shard] = entry.run
-            batch = collate_runs(self.arena.words, self._runs[shards], rows, self.seq_len, self.pad_id)
+            written = collate_runs(self.arena.words, self._runs[shards], rows, self.seq_len, self.pad_id, out,
+                                   first_row, pieces)
             if all(map(self.arena.still_valid, cached)):
-                if batch is None:
+                if written < 0:
                     raise ValueError(f"shards {sorted(distinct)} hold a row that does not fit seq_len {self.seq_len} "
                                      "or boundaries that do not rise (not written by the shards job?)")
-                batch["sample_index"] = np.asarray(positions, dtype=np.int64)
-                return batch
+                return written
             self.counters["rereads"] += 1  # a shard was evicted while we read it: read again
         raise RuntimeError(f"shards are evicted from the {self.arena.capacity / 2**20:.0f} MiB cache faster than "
                            "a batch can be read from them: raise cache_bytes")
 
-    def _collate_direct(self, positions: range, shards: list[int], rows: list[int]) -> dict[str, np.ndarray]:
+    def _collate_direct(self, positions: range, shards: list[int], rows: list[int], out: dict[str, np.ndarray],
+                        first_row: int, pieces: int) -> int:
         """The first batch: rows from L2 where cached, else from their record batch alone, while L3
         decompresses whole shards into L2 in the background."""
         cached = {s: self.arena.lookup(s) for s in dict.fromkeys(shards)}
@@ -103,10 +108,14 @@ class ShardSet:
         gathered = gather(parts, self.seq_len, self.pad_id)  # copies: no view outlives this
         self._direct.clear()
         if not all(self.arena.still_valid(c) for c in cached.values() if c is not None):
-            return self.collate(positions)  # evicted meanwhile: the usual way
+            return self.collate(positions, out, first_row, pieces)  # evicted meanwhile: the usual way
         batch = finish(*gathered)
-        batch["sample_index"] = np.asarray(positions, dtype=np.int64)
-        return batch
+        end = first_row + len(positions)
+        for key in ("input_ids", "labels", "position_ids"):
+            out[key][first_row:end] = batch[key]
+        boundaries = batch["cu_seqlens"][1:] + first_row * self.seq_len
+        out["cu_seqlens"][pieces:pieces + len(boundaries)] = boundaries
+        return pieces + len(boundaries)
 
     def _cached(self, shard: int) -> CachedShard:
         cached = self._views.get(shard)
@@ -127,13 +136,14 @@ class ShardSet:
 
     def _prefetch_blocks(self, position: int) -> None:
         """On entering a shuffle block, ask L3 for its shards and then the next block's."""
+        if self._block_span[0] <= position < self._block_span[1]:
+            return
         block = self.order.block_of(position)
-        if block != self._block:
-            self._block = block
-            upcoming = self.order.block_shards(*block) + self.order.block_shards(*self.order.next_block(*block))
-            for shard in dict.fromkeys(upcoming):
-                if not self.arena.is_ready(shard):
-                    self.fetcher.request(shard)
+        self._block_span = self.order.block_span(*block)
+        upcoming = self.order.block_shards(*block) + self.order.block_shards(*self.order.next_block(*block))
+        for shard in dict.fromkeys(upcoming):
+            if not self.arena.is_ready(shard):
+                self.fetcher.request(shard)
 
 
     def close(self) -> None:
@@ -141,16 +151,22 @@ class ShardSet:
         self.arena.close()
 
 
-def cache_capacity(entries: list[dict], shuffle_block_shards: int, cache_bytes: int | None, shm: Path) -> int:
-    """The L2 byte limit: `cache_bytes`, else the whole data set when it fits in half of /dev/shm's size,
-    else that half; at least two shuffle blocks of the largest shard, the most the reader needs at once."""
-    # Decompressed size from the index; cu_seqlens is guessed at one piece per 64 tokens.
-    sizes = [entry_bytes(e["rows"], e["tokens"], e["rows"] + e["tokens"] // 64) for e in entries]
+def decompressed_bytes(entries: list[dict]) -> list[int]:
+    """Each shard's size in L2, from the index (cu_seqlens guessed at one piece per 64 tokens)."""
+    return [entry_bytes(e["rows"], e["tokens"], e["rows"] + e["tokens"] // 64) for e in entries]
+
+
+def cache_capacity(entries: list[dict], shuffle_block_shards: int, cache_bytes: int | None, shm: Path,
+                   share: float = 1.0) -> int:
+    """The L2 byte limit: `share` of `cache_bytes`, else the whole data set when it fits in `share` of
+    half of /dev/shm's size, else that; at least two shuffle blocks of the largest shard, the most the
+    reader needs at once."""
+    sizes = decompressed_bytes(entries)
     smallest = (2 * shuffle_block_shards + 1) * max(sizes)
     if cache_bytes is not None:
-        if cache_bytes < smallest:
-            raise ValueError(f"cache_bytes {cache_bytes} is below what two shuffle blocks of the largest shard "
-                             f"need: {smallest}")
-        return cache_bytes
-    half_of_shm = shutil.disk_usage(shm).total // 2 if shm.is_dir() else smallest
+        if cache_bytes * share < smallest:
+            raise ValueError(f"cache_bytes {cache_bytes} gives this shards folder {int(cache_bytes * share)}, below "
+                             f"what two shuffle blocks of its largest shard need: {smallest}")
+        return int(cache_bytes * share)
+    half_of_shm = int(shutil.disk_usage(shm).total // 2 * share) if shm.is_dir() else smallest
     return max(smallest, min(int(sum(sizes) * 1.1) + 2 * max(sizes), half_of_shm))

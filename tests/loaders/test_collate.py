@@ -45,8 +45,8 @@ def runs_of(cached, shards):
     return np.array([cached[s].run for s in shards], np.int64)
 
 
-def test_the_compiled_pass_over_l2_gives_what_gather_and_finish_give(tmp_path, private_shm):
-    from loaders.collate import collate_runs
+def test_the_compiled_pass_over_l2_gives_what_gather_and_finish_give_in_one_or_two_parts(tmp_path, private_shm):
+    from loaders.collate import batch_of, collate_runs, empty_batch
     from tests.shard_fixtures import PAD as FIXTURE_PAD
     from tests.shard_fixtures import SEQ
 
@@ -56,20 +56,28 @@ def test_the_compiled_pass_over_l2_gives_what_gather_and_finish_give(tmp_path, p
         shards = rng.integers(0, 2, 8)
         rows = np.array([rng.integers(0, len(cached[s].arrays.token_offsets) - 1) for s in shards])
         expected = collate([cached[s].arrays.row(r) for s, r in zip(shards, rows)], SEQ, FIXTURE_PAD)
-        got = collate_runs(arena.words, runs_of(cached, shards), rows, SEQ, FIXTURE_PAD)
-        assert all(np.array_equal(got[key], expected[key]) and got[key].dtype == expected[key].dtype
-                   for key in expected)
+        whole = empty_batch(8, SEQ)
+        got = batch_of(whole, collate_runs(arena.words, runs_of(cached, shards), rows, SEQ, FIXTURE_PAD, whole))
+        split, parts = int(rng.integers(1, 8)), empty_batch(8, SEQ)  # two sources' rows, one after the other
+        pieces = collate_runs(arena.words, runs_of(cached, shards[:split]), rows[:split], SEQ, FIXTURE_PAD, parts)
+        pieces = collate_runs(arena.words, runs_of(cached, shards[split:]), rows[split:], SEQ, FIXTURE_PAD, parts,
+                              split, pieces)
+        for batch in (got, batch_of(parts, pieces)):
+            assert all(np.array_equal(batch[key], expected[key]) and batch[key].dtype == expected[key].dtype
+                       for key in expected)
     arena.close()
 
 
 def test_the_compiled_pass_refuses_offsets_outside_a_run(tmp_path, private_shm):
-    from loaders.collate import collate_runs
+    from loaders.collate import collate_runs, empty_batch
     from tests.shard_fixtures import PAD as FIXTURE_PAD
     from tests.shard_fixtures import SEQ
 
     arena, cached = arena_with_shards(tmp_path, private_shm)
     runs = runs_of(cached, [0, 1])
-    assert collate_runs(arena.words, runs, np.array([0, len(cached[1].arrays.token_offsets)]), SEQ, FIXTURE_PAD) is None
+    out = empty_batch(2, SEQ)
+    assert collate_runs(arena.words, runs, np.array([0, len(cached[1].arrays.token_offsets)]), SEQ, FIXTURE_PAD,
+                        out) == -1
     cached[0].arrays.cu_offsets[1] = 10**9  # as a run rewritten under the reader would look
-    assert collate_runs(arena.words, runs, np.array([0, 0]), SEQ, FIXTURE_PAD) is None
+    assert collate_runs(arena.words, runs, np.array([0, 0]), SEQ, FIXTURE_PAD, out) == -1
     arena.close()

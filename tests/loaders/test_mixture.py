@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 import torch
 
-from loaders.mixture import allocate, integer_weights, read_mixture, sources_of
+from loaders.mixture import Schedule, allocate, integer_weights, read_mixture, sources_of
 from loaders.shard_loader import ShardLoader
 from schemas.mixture import MixtureError, new_mixture
 from schemas.validate import validate_mixture
@@ -69,6 +69,17 @@ def test_the_schedule_keeps_every_source_within_one_row_of_its_share_at_every_ro
         served = sum(counts)
         assert all(abs(c - Fraction(served * w, total)) < 1 for c, w in zip(counts, weights.values()))
     assert integer_weights({"a": 2, "b": 6}) == integer_weights({"a": 0.25, "b": 0.75}) == {"a": 1, "b": 3}
+
+
+@pytest.mark.parametrize("weights", [[37, 50, 13], [1, 1], [3, 1, 7, 2], [1, 70000]])
+def test_the_tabled_schedule_is_the_quota_method(weights):
+    schedule, counts = Schedule(weights), [0] * len(weights)
+    assert (schedule._table is None) == (sum(weights) > Schedule.MAX_PERIOD)
+    for step in range(3000):
+        size = 1 + step % 13
+        given = schedule.rows(counts, size)
+        assert given == allocate(weights, counts, size)
+        counts = [c + g for c, g in zip(counts, given)]
 
 
 def test_every_global_batch_keeps_each_source_within_one_row_and_a_small_source_repeats(mixture):
@@ -197,3 +208,13 @@ def test_sources_of_another_seq_len_are_refused_naming_the_source(mixture, tmp_p
     assert any("source 'zh': seq_len 1024 differs from source 'web'" in p for p in validate_mixture(path))
     with pytest.raises(MixtureError, match="source 'zh': seq_len 1024 differs"):
         ShardLoader(str(path), GLOBAL_BATCH)
+
+
+def test_the_sources_share_one_l2_budget_by_size(mixture):
+    path, _ = mixture
+    budget = 64 << 20
+    loader = ShardLoader(str(path), GLOBAL_BATCH, cache_bytes=budget)
+    capacities = [s.arena.capacity for s in loader.sets]
+    assert sum(capacities) <= budget and capacities[0] > capacities[1] > capacities[2]  # web > zh > tiny
+    with pytest.raises(ValueError, match="below what two shuffle blocks"):
+        ShardLoader(str(path), GLOBAL_BATCH, cache_bytes=1 << 16)
