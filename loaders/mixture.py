@@ -108,6 +108,9 @@ def sources_of(mixture, weights: dict[str, float] | None = None) -> list[Source]
         sources = read_mixture(str(mixture))
         named = {s.name: s.location for s in sources}
         weights = weights or {s.name: s.weight for s in sources}
+    elif weights is not None:
+        raise MixtureError(f"weights {weights} need a mixture: a mixture.json or a {{name: folder}} dict, not "
+                           f"the one folder {mixture}")
     else:
         return [Source("default", str(mixture), 1)]
     if not named:

@@ -156,6 +156,8 @@ def test_a_dict_of_folders_with_weights_is_the_same_mixture(mixture):
     assert rows([by_dict], 30) == rows(make(path, 1), 30)
     with pytest.raises(MixtureError, match="must name exactly"):
         ShardLoader(folders, GLOBAL_BATCH, weights={"web": 1})
+    with pytest.raises(MixtureError, match="need a mixture"):
+        ShardLoader(folders["web"], GLOBAL_BATCH, weights={"web": 1})
 
 
 def test_a_batch_of_several_sources_has_consistent_boundaries(mixture):
