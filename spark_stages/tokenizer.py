@@ -15,6 +15,7 @@ import functools
 import json
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -94,10 +95,10 @@ def _sample(training, sample_bytes: int):
     return sample, total, rate
 
 
-def count_pre_tokens(training):
+def count_pre_tokens(training, superwords: bool = False):
     """The (pre-token, count) table of the training documents, each task counting its own first."""
     def count(batches):
-        counts = count_texts(text for batch in batches for text in batch.column("text").to_pylist())
+        counts = count_texts((text for batch in batches for text in batch.column("text").to_pylist()), superwords)
         yield pa.RecordBatch.from_pydict({"piece": list(counts), "count": list(counts.values())})
 
     from pyspark.sql import functions as F
@@ -124,15 +125,29 @@ def count_characters(table) -> dict[str, int]:
     return {row.piece: row["count"] for row in rows}
 
 
+_SEGMENTERS = {}  # E-step key → the model's trie
+
+
+def _segmenter_of(model):
+    """The trie of a broadcast (key, pieces, scores), built once per Python worker and E-step (Spark
+    reuses its workers across tasks). A module-level function, so tasks call it by reference and
+    share the cache."""
+    key, pieces, scores = model.value
+    if key not in _SEGMENTERS:
+        _SEGMENTERS.clear()
+        _SEGMENTERS[key] = segmenter(pieces, scores)
+    return _SEGMENTERS[key]
+
+
 def spark_e_step(spark, table) -> EStep:
     """Each E-step on the executors: the model is broadcast, each task segments its share of the table
     and returns one vector of piece counts; the driver adds them up."""
     def step(pieces: list[str], scores: np.ndarray) -> tuple[np.ndarray, float]:
-        model = spark.sparkContext.broadcast((pieces, scores.tolist()))
+        model, size = spark.sparkContext.broadcast((uuid.uuid4().hex, pieces, scores.tolist())), len(pieces)
 
         def run(batches):
-            current = segmenter(*model.value)  # built once per task, not per batch
-            freq, tokens = np.zeros(len(model.value[0])), 0.0
+            current = _segmenter_of(model)
+            freq, tokens = np.zeros(size), 0.0
             for batch in batches:
                 f, t = expected_counts(current, batch.column("piece").to_pylist(), batch.column("count").to_numpy())
                 freq, tokens = freq + f, tokens + t
@@ -193,7 +208,8 @@ def run(spark, files, cfg: Config, out: str, weights: dict[str, Fraction | float
         sample, training_bytes, rate = _sample(training, cfg.sample_bytes)
         training = training.where(F.col("v") < F.col("keep"))
         log.info("training on %d bytes of text; the driver's sample takes %.2f%% of it", training_bytes, 100 * rate)
-        counts = functools.cache(lambda: count_pre_tokens(training))  # only the hybrid needs them
+        # only the hybrid needs them
+        counts = functools.cache(lambda: count_pre_tokens(training, cfg.superword.superwords))
         corpus = Corpus(sample=lambda: (row.text for row in sample.toLocalIterator()),
                         e_step=lambda: spark_e_step(spark, counts()), char_counts=lambda: count_characters(counts()))
         tokenizer, details = train(corpus, cfg)

@@ -36,8 +36,7 @@ class Checkpoints:
         dist.barrier()
 
     def latest(self) -> Path | None:
-        done = sorted(p for p in self.folder.glob("step-*") if p.is_dir() and not p.name.endswith(".partial"))
-        return done[-1] if done else None
+        return latest_checkpoint(self.folder.parent)
 
     def save(self, state: dict, step: int) -> None:
         self.wait()
@@ -67,6 +66,12 @@ class Checkpoints:
 
     def wait(self) -> None:
         self.poll(block=True)
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest complete checkpoint of a run, if any."""
+    done = sorted(p for p in (run_dir / "checkpoints").glob("step-*") if p.is_dir() and not p.name.endswith(".partial"))
+    return done[-1] if done else None
 
 
 def rng_state() -> dict:

@@ -23,9 +23,9 @@ def is_special(piece: str) -> bool:
     return piece in (BOS, EOS, PAD) or piece.startswith("<|reserved_")
 
 
-def new_tokenizer(model) -> Tokenizer:
+def new_tokenizer(model, superwords: bool = False) -> Tokenizer:
     tokenizer = Tokenizer(model)
-    tokenizer.pre_tokenizer = pre_tokenizer()
+    tokenizer.pre_tokenizer = pre_tokenizer(superwords)
     tokenizer.decoder = decoder()
     return tokenizer
 

@@ -16,11 +16,13 @@ class BpeConfig:
     max_token_bytes: int = 16  # longer merges are rare and mostly memorized strings
 
 
-def train_bpe(texts: Iterable[str], vocab_size: int, cfg: BpeConfig = BpeConfig()) -> Tokenizer:
-    """`vocab_size` in all, special tokens included."""
-    tokenizer = new_tokenizer(models.BPE())
+def train_bpe(texts: Iterable[str], vocab_size: int, cfg: BpeConfig = BpeConfig(),
+              max_superword_bytes: int | None = None) -> Tokenizer:
+    """`vocab_size` in all, special tokens included. With `max_superword_bytes`, under the superword
+    pre-tokenizer (merges may span words) and with that limit on a piece instead of max_token_bytes."""
+    tokenizer = new_tokenizer(models.BPE(), superwords=max_superword_bytes is not None)
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=cfg.min_frequency,
                                   special_tokens=special_tokens(), initial_alphabet=byte_alphabet(),
-                                  max_token_length=cfg.max_token_bytes, show_progress=False)
+                                  max_token_length=max_superword_bytes or cfg.max_token_bytes, show_progress=False)
     tokenizer.train_from_iterator(texts, trainer)
     return finish(tokenizer, vocab_size)

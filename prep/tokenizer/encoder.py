@@ -4,10 +4,11 @@
 documents in one numba pass, with no Python object per token:
 
 - pre-tokenization: the three Split stages of prep/tokenizer/pretokenize.py (digit groups, CJK runs,
-  Llama 3's pattern) as one scanner over code points, each stage cutting inside the pieces of the one
-  before, exactly as `tokenizers` applies them. The character classes (\\p{L}, \\p{N}, \\s) come from
-  the tokenizers library's own regex engine, a batch's new code points at a time: its Unicode tables
-  need not be Python's. Case-insensitive contractions match what that engine matches ('s also as 'ſ);
+  then Llama 3's pattern, or runs of newlines for superword tokenizers) as one scanner over code
+  points, each stage cutting inside the pieces of the one before, exactly as `tokenizers` applies
+  them. The character classes (\\p{L}, \\p{N}, \\s) come from the tokenizers library's own regex
+  engine, a batch's new code points at a time: its Unicode tables need not be Python's.
+  Case-insensitive contractions match what that engine matches ('s also as 'ſ);
 - the model, over each pre-token's UTF-8 bytes (ByteLevel maps bytes to symbols one to one):
   Unigram by Viterbi with the `tokenizers` rules (scores added in the same order, ties kept by the
   first candidate met: the earliest start); BPE by applying the lowest-ranked merge, leftmost first,
@@ -25,11 +26,10 @@ import numpy as np
 from tokenizers import Regex, Tokenizer, pre_tokenizers
 
 from prep.compiled import kernel
-from prep.tokenizer.pretokenize import BYTE_SYMBOLS, CJK_RUN, DIGITS, LLAMA3
+from prep.tokenizer.pretokenize import BYTE_SYMBOLS, CJK_RUN, DIGITS, LLAMA3, NEWLINES, piece_bytes
 
 LETTER, NUMBER, SPACE, CJK, KNOWN = 1, 2, 4, 8, 128
 EMPTY = -1
-_SYMBOL_BYTE = {symbol: byte for byte, symbol in enumerate(BYTE_SYMBOLS)}
 
 
 class UnsupportedTokenizer(ValueError):
@@ -87,17 +87,11 @@ class BpeModel:
     merges: HashTable  # (left << 32 | right) → rank << 32 | new id
 
 
-def _piece_bytes(piece: str) -> bytes:
-    """A vocabulary entry's bytes: byte symbols map back one to one; anything else is taken as UTF-8."""
-    if all(c in _SYMBOL_BYTE for c in piece):
-        return bytes(_SYMBOL_BYTE[c] for c in piece)
-    return piece.encode("utf-8")
-
-
-def _unigram(model: dict) -> UnigramModel:
+def unigram_trie(vocab) -> UnigramModel:
+    """The trie of a Unigram vocabulary: (piece, score) pairs, ids in their order."""
     keys, values, token, score, nodes = [], [], [-1], [0.0], {b"": 0}
-    for piece_id, (piece, piece_score) in enumerate(model["vocab"]):
-        raw = _piece_bytes(piece)
+    for piece_id, (piece, piece_score) in enumerate(vocab):
+        raw = piece_bytes(piece)
         for end in range(1, len(raw) + 1):
             prefix = raw[:end]
             if prefix not in nodes:
@@ -122,10 +116,12 @@ def _bpe(model: dict) -> BpeModel:
     return BpeModel(byte_ids, HashTable(left << 32 | right, np.arange(len(merges), dtype=np.int64) << 32 | new))
 
 
-def _check_shape(config: dict) -> None:
-    expected = [("Split", DIGITS), ("Split", CJK_RUN), ("Split", LLAMA3)]
+def _check_shape(config: dict) -> bool:
+    """Refuses what this encoder does not reproduce; True for the superword pre-tokenizer."""
     stages = (config.get("pre_tokenizer") or {}).get("pretokenizers") or []
     found = [(s.get("type"), (s.get("pattern") or {}).get("Regex")) for s in stages[:3]]
+    superwords = found[2:] == [("Split", NEWLINES)]
+    expected = [("Split", DIGITS), ("Split", CJK_RUN), ("Split", NEWLINES if superwords else LLAMA3)]
     model = config["model"]
     problems = []
     if config.get("normalizer") is not None:
@@ -146,6 +142,7 @@ def _check_shape(config: dict) -> None:
         problems.append("added tokens matched in text")
     if problems:
         raise UnsupportedTokenizer(f"not a tokenmill tokenizer ({', '.join(problems)})")
+    return superwords
 
 
 class Encoder:
@@ -153,9 +150,9 @@ class Encoder:
 
     def __init__(self, tokenizer_json: str):
         config = json.loads(Tokenizer.from_str(tokenizer_json).to_str())  # the numbers the Rust model uses
-        _check_shape(config)
+        self.superwords = _check_shape(config)
         model = config["model"]
-        self.unigram = _unigram(model) if model["type"] == "Unigram" else None
+        self.unigram = unigram_trie(model["vocab"]) if model["type"] == "Unigram" else None
         self.bpe = _bpe(model) if model["type"] == "BPE" else None
 
     def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -167,11 +164,12 @@ class Encoder:
         offsets = np.zeros(len(texts) + 1, np.int64)
         if self.unigram is not None:
             m = self.unigram
-            _encode_unigram(code_points, starts, CLASSES.bits, m.children.keys, m.children.values, m.token, m.score,
-                            m.longest, ids, offsets)
+            _encode_unigram(code_points, starts, CLASSES.bits, self.superwords, m.children.keys, m.children.values,
+                            m.token, m.score, m.longest, ids, offsets)
         else:
             m = self.bpe
-            _encode_bpe(code_points, starts, CLASSES.bits, m.byte_ids, m.merges.keys, m.merges.values, ids, offsets)
+            _encode_bpe(code_points, starts, CLASSES.bits, self.superwords, m.byte_ids, m.merges.keys, m.merges.values,
+                        ids, offsets)
         return ids[:offsets[-1]].copy(), offsets
 
 
@@ -278,10 +276,20 @@ def _llama3_match(cp, bits, p, b):
 
 
 @kernel
-def _pre_tokens(cp, bits, lo, hi, bounds):
+def _line_match(cp, p, b):
+    """End of the piece at p for the superword stage 3: a run of CR/LF, or a run of anything else."""
+    newline = _is_crlf(cp[p])
+    q = p + 1
+    while q < b and _is_crlf(cp[q]) == newline:
+        q += 1
+    return q
+
+
+@kernel
+def _pre_tokens(cp, bits, lo, hi, bounds, lines):
     """Fills bounds with the ends of the pre-tokens of cp[lo:hi] (the first starts at lo); returns
     how many. Stage 1: \\p{N}{1,3} isolated; stage 2 inside each piece: CJK runs isolated; stage 3
-    inside each piece: Llama 3's pattern."""
+    inside each piece: Llama 3's pattern, or with `lines` (superwords) runs of CR/LF isolated."""
     count = 0
     i = lo
     while i < hi:  # stage 1
@@ -300,7 +308,7 @@ def _pre_tokens(cp, bits, lo, hi, bounds):
                 m += 1
             p = k
             while p < m:  # stage 3
-                p = _llama3_match(cp, bits, p, m)
+                p = _line_match(cp, p, m) if lines else _llama3_match(cp, bits, p, m)
                 bounds[count] = p
                 count += 1
             k = m
@@ -367,7 +375,7 @@ def _viterbi(data, length, keys, values, token, score, longest, best, start, pie
 
 
 @kernel
-def _encode_unigram(cp, starts, bits, keys, values, token, score, longest, ids, offsets):
+def _encode_unigram(cp, starts, bits, lines, keys, values, token, score, longest, ids, offsets):
     longest_text = 0
     for d in range(len(starts) - 1):
         longest_text = max(longest_text, starts[d + 1] - starts[d])
@@ -380,7 +388,7 @@ def _encode_unigram(cp, starts, bits, keys, values, token, score, longest, ids, 
     for d in range(len(starts) - 1):
         offsets[d] = n
         lo = starts[d]
-        for k in range(_pre_tokens(cp, bits, lo, starts[d + 1], bounds)):
+        for k in range(_pre_tokens(cp, bits, lo, starts[d + 1], bounds, lines)):
             length = _utf8(cp, lo, bounds[k], data)
             n = _viterbi(data, length, keys, values, token, score, longest, best, start, piece, ids, n)
             lo = bounds[k]
@@ -468,7 +476,7 @@ def _merge(symbols, length, keys, values, prev, next_, heap):
 
 
 @kernel
-def _encode_bpe(cp, starts, bits, byte_ids, keys, values, ids, offsets):
+def _encode_bpe(cp, starts, bits, lines, byte_ids, keys, values, ids, offsets):
     longest_text = 0
     for d in range(len(starts) - 1):
         longest_text = max(longest_text, starts[d + 1] - starts[d])
@@ -482,7 +490,7 @@ def _encode_bpe(cp, starts, bits, byte_ids, keys, values, ids, offsets):
     for d in range(len(starts) - 1):
         offsets[d] = n
         lo = starts[d]
-        for k in range(_pre_tokens(cp, bits, lo, starts[d + 1], bounds)):
+        for k in range(_pre_tokens(cp, bits, lo, starts[d + 1], bounds, lines)):
             length = _utf8(cp, lo, bounds[k], data)
             for i in range(length):
                 symbols[i] = byte_ids[data[i]]

@@ -9,6 +9,9 @@ The splitting, in order:
      a Han run and the Latin or punctuation around it;
   3. everything else split like Llama 3 (contractions, letters with one leading non-letter,
      punctuation runs, newlines, spaces).
+
+With superwords (prep/tokenizer/superwords.py) stage 3 splits only at runs of newlines: a pre-token
+is the rest of a line between digit groups and CJK runs, so pieces may span the spaces between words.
 """
 
 from tokenizers import Regex, decoders, pre_tokenizers
@@ -19,13 +22,14 @@ DIGITS = r"\p{N}{1,3}"
 CJK_RUN = f"[{char_class(HAN_KANA)}]+"
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
           r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+NEWLINES = r"[\r\n]+"
 
 
-def pre_tokenizer() -> pre_tokenizers.PreTokenizer:
+def pre_tokenizer(superwords: bool = False) -> pre_tokenizers.PreTokenizer:
     return pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(DIGITS), behavior="isolated"),
         pre_tokenizers.Split(Regex(CJK_RUN), behavior="isolated"),
-        pre_tokenizers.Split(Regex(LLAMA3), behavior="isolated"),
+        pre_tokenizers.Split(Regex(NEWLINES if superwords else LLAMA3), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
 
@@ -41,9 +45,9 @@ def byte_alphabet() -> list[str]:
     return list(BYTE_SYMBOLS)
 
 
-def pre_tokens(text: str) -> list[str]:
+def pre_tokens(text: str, superwords: bool = False) -> list[str]:
     """The pre-tokens of a text, as byte-symbol strings (what a tokenizer model sees)."""
-    return [piece for piece, _ in pre_tokenizer().pre_tokenize_str(text)]
+    return [piece for piece, _ in pre_tokenizer(superwords).pre_tokenize_str(text)]
 
 
 def _byte_symbols() -> list[str]:
@@ -71,3 +75,11 @@ def to_symbols(text: str) -> str:
 
 def from_symbols(symbols: str) -> bytes:
     return bytes(_SYMBOL_BYTES[s] for s in symbols)
+
+
+def piece_bytes(piece: str) -> bytes:
+    """A vocabulary entry's bytes: byte symbols map back one to one; anything else (a special token,
+    another library's piece) is taken as UTF-8."""
+    if all(c in _SYMBOL_BYTES for c in piece):
+        return from_symbols(piece)
+    return piece.encode("utf-8")

@@ -2,9 +2,10 @@
 
 Kinds: "zh" (Chinese/Japanese characters are at least a fifth of the letters), "code" (a high share
 of programming punctuation or of indented lines), "en" (English by fastText's language id),
-"other". Rényi efficiency (Zouhar et al., 2023, "Tokenization and the Noiseless Channel") is the
-Rényi entropy of order 2.5 of the token distribution over log |V|: higher means the vocabulary is
-used more evenly, which the paper found to correlate with downstream quality better than compression.
+"other". Also the share of the tokens that are superword pieces, and the longest pieces used. Rényi
+efficiency (Zouhar et al., 2023, "Tokenization and the Noiseless Channel") is the Rényi entropy
+of order 2.5 of the token distribution over log |V|: higher means the vocabulary is used more
+evenly, which the paper found to correlate with downstream quality better than compression.
 """
 
 import math
@@ -16,9 +17,12 @@ from tokenizers import Tokenizer
 from prep.cjk import HAN_KANA, char_class
 from prep.langid import LanguageConfig, identify
 from prep.tokenizer.encode import batch_encoder
+from prep.tokenizer.pretokenize import piece_bytes
+from prep.tokenizer.superwords import is_superword
 
 KINDS = ("en", "zh", "code", "other")
 RENYI_ALPHA = 2.5
+LONGEST_SHOWN = 10
 CJK = re.compile(f"[{char_class(HAN_KANA)}]")
 LETTER = re.compile(r"[^\W\d_]")
 CODE_PUNCTUATION = re.compile(r"[{}()\[\];=<>_#*&|$\\]")
@@ -69,7 +73,19 @@ def evaluate(tokenizer: Tokenizer, texts_by_kind: dict[str, list[str]]) -> dict:
     result["all"] = _ratios(total)
     result["renyi_efficiency"] = round(renyi_efficiency(used, tokenizer.get_vocab_size()), 4)
     result["vocab_used_share"] = round(int(np.count_nonzero(used)) / tokenizer.get_vocab_size(), 4)
+    result.update(_pieces_used(tokenizer, used))
     return result
+
+
+def _pieces_used(tokenizer: Tokenizer, used: np.ndarray) -> dict:
+    """The share of the tokens that are superword pieces (prep/tokenizer/superwords.py), and the
+    longest pieces used, as text."""
+    ids = np.flatnonzero(used)
+    pieces = {int(i): tokenizer.id_to_token(int(i)) for i in ids}
+    superword = np.array([is_superword(pieces[int(i)]) for i in ids], bool)
+    longest = sorted(ids.tolist(), key=lambda i: (-len(pieces[i]), i))[:LONGEST_SHOWN]
+    return {"superword_token_share": round(float(used[ids][superword].sum() / max(used.sum(), 1)), 4),
+            "longest_pieces_used": [piece_bytes(pieces[i]).decode("utf-8", errors="replace") for i in longest]}
 
 
 def _ratios(row: dict) -> dict:

@@ -4,6 +4,8 @@
 - `unigram`: plain Unigram on the sample, with the `tokenizers` trainer (SentencePiece's algorithm);
 - `hybrid`: BPE on the sample at `seed_factor` times the size gives the seed; the Unigram stage
   (prep/tokenizer/unigram.py) fits and prunes it over the (pre-token, count) table of the whole corpus.
+  With `superwords`, a second seed of pieces that span words joins it and the table is of the
+  coarser superword pre-tokens (prep/tokenizer/superwords.py).
 
 All three share the pre-tokenizer, the byte-level decoder and the special tokens, so they differ
 only in their model. The corpus side (sample, counts, E-step) is passed in: local for tests, Spark
@@ -19,6 +21,7 @@ from tokenizers import Tokenizer, models, trainers
 from prep.tokenizer.base import finish, is_special, new_tokenizer, special_tokens
 from prep.tokenizer.bpe import BpeConfig, train_bpe
 from prep.tokenizer.pretokenize import byte_alphabet
+from prep.tokenizer.superwords import SuperwordConfig, is_superword, superword_seed
 from prep.tokenizer.unigram import (
     EStep,
     UnigramConfig,
@@ -40,10 +43,13 @@ class TokenizerConfig:
     algorithm: str = "hybrid"  # or the plain baselines "bpe" and "unigram", same pre-tokenizer
     bpe: BpeConfig = field(default_factory=BpeConfig)  # the BPE baseline and the hybrid's seed
     unigram: UnigramConfig = field(default_factory=UnigramConfig)
+    superword: SuperwordConfig = field(default_factory=SuperwordConfig)
 
     def __post_init__(self):
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"unknown algorithm {self.algorithm!r}: one of {', '.join(ALGORITHMS)}")
+        if self.superword.superwords and self.algorithm != "hybrid":
+            raise ValueError(f"superwords are a stage of the hybrid, not of algorithm {self.algorithm!r}")
         if self.vocab_size < 256 + len(special_tokens()) + 1:
             raise ValueError(f"vocab_size {self.vocab_size} cannot hold the 256 bytes and the special tokens")
 
@@ -52,7 +58,8 @@ class TokenizerConfig:
 class Corpus:
     """What training reads. `sample()` may be called more than once and yields the same texts."""
     sample: Callable[[], Iterable[str]]
-    e_step: Callable[[], EStep]  # built lazily: counting the whole corpus is the expensive part
+    # built lazily: counting the whole corpus is the expensive part; superword pre-tokens with superwords
+    e_step: Callable[[], EStep]
     char_counts: Callable[[], dict[str, int]]
 
 
@@ -71,16 +78,24 @@ def train_plain_unigram(corpus: Corpus, cfg: TokenizerConfig) -> Tokenizer:
 
 def train_hybrid(corpus: Corpus, cfg: TokenizerConfig) -> tuple[Tokenizer, dict]:
     target = cfg.vocab_size - len(special_tokens())
-    log.info("hybrid: training the BPE seed of %d pieces", int(cfg.unigram.seed_factor * cfg.vocab_size))
-    seed_tokenizer = bpe_of_size(corpus, cfg, int(cfg.unigram.seed_factor * cfg.vocab_size))
+    seed_size = int(cfg.unigram.seed_factor * cfg.vocab_size)
+    log.info("hybrid: training the BPE seed of %d pieces", seed_size)
+    seed_tokenizer = bpe_of_size(corpus, cfg, seed_size)
     seed = [p for p, _ in sorted(seed_tokenizer.get_vocab().items(), key=lambda kv: kv[1]) if not is_special(p)]
     log.info("hybrid: BPE seed of %d pieces", len(seed))
+    superwords, share = [], cfg.superword.superword_share
+    if cfg.superword.superwords:
+        superwords = superword_seed(corpus.sample(), int(cfg.unigram.seed_factor * share * target), seed_size,
+                                    cfg.bpe, cfg.superword)
     limit = int(cfg.unigram.max_required_share * target)
     required = required_characters(corpus.char_counts(), cfg.unigram.character_coverage, limit)
-    pieces, scores, history = fit(seed, required, target, corpus.e_step(), cfg.unigram)
+    pieces, scores, history = fit(seed, required, target, corpus.e_step(), cfg.unigram, superwords, share)
     details = {"seed_pieces": len(seed), "required_characters": len(required), "pieces": len(pieces),
                "rounds": history}
-    return unigram_tokenizer(pieces, scores, cfg.vocab_size), details
+    if cfg.superword.superwords:
+        details.update(superword_seed_pieces=len(superwords),
+                       superwords=sum(is_superword(p, cfg.bpe.max_token_bytes) for p in pieces))
+    return unigram_tokenizer(pieces, scores, cfg.vocab_size, cfg.superword.superwords), details
 
 
 def train(corpus: Corpus, cfg: TokenizerConfig) -> tuple[Tokenizer, dict]:
@@ -96,12 +111,12 @@ def train(corpus: Corpus, cfg: TokenizerConfig) -> tuple[Tokenizer, dict]:
     return tokenizer, details
 
 
-def local_corpus(texts: list[str]) -> Corpus:
+def local_corpus(texts: list[str], superwords: bool = False) -> Corpus:
     """Everything in memory: the sample is the whole corpus (tests, experiments)."""
-    return Corpus(sample=lambda: iter(texts), e_step=lambda: local_e_step(count_pre_tokens(texts)),
+    return Corpus(sample=lambda: iter(texts), e_step=lambda: local_e_step(count_pre_tokens(texts, superwords)),
                   char_counts=lambda: count_characters(texts))
 
 
 def train_local(texts: list[str], cfg: TokenizerConfig):
-    return train(local_corpus(texts), cfg)
+    return train(local_corpus(texts, cfg.superword.superwords), cfg)
 

@@ -3,8 +3,9 @@ hard EM and pruned in rounds to the target size (issue 4).
 
 The data is a table of (pre-token, count) — pre-tokens spelled in byte symbols — so the E-step is a
 sum over chunks of that table: locally here, one Spark task per partition in jobs/train_tokenizer.py.
-Each E-step segments every pre-token with the current model by Viterbi (the `tokenizers` Unigram
-model, in Rust) and counts the pieces; the M-step turns counts into log-probabilities. Pruning drops
+Each E-step segments every pre-token with the current model by Viterbi (compiled, with the
+`tokenizers` Unigram model's rules: prep/tokenizer/lattice.py) and counts the pieces; the M-step
+turns counts into log-probabilities. Pruning drops
 the pieces whose removal costs the least: a piece's count times the score it loses when each use is
 replaced by the best segmentation of the piece without it (SentencePiece's criterion).
 
@@ -17,7 +18,6 @@ Measured refinements (benchmarks/experiment_hybrid_tokenizer.py, README):
 """
 
 import logging
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -26,6 +26,8 @@ import numpy as np
 from tokenizers import Tokenizer, models
 
 from prep.tokenizer.base import finish, new_tokenizer, special_tokens
+from prep.tokenizer.encoder import UnigramModel
+from prep.tokenizer.lattice import best_without_themselves, expected_counts, trie
 from prep.tokenizer.pretokenize import byte_alphabet, pre_tokenizer, to_symbols
 
 log = logging.getLogger(__name__)
@@ -47,8 +49,8 @@ class UnigramConfig:
 EStep = Callable[[list[str], np.ndarray], tuple[np.ndarray, float]]
 
 
-def count_pre_tokens(texts: Iterable[str]) -> Counter:
-    splitter = pre_tokenizer()
+def count_pre_tokens(texts: Iterable[str], superwords: bool = False) -> Counter:
+    splitter = pre_tokenizer(superwords)
     counts = Counter()
     for text in texts:
         counts.update(piece for piece, _ in splitter.pre_tokenize_str(text))
@@ -77,18 +79,9 @@ def unigram_model(pieces: list[str], scores) -> models.Unigram:
     return models.Unigram([(p, float(s)) for p, s in zip(pieces, scores)], None, False)
 
 
-def segmenter(pieces: list[str], scores) -> Tokenizer:
-    """Viterbi segmentation by the current model; no pre-tokenizer: each word is one sequence."""
-    return Tokenizer(unigram_model(pieces, scores))
-
-
-def expected_counts(model: Tokenizer, words: list[str], counts) -> tuple[np.ndarray, float]:
-    """One chunk's E-step: Viterbi piece counts weighted by the pre-token counts, and the token total."""
-    encodings = model.encode_batch(words, add_special_tokens=False)
-    lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
-    ids = np.fromiter((i for e in encodings for i in e.ids), dtype=np.int64, count=int(lengths.sum()))
-    weights = np.repeat(np.asarray(counts, dtype=np.float64), lengths)
-    return np.bincount(ids, weights, minlength=model.get_vocab_size()), float(weights.sum())
+def segmenter(pieces: list[str], scores) -> UnigramModel:
+    """Viterbi segmentation by the current model (compiled, prep/tokenizer/lattice.py)."""
+    return trie(pieces, scores)
 
 
 def m_step(freq: np.ndarray, cfg: UnigramConfig) -> np.ndarray:
@@ -96,58 +89,48 @@ def m_step(freq: np.ndarray, cfg: UnigramConfig) -> np.ndarray:
     return logp - cfg.length_penalty
 
 
-def _best_without(piece: str, score: dict[str, float], max_len: int) -> float:
-    """The score of the best segmentation of `piece` that does not use `piece` itself."""
-    best = [0.0] + [-math.inf] * len(piece)
-    for end in range(1, len(piece) + 1):
-        for start in range(max(0, end - max_len), end):
-            if end - start == len(piece):
-                continue
-            s = score.get(piece[start:end])
-            if s is not None and best[start] + s > best[end]:
-                best[end] = best[start] + s
-    return best[-1]
-
-
 def removal_loss(pieces: list[str], scores: np.ndarray, freq: np.ndarray, protected: set[str]) -> np.ndarray:
     """What the corpus score loses if each piece goes; unused pieces lose nothing, protected ones all."""
-    score = dict(zip(pieces, scores.tolist()))
-    longest = max(map(len, pieces))
-    loss = np.zeros(len(pieces))
-    for i, piece in enumerate(pieces):
-        if piece in protected:
-            loss[i] = math.inf
-        elif freq[i] > 0:
-            loss[i] = freq[i] * (scores[i] - _best_without(piece, score, longest))
+    is_protected = np.fromiter((p in protected for p in pieces), bool, len(pieces))
+    best = best_without_themselves(trie(pieces, scores), pieces, (freq > 0) & ~is_protected)
+    loss = np.where(freq > 0, freq * (scores - best), 0.0)
+    loss[is_protected] = np.inf
     return loss
 
 
-def fit(seed: list[str], required: list[str], target: int, e_step: EStep,
-        cfg: UnigramConfig) -> tuple[list[str], np.ndarray, list[dict]]:
-    """Pieces and scores of the fitted model, at most `target` of them; and the rounds' history."""
+def fit(seed: list[str], required: list[str], target: int, e_step: EStep, cfg: UnigramConfig,
+        superwords: list[str] = (), superword_share: float = 0.0) -> tuple[list[str], np.ndarray, list[dict]]:
+    """Pieces and scores of the fitted model, at most `target` of them; and the rounds' history.
+    `superwords` join the seed, and every pruning round keeps at most `superword_share` of what it
+    keeps in them: the final vocabulary holds at most that share of superwords."""
     protected = set(byte_alphabet()) | set(required)
-    pieces = list(dict.fromkeys([*byte_alphabet(), *required, *seed]))  # every byte first: nothing unknown
+    pieces = list(dict.fromkeys([*byte_alphabet(), *required, *seed, *superwords]))  # every byte first
+    only_superwords = set(superwords) - set(seed) - protected
+    is_superword = np.fromiter((p in only_superwords for p in pieces), bool, len(pieces))
     scores = np.zeros(len(pieces))
     history = []
     while True:
         for _ in range(cfg.em_iterations):
             freq, tokens = e_step(pieces, scores)
             scores = m_step(freq, cfg)
-        history.append({"pieces": len(pieces), "tokens": tokens})
-        log.info("unigram: round %d, %d pieces (target %d), %.0f tokens on the training table", len(history),
-                 len(pieces), target, tokens)
+        history.append({"pieces": len(pieces), "superwords": int(is_superword.sum()), "tokens": tokens})
+        log.info("unigram: round %d, %d pieces (%d superwords; target %d), %.0f tokens on the training table",
+                 len(history), len(pieces), is_superword.sum(), target, tokens)
         if len(pieces) <= target:
             return pieces, scores, history
-        loss = removal_loss(pieces, scores, freq, protected)
-        keep = np.sort(np.argsort(-loss, kind="stable")[:max(target, int(len(pieces) * cfg.shrink))])
-        pieces, scores = [pieces[i] for i in keep], scores[keep]
+        size = max(target, int(len(pieces) * cfg.shrink))
+        ranked = np.argsort(-removal_loss(pieces, scores, freq, protected), kind="stable")
+        quota = int(superword_share * size)
+        ranked = ranked[~is_superword[ranked] | (np.cumsum(is_superword[ranked]) <= quota)]
+        keep = np.sort(ranked[:size])
+        pieces, scores, is_superword = [pieces[i] for i in keep], scores[keep], is_superword[keep]
 
 
-def unigram_tokenizer(pieces: list[str], scores, vocab_size: int) -> Tokenizer:
+def unigram_tokenizer(pieces: list[str], scores, vocab_size: int, superwords: bool = False) -> Tokenizer:
     """The final `tokenizers` Unigram with tokenmill's pre-tokenizer, byte-level decoder and specials."""
     specials = special_tokens()
     model = unigram_model(specials + pieces, [SPECIAL_SCORE] * len(specials) + list(scores))
-    return finish(new_tokenizer(model), vocab_size)
+    return finish(new_tokenizer(model, superwords), vocab_size)
 
 
 def local_e_step(counts: Counter) -> EStep:

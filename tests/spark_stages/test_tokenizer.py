@@ -12,6 +12,7 @@ from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.base import BOS, EOS, PAD
 from prep.tokenizer.encode import TokenizerFile, encode_documents
+from prep.tokenizer.superwords import SuperwordConfig
 from prep.tokenizer.unigram import count_pre_tokens as count_locally
 from prep.tokenizer.unigram import local_e_step
 from spark_stages.runner import run_stage
@@ -66,14 +67,33 @@ def test_report_has_every_figure_and_a_lossless_held_out(trained):
     assert report["training_seconds"] > 0 and report["peak_memory_bytes"] > 100 << 20
 
 
-def test_spark_e_step_equals_the_local_one(spark, sample_dir):
+@pytest.mark.parametrize("superwords", [False, True])
+def test_spark_e_steps_equal_the_local_ones(spark, sample_dir, superwords):
     texts = [r.text for r in read_file(expand_inputs(str(sample_dir / "debian-faq.en*"))[0]) if isinstance(r, Document)]
     docs = spark.createDataFrame([(t,) for t in texts], "text string").repartition(3)
-    pieces = ["Ġthe", "Ġa", "in", "ing", "Ġin"] + [p for p in Counter("".join(count_locally(texts)))]
-    scores = np.linspace(-1, -5, len(pieces))
-    spark_freq, spark_tokens = spark_e_step(spark, count_pre_tokens(docs))(pieces, scores)
-    local_freq, local_tokens = local_e_step(count_locally(texts))(pieces, scores)
-    assert spark_tokens == local_tokens and np.array_equal(spark_freq, local_freq)
+    pieces = ["Ġthe", "Ġa", "in", "ing", "Ġin", "ĠofĠthe"] + [p for p in Counter("".join(count_locally(texts)))]
+    spark_step = spark_e_step(spark, count_pre_tokens(docs, superwords))
+    local_step = local_e_step(count_locally(texts, superwords))
+    for scores in (np.linspace(-1, -5, len(pieces)), np.linspace(-5, -1, len(pieces))):  # a new model each step
+        spark_freq, spark_tokens = spark_step(pieces, scores)
+        local_freq, local_tokens = local_step(pieces, scores)
+        assert spark_tokens == local_tokens and np.array_equal(spark_freq, local_freq)
+
+
+def test_superword_tokenizer_loads_everywhere_and_reports_its_superwords(spark, sample_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    cfg = Config(vocab_size=VOCAB, sample_bytes=4_000_000, superword=SuperwordConfig(superwords=True))
+    report = run(spark, expand_inputs(str(sample_dir)), cfg, str(tmp_path))
+    held, training = report["held_out"], report["training"]
+    assert held["round_trip_exact"] == held["docs"] > 100
+    assert 0 < training["superwords"] <= 0.25 * (VOCAB - 19) and training["superword_seed_pieces"] > 0
+    assert held["trained"]["superword_token_share"] > 0.05 and held["bpe_same_size"]["superword_token_share"] == 0
+    assert max(map(len, held["trained"]["longest_pieces_used"])) > 16
+    text = "Install the package with apt-get install 12345, then read the 软件包 manual. <|eos|>"
+    ids = AutoTokenizer.from_pretrained(str(tmp_path)).encode(text)
+    assert ids == encode_documents(TokenizerFile.read(str(tmp_path / "tokenizer.json")), [text])[0][1:-1].tolist()
+    assert not {0, 1, 2} & set(ids)
 
 
 def test_bad_arguments_exit_with_a_message(tmp_path, capsys):

@@ -131,3 +131,17 @@ def test_a_mixture_trains_with_each_sources_tokens_and_loss_and_new_weights_need
     train(1, mixture, run_dir, "--resume", "--weights", "en=1,zh=1", "--allow-new-weights", "--steps", "8")
     resumed = metrics(run_dir)
     assert [resumed[s]["source_rows"] for s in range(5, 9)] == [{"en": 2, "zh": 2}] * 4
+
+
+def test_held_out_bits_per_byte_of_the_trained_checkpoint(uninterrupted, shards, sample_dir):
+    import math
+
+    from trainer.evaluate import EvalConfig, evaluate
+
+    held_out = str(sample_dir / "debian-reference.en*")  # text the run did not train on
+    result = evaluate(EvalConfig(run_dir=str(uninterrupted), shards=str(shards),
+                                 tokenizer=str(shards / "tokenizer.json"), input=held_out))
+    assert result["checkpoint"] == f"step-{STEPS:07d}" and result["docs"] > 10
+    assert result["bits_per_byte"] == pytest.approx(
+        result["loss_per_token"] * result["tokens"] / math.log(2) / result["bytes"], rel=1e-3)
+    assert result["loss_per_token"] < math.log(1024) - 0.5  # the trained weights, not a fresh model's ln(V)

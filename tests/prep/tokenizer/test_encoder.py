@@ -1,5 +1,5 @@
 """The compiled encoder against `tokenizers` itself: the same ids for every document of the sample and
-for tens of thousands of hostile strings, for the hybrid (Unigram) and the BPE tokenizer."""
+for tens of thousands of hostile strings, for the hybrid (Unigram), the BPE and the superword hybrid."""
 
 import random
 
@@ -10,6 +10,7 @@ from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.base import from_json
 from prep.tokenizer.encoder import Encoder, UnsupportedTokenizer
+from prep.tokenizer.superwords import SuperwordConfig
 from prep.tokenizer.train import TokenizerConfig, train_local
 from tests.fuzz_text import fuzz_strings
 
@@ -32,9 +33,11 @@ def sample_texts(sample_dir) -> list[str]:
     return [r.text for f in expand_inputs(str(sample_dir)) for r in read_file(f) if isinstance(r, Document)]
 
 
-@pytest.fixture(scope="module", params=["hybrid", "bpe"])
+@pytest.fixture(scope="module", params=["hybrid", "bpe", "superwords"])
 def tokenizer_json(request, sample_texts) -> str:
-    tokenizer, _ = train_local(sample_texts[::4], TokenizerConfig(vocab_size=8192, algorithm=request.param))
+    cfg = (TokenizerConfig(vocab_size=8192, superword=SuperwordConfig(superwords=True)) if request.param == "superwords"
+           else TokenizerConfig(vocab_size=8192, algorithm=request.param))
+    tokenizer, _ = train_local(sample_texts[::4], cfg)
     return tokenizer.to_str()
 
 

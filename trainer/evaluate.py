@@ -1,0 +1,88 @@
+"""Bits per byte of held-out text under a trained checkpoint: models of tokenizers of different
+granularity compared fairly (a loss per token is not: a superword tokenizer has fewer, harder tokens).
+
+    python -m trainer.evaluate --run-dir DIR --shards SHARDS --tokenizer TOKENIZER.json --input HELD_OUT
+
+Loads the newest complete checkpoint of DIR into the model the run trained (its preset, the shards'
+embedding size), encodes each held-out document as the shards job does (<|bos|> ids <|eos|>), and
+sums the model's loss over every token it predicts, in windows of the shards' seq_len (each window
+starts without context). Bits per byte = that loss in nats / ln 2 / the documents' UTF-8 bytes.
+Prints one JSON object. One process; no torchrun needed.
+"""
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+
+from prep.ingest.inputs import expand_inputs
+from prep.ingest.readers import Document, read_file
+from prep.tokenizer.encode import TokenizerFile, encode_documents
+from trainer.checkpoints import latest_checkpoint
+from trainer.loop import TrainConfig, build_model
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    run_dir: str = "out/train"  # the training run: its newest complete checkpoint is evaluated
+    shards: str = "out/sample/shards"  # the shards it trained on: embedding size and window length
+    tokenizer: str = "out/sample/tokenizer/tokenizer.json"  # the tokenizer of those shards
+    input: str = ""  # held-out documents, anything the jobs read
+    model: str = "tiny"  # the run's preset
+
+
+def held_out_loss(model, tokens: list, seq_len: int) -> tuple[float, int]:
+    """The summed loss in nats of every predicted token, and how many, over windows of seq_len + 1."""
+    nats, count = 0.0, 0
+    with torch.no_grad():
+        for doc in tokens:
+            ids = torch.as_tensor(doc.astype("int64"))
+            for lo in range(0, len(ids) - 1, seq_len):
+                window = ids[lo:lo + seq_len + 1]
+                inputs, labels = window[:-1][None], window[1:][None]
+                positions = torch.arange(inputs.shape[1])[None]
+                cu_seqlens = torch.tensor([0, inputs.shape[1]], dtype=torch.int32)
+                nats += model(inputs, positions, cu_seqlens, labels=labels).sum().item()
+                count += labels.numel()
+    return nats, count
+
+
+def evaluate(cfg: EvalConfig) -> dict:
+    index = json.loads((Path(cfg.shards) / "index.json").read_text())
+    tokenizer = TokenizerFile.read(cfg.tokenizer)
+    if tokenizer.sha256 != index["tokenizer_sha256"]:
+        raise SystemExit(f"{cfg.tokenizer} is not the tokenizer of {cfg.shards}")
+    texts = [r.text for f in expand_inputs(cfg.input) for r in read_file(f) if isinstance(r, Document)]
+    with tempfile.TemporaryDirectory() as rendezvous:  # FSDP wants a process group, even of one
+        dist.init_process_group("gloo", init_method=f"file://{rendezvous}/store", rank=0, world_size=1)
+        try:
+            model = build_model(TrainConfig(model=cfg.model), index["embedding_size"], torch.device("cpu"))
+            checkpoint = latest_checkpoint(Path(cfg.run_dir))
+            if checkpoint is None:
+                raise SystemExit(f"no complete checkpoint in {cfg.run_dir}")
+            state = {"model": get_model_state_dict(model)}
+            dcp.load(state, checkpoint_id=str(checkpoint))
+            set_model_state_dict(model, state["model"])
+            model.eval()
+            nats, predicted = held_out_loss(model, encode_documents(tokenizer, texts), index["seq_len"])
+        finally:
+            dist.destroy_process_group()
+    size = sum(len(t.encode()) for t in texts)
+    return {"checkpoint": checkpoint.name, "docs": len(texts), "bytes": size, "tokens": predicted,
+            "loss_per_token": round(nats / max(predicted, 1), 4),
+            "bits_per_byte": round(nats / math.log(2) / max(size, 1), 4)}
+
+
+if __name__ == "__main__":
+    from prep.cli import command_line
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    _, config = command_line(EvalConfig, None, prog="trainer.evaluate", description=__doc__.split("\n")[0])
+    print(json.dumps(evaluate(config)))
