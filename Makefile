@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
+.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
 
 install: $(STAMP)
 
@@ -67,6 +67,10 @@ eval-dedup: install
 TOKENIZER_CORPUS ?= /tmp/corpus/docs
 bench-tokenizer: install
 	$(PY) -m benchmarks.bench_tokenizer --corpus $(TOKENIZER_CORPUS)
+
+# Do superwords hurt learning? make train-sized runs with the hybrid and the superword hybrid, held-out bits/byte.
+bench-superword-learning: install
+	$(PY) -m benchmarks.bench_superword_learning
 
 # The tokenize job against bare encode_batch; defaults to make shards' outputs.
 bench-tokenize: install

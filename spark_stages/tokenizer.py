@@ -23,10 +23,11 @@ import numpy as np
 import pyarrow as pa
 
 from prep.tokenizer.base import BOS, EOS, PAD
+from prep.tokenizer.lattice import expected_counts, trie
 from prep.tokenizer.pretokenize import from_symbols
 from prep.tokenizer.report import KINDS, evaluate, gain, table, text_kind
 from prep.tokenizer.train import Corpus, TokenizerConfig, bpe_of_size, train
-from prep.tokenizer.unigram import EStep, expected_counts, segmenter
+from prep.tokenizer.unigram import EStep
 from prep.tokenizer.unigram import count_pre_tokens as count_texts
 from schemas import FORMAT_VERSION
 from spark_stages.ingest import SOURCE, load_sources
@@ -135,7 +136,7 @@ def _segmenter_of(model):
     key, pieces, scores = model.value
     if key not in _SEGMENTERS:
         _SEGMENTERS.clear()
-        _SEGMENTERS[key] = segmenter(pieces, scores)
+        _SEGMENTERS[key] = trie(pieces, scores)
     return _SEGMENTERS[key]
 
 

@@ -21,7 +21,7 @@ model saw in training (the "partial token" problem, as with any piece ending in 
 """
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from prep.tokenizer.base import is_special
@@ -36,11 +36,15 @@ class SuperwordConfig:
     superwords: bool = False  # learn pieces that span words (a second seed); off: pieces stay inside pre-tokens
     max_superword_bytes: int = 32  # the longest a superword piece may be
     superword_share: float = 0.25  # the transition: superwords take at most this share of the vocabulary
+    # the superword BPE reads at most this much of the sample: its words are whole lines, and the
+    # `tokenizers` trainer holds ~70 bytes of memory per byte of them
+    superword_sample_bytes: int = 64_000_000
 
     def __post_init__(self):
-        if not 0 < self.superword_share <= 1 or self.max_superword_bytes < 2:
-            raise ValueError(f"superword_share must be in (0, 1] and max_superword_bytes at least 2, got "
-                             f"{self.superword_share}, {self.max_superword_bytes}")
+        if not 0 < self.superword_share <= 1 or self.max_superword_bytes < 2 or self.superword_sample_bytes < 1:
+            raise ValueError(f"superword_share must be in (0, 1], max_superword_bytes at least 2 and "
+                             f"superword_sample_bytes positive, got {self.superword_share}, "
+                             f"{self.max_superword_bytes}, {self.superword_sample_bytes}")
 
 
 _FINE = pre_tokenizer()
@@ -55,11 +59,21 @@ def is_superword(piece: str, max_subword_bytes: int = BpeConfig.max_token_bytes)
     return len(_FINE.pre_tokenize_str(text)) > 1
 
 
+def head(texts: Iterable[str], size: int) -> Iterator[str]:
+    """The texts up to `size` bytes of them (the sample is in hash order: its head is a hash sample too)."""
+    for text in texts:
+        size -= len(text.encode())
+        if size < 0:
+            return
+        yield text
+
+
 def superword_seed(sample: Iterable[str], count: int, bpe_size: int, bpe: BpeConfig,
                    cfg: SuperwordConfig) -> list[str]:
     """The first `count` superwords, in merge order, of a BPE of `bpe_size` under the superword
-    pre-tokenizer."""
-    tokenizer = train_bpe(sample, bpe_size, bpe, max_superword_bytes=cfg.max_superword_bytes)
+    pre-tokenizer, trained on the sample's first `superword_sample_bytes`."""
+    tokenizer = train_bpe(head(sample, cfg.superword_sample_bytes), bpe_size, bpe,
+                          max_superword_bytes=cfg.max_superword_bytes)
     ordered = [p for p, _ in sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1]) if not is_special(p)]
     spanning = [p for p in ordered if is_superword(p, bpe.max_token_bytes)]
     log.info("superwords: %d of the %d pieces of the superword BPE span words; %d kept for the seed",

@@ -58,7 +58,7 @@ class TokenizerConfig:
 class Corpus:
     """What training reads. `sample()` may be called more than once and yields the same texts."""
     sample: Callable[[], Iterable[str]]
-    # built lazily: counting the whole corpus is the expensive part; superword pre-tokens with superwords
+    # built lazily (counting the whole corpus is the expensive part); over superword pre-tokens with superwords
     e_step: Callable[[], EStep]
     char_counts: Callable[[], dict[str, int]]
 

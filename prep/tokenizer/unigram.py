@@ -5,9 +5,9 @@ The data is a table of (pre-token, count) — pre-tokens spelled in byte symbols
 sum over chunks of that table: locally here, one Spark task per partition in jobs/train_tokenizer.py.
 Each E-step segments every pre-token with the current model by Viterbi (compiled, with the
 `tokenizers` Unigram model's rules: prep/tokenizer/lattice.py) and counts the pieces; the M-step
-turns counts into log-probabilities. Pruning drops
-the pieces whose removal costs the least: a piece's count times the score it loses when each use is
-replaced by the best segmentation of the piece without it (SentencePiece's criterion).
+turns counts into log-probabilities. Pruning drops the pieces whose removal costs the least: a
+piece's count times the score it loses when each use is replaced by the best segmentation of the
+piece without it (SentencePiece's criterion).
 
 Measured refinements (benchmarks/experiment_hybrid_tokenizer.py, README):
   - a length penalty: every piece's score is its log-probability minus `length_penalty`, a prior
@@ -26,7 +26,6 @@ import numpy as np
 from tokenizers import Tokenizer, models
 
 from prep.tokenizer.base import finish, new_tokenizer, special_tokens
-from prep.tokenizer.encoder import UnigramModel
 from prep.tokenizer.lattice import best_without_themselves, expected_counts, trie
 from prep.tokenizer.pretokenize import byte_alphabet, pre_tokenizer, to_symbols
 
@@ -77,11 +76,6 @@ def required_characters(char_counts: dict[str, int], coverage: float, limit: int
 
 def unigram_model(pieces: list[str], scores) -> models.Unigram:
     return models.Unigram([(p, float(s)) for p, s in zip(pieces, scores)], None, False)
-
-
-def segmenter(pieces: list[str], scores) -> UnigramModel:
-    """Viterbi segmentation by the current model (compiled, prep/tokenizer/lattice.py)."""
-    return trie(pieces, scores)
 
 
 def m_step(freq: np.ndarray, cfg: UnigramConfig) -> np.ndarray:
@@ -136,4 +130,4 @@ def unigram_tokenizer(pieces: list[str], scores, vocab_size: int, superwords: bo
 def local_e_step(counts: Counter) -> EStep:
     """The E-step over an in-memory table (tests, experiments); the job runs it on Spark."""
     words, weights = list(counts), np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
-    return lambda pieces, scores: expected_counts(segmenter(pieces, scores), words, weights)
+    return lambda pieces, scores: expected_counts(trie(pieces, scores), words, weights)

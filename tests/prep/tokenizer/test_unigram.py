@@ -10,24 +10,17 @@ import pytest
 from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.base import BOS, EOS, PAD, special_tokens
+from prep.tokenizer.lattice import expected_counts, trie
 from prep.tokenizer.pretokenize import byte_alphabet, to_symbols
 from prep.tokenizer.report import evaluate
 from prep.tokenizer.train import TokenizerConfig, train_local
-from prep.tokenizer.unigram import (
-    UnigramConfig,
-    expected_counts,
-    fit,
-    local_e_step,
-    removal_loss,
-    required_characters,
-    segmenter,
-)
+from prep.tokenizer.unigram import UnigramConfig, fit, local_e_step, removal_loss, required_characters
 from tests.fuzz_text import fuzz_strings
 
 
 def test_e_step_counts_viterbi_pieces_weighted_by_pre_token_counts():
     pieces = ["a", "b", "ab"]
-    model = segmenter(pieces, np.log([0.2, 0.2, 0.6]))
+    model = trie(pieces, np.log([0.2, 0.2, 0.6]))
     freq, tokens = expected_counts(model, ["abab", "ba"], [3, 1])
     assert freq.tolist() == [1.0, 1.0, 6.0] and tokens == 8.0
 
