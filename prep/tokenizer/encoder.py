@@ -206,6 +206,15 @@ def _get(table_keys, table_values, key):
         s = (s + 1) & (size - 1)
 
 
+@kernel
+def _longest(offsets):
+    """The longest span offsets[i]..offsets[i + 1]: what per-text scratch buffers are sized for."""
+    longest = 0
+    for i in range(len(offsets) - 1):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    return longest
+
+
 # --- pre-tokenization -------------------------------------------------------------------------------
 
 @kernel
@@ -376,9 +385,7 @@ def _viterbi(data, length, keys, values, token, score, longest, best, start, pie
 
 @kernel
 def _encode_unigram(cp, starts, bits, lines, keys, values, token, score, longest, ids, offsets):
-    longest_text = 0
-    for d in range(len(starts) - 1):
-        longest_text = max(longest_text, starts[d + 1] - starts[d])
+    longest_text = _longest(starts)
     bounds = np.empty(longest_text + 1, np.int64)
     data = np.empty(4 * longest_text + 4, np.uint8)
     best = np.empty(4 * longest_text + 5, np.float64)
@@ -477,9 +484,7 @@ def _merge(symbols, length, keys, values, prev, next_, heap):
 
 @kernel
 def _encode_bpe(cp, starts, bits, lines, byte_ids, keys, values, ids, offsets):
-    longest_text = 0
-    for d in range(len(starts) - 1):
-        longest_text = max(longest_text, starts[d + 1] - starts[d])
+    longest_text = _longest(starts)
     bounds = np.empty(longest_text + 1, np.int64)
     data = np.empty(4 * longest_text + 4, np.uint8)
     symbols = np.empty(4 * longest_text + 4, np.int64)

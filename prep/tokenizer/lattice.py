@@ -13,7 +13,7 @@ Both read the pieces from the encoder's trie, built once per model.
 import numpy as np
 
 from prep.compiled import kernel
-from prep.tokenizer.encoder import UnigramModel, _get, _viterbi, unigram_trie
+from prep.tokenizer.encoder import UnigramModel, _get, _longest, _viterbi, unigram_trie
 from prep.tokenizer.pretokenize import BYTE_SYMBOLS
 
 _SYMBOL_TO_BYTE = np.zeros(max(map(ord, BYTE_SYMBOLS)) + 1, np.uint8)
@@ -52,9 +52,7 @@ def best_without_themselves(model: UnigramModel, pieces: list[str], wanted: np.n
 
 @kernel
 def _expected_counts(data, offsets, counts, keys, values, token, score, longest, freq):
-    longest_word = 0
-    for w in range(len(offsets) - 1):
-        longest_word = max(longest_word, offsets[w + 1] - offsets[w])
+    longest_word = _longest(offsets)
     best = np.empty(longest_word + 1, np.float64)
     start = np.empty(longest_word + 1, np.int64)
     piece = np.empty(longest_word + 1, np.int32)
@@ -71,10 +69,7 @@ def _expected_counts(data, offsets, counts, keys, values, token, score, longest,
 
 @kernel
 def _best_without_themselves(data, offsets, wanted, keys, values, token, score, longest, out):
-    longest_piece = 0
-    for p in range(len(offsets) - 1):
-        longest_piece = max(longest_piece, offsets[p + 1] - offsets[p])
-    best = np.empty(longest_piece + 1, np.float64)
+    best = np.empty(_longest(offsets) + 1, np.float64)
     for p in range(len(offsets) - 1):
         if not wanted[p]:
             continue

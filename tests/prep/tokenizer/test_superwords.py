@@ -1,13 +1,10 @@
 """Superword pieces (issue 16): the coarse pre-tokenizer, the superword seed and its share, and the
 superword hybrid on the sample (lossless, exact size, specials by id only, fewer tokens than the hybrid)."""
 
-import random
 
 import numpy as np
 import pytest
 
-from prep.ingest.inputs import expand_inputs
-from prep.ingest.readers import Document, read_file
 from prep.tokenizer.base import BOS, EOS, PAD, is_special, special_tokens
 from prep.tokenizer.pretokenize import byte_alphabet, pre_tokens, to_symbols
 from prep.tokenizer.report import evaluate
@@ -36,13 +33,6 @@ def test_a_superword_spans_fine_pre_tokens():
     assert is_superword(to_symbols("self.")) and not is_superword(to_symbols("(self"))
     assert not is_superword(to_symbols(" the")) and not is_superword(to_symbols("ing"))
     assert not is_superword(to_symbols("软件")[:-1])  # a piece ending inside a character
-
-
-@pytest.fixture(scope="module")
-def split_sample(sample_dir):
-    texts = [r.text for f in expand_inputs(str(sample_dir)) for r in read_file(f) if isinstance(r, Document)]
-    random.Random(0).shuffle(texts)
-    return texts[:300], texts[300:]
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,11 @@
 """The Unigram stage of the hybrid: E-step counts, pruning, required characters, and the trained
 tokenizers of all three algorithms on the sample (lossless, exact size, specials safe, hybrid > BPE)."""
 
-import random
 from collections import Counter
 
 import numpy as np
 import pytest
 
-from prep.ingest.inputs import expand_inputs
-from prep.ingest.readers import Document, read_file
 from prep.tokenizer.base import BOS, EOS, PAD, special_tokens
 from prep.tokenizer.lattice import expected_counts, trie
 from prep.tokenizer.pretokenize import byte_alphabet, to_symbols
@@ -49,13 +46,6 @@ def test_fit_prunes_to_the_target_and_keeps_every_byte_and_required_character():
     assert len(pieces) == target and set(byte_alphabet()) <= set(pieces) and to_symbols("文") in pieces
     assert to_symbols(" the") in pieces  # the most used piece survives
     assert history[-1]["tokens"] >= history[0]["tokens"]  # fewer pieces never give fewer tokens here
-
-
-@pytest.fixture(scope="module")
-def split_sample(sample_dir):
-    texts = [r.text for f in expand_inputs(str(sample_dir)) for r in read_file(f) if isinstance(r, Document)]
-    random.Random(0).shuffle(texts)
-    return texts[:300], texts[300:]
 
 
 @pytest.fixture(scope="module")
