@@ -126,18 +126,18 @@ def count_characters(table) -> dict[str, int]:
     return {row.piece: row["count"] for row in rows}
 
 
-_SEGMENTERS = {}  # E-step key → the model's trie
+_TRIES = {}  # E-step key → the model's trie
 
 
-def _segmenter_of(model):
+def _trie_of(model):
     """The trie of a broadcast (key, pieces, scores), built once per Python worker and E-step (Spark
     reuses its workers across tasks). A module-level function, so tasks call it by reference and
     share the cache."""
     key, pieces, scores = model.value
-    if key not in _SEGMENTERS:
-        _SEGMENTERS.clear()
-        _SEGMENTERS[key] = trie(pieces, scores)
-    return _SEGMENTERS[key]
+    if key not in _TRIES:
+        _TRIES.clear()
+        _TRIES[key] = trie(pieces, scores)
+    return _TRIES[key]
 
 
 def spark_e_step(spark, table) -> EStep:
@@ -147,7 +147,7 @@ def spark_e_step(spark, table) -> EStep:
         model, size = spark.sparkContext.broadcast((uuid.uuid4().hex, pieces, scores.tolist())), len(pieces)
 
         def run(batches):
-            current = _segmenter_of(model)
+            current = _trie_of(model)
             freq, tokens = np.zeros(size), 0.0
             for batch in batches:
                 f, t = expected_counts(current, batch.column("piece").to_pylist(), batch.column("count").to_numpy())

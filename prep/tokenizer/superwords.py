@@ -76,6 +76,6 @@ def superword_seed(sample: Iterable[str], count: int, bpe_size: int, bpe: BpeCon
                           max_superword_bytes=cfg.max_superword_bytes)
     ordered = [p for p, _ in sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1]) if not is_special(p)]
     spanning = [p for p in ordered if is_superword(p, bpe.max_token_bytes)]
-    log.info("superwords: %d of the %d pieces of the superword BPE span words; %d kept for the seed",
+    log.info("superwords: %d of the %d pieces of the superword BPE are superwords; %d kept for the seed",
              len(spanning), len(ordered), min(count, len(spanning)))
     return spanning[:count]

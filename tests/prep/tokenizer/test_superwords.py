@@ -85,3 +85,13 @@ def test_the_tokens_of_a_superword_tokenizer_are_mostly_longer_than_words(traine
     ids = tokenizer.encode("This is the first of the documents in the Debian package, and it is in English.").ids
     pieces = [tokenizer.id_to_token(i) for i in ids]
     assert any(is_superword(p) for p in pieces) and np.mean([len(p) for p in pieces]) > 4
+
+
+def test_the_tokenizer_job_and_the_pipeline_take_the_superword_settings():
+    from prep.cli import command_line
+    from spark_stages import pipeline, tokenizer
+
+    flags = ["--superwords", "--superword-share", "0.3", "--max-superword-bytes", "24"]
+    _, job = command_line(tokenizer.Config, flags, prog="train_tokenizer", description="")
+    _, whole = command_line(pipeline.Config, flags, prog="pipeline", description="")
+    assert job.superword == whole.tokenizer.superword == SuperwordConfig(True, 24, 0.3)
