@@ -95,3 +95,12 @@ def test_the_tokenizer_job_and_the_pipeline_take_the_superword_settings():
     _, job = command_line(tokenizer.Config, flags, prog="train_tokenizer", description="")
     _, whole = command_line(pipeline.Config, flags, prog="pipeline", description="")
     assert job.superword == whole.tokenizer.superword == SuperwordConfig(True, 24, 0.3)
+
+
+def test_the_superword_bpe_reads_only_the_head_of_the_sample(split_sample):
+    from prep.tokenizer.superwords import head
+
+    texts = split_sample[1]
+    taken = list(head(iter(texts), 100_000))
+    assert taken == texts[:len(taken)] and 0 < sum(len(t.encode()) for t in taken) <= 100_000
+    assert sum(len(t.encode()) for t in texts[:len(taken) + 1]) > 100_000  # stops at the first text over
