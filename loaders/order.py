@@ -34,8 +34,11 @@ class GlobalOrder:
         self.rows = np.asarray(rows_per_shard, dtype=np.int64)
         self.cfg = cfg
         self.epoch_size = int(self.rows.sum())
+        # Caches of this order's own: a mixture has an order per source, and a cache shared by the
+        # class would have them evict each other on every batch.
+        self._epoch = functools.lru_cache(maxsize=4)(self._epoch)
+        self._block = functools.lru_cache(maxsize=8)(self._block)
 
-    @functools.lru_cache(maxsize=4)  # noqa: B019 (an order lives as long as its loader)
     def _epoch(self, epoch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(shards in this epoch's order, first position of each block, block -> first shard slot)."""
         shards = np.random.Generator(np.random.PCG64([self.cfg.seed, epoch])).permutation(len(self.rows))
@@ -43,7 +46,6 @@ class GlobalOrder:
         block_rows = np.add.reduceat(self.rows[shards], slots)
         return shards, np.concatenate([[0], np.cumsum(block_rows)]), slots
 
-    @functools.lru_cache(maxsize=8)  # noqa: B019 (an order lives as long as its loader)
     def _block(self, epoch: int, block: int) -> tuple[np.ndarray, np.ndarray]:
         """(shard, row) of each of the block's positions, in order: two int64 arrays."""
         shards, _, slots = self._epoch(epoch)

@@ -204,16 +204,15 @@ def _counts(decided, quarantine, names: list[str] | None) -> tuple[dict, dict, l
     def total(condition):  # 0, not null, on an empty input
         return F.coalesce(F.sum(condition.cast("long")), F.lit(0))
 
-    counted = [F.count("*").alias("input"), total(F.col("kept")).alias("kept"),
-               total(F.col("rank") != F.col("exact_rep")).alias("exact"),
-               total((F.col("rank") == F.col("exact_rep")) & ~F.col("kept")).alias("near")]
-    counts = decided.agg(*counted).first().asDict()
+    # One aggregation by source (a single input is source 0); the totals are the sum of its rows.
+    found = {row[SOURCE]: row.asDict() for row in decided.groupBy(SOURCE).agg(
+        F.count("*").alias("input"), total(F.col("kept")).alias("kept"),
+        total(F.col("rank") != F.col("exact_rep")).alias("exact"),
+        total((F.col("rank") == F.col("exact_rep")) & ~F.col("kept")).alias("near"),
+        total(~F.col("kept") & (F.col("head_source") < F.col(SOURCE))).alias("earlier")).collect()}
+    counts = {key: sum(row[key] for row in found.values()) for key in ("input", "kept", "exact", "near")}
     per_source = {}
     if names is not None:
-        head_source = decided.select(F.col("rank").alias("cluster"), F.col(SOURCE).alias("head_source"))
-        by_source = decided.join(head_source, "cluster").groupBy(SOURCE).agg(
-            *counted, total(~F.col("kept") & (F.col("head_source") < F.col(SOURCE))).alias("earlier"))
-        found = {row[SOURCE]: row.asDict() for row in by_source.collect()}
         held = dict(quarantine.groupBy(SOURCE).count().collect())
         for i, name in enumerate(names):
             row = found.get(i, {"input": 0, "kept": 0, "exact": 0, "near": 0, "earlier": 0})
@@ -256,7 +255,10 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
                .join(survivors.select(F.col("rank").alias("exact_rep"), "near_kept", "component"), "exact_rep", "left")
                .withColumn("kept", (F.col("rank") == F.col("exact_rep")) & F.coalesce("near_kept", F.lit(True)))
                .withColumn("cluster", F.coalesce("component", "exact_rep")))
-    decided = decided.withColumn("cluster_size", F.count("*").over(Window.partitionBy("cluster")))
+    # The head of a cluster has its smallest rank, and ranks go source by source: its source is the smallest.
+    in_cluster = Window.partitionBy("cluster")
+    decided = (decided.withColumn("cluster_size", F.count("*").over(in_cluster))
+               .withColumn("head_source", F.min(SOURCE).over(in_cluster)))
     decided = stages.done("decide", decided.join(docs.select(F.col("_row").alias("row"), "id"), "row"))
 
     outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging, names)

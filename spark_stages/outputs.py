@@ -74,6 +74,11 @@ def commit(staging: Path, out: str, names: list[str], stats: dict, marker: str =
     for extra in staging.iterdir():  # reports written beside the data
         os.replace(extra, out_path / extra.name)
     shutil.rmtree(staging, ignore_errors=True)  # a straggling task of a lost executor may write late
-    tmp = out_path / f"{marker}.tmp"
-    tmp.write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out_path / marker)
+    write_json(out_path / marker, stats)
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Whole or not at all: written beside, then renamed over `path`."""
+    tmp = path.with_name(f"{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

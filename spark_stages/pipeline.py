@@ -14,9 +14,7 @@ each source's rows: the corpus as it is), for the loader.
 """
 
 import dataclasses
-import json
 import logging
-import os
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -27,6 +25,7 @@ from spark_stages import clean as clean_stage
 from spark_stages import dedup as dedup_stage
 from spark_stages import shards as shards_stage
 from spark_stages import tokenizer as tokenizer_stage
+from spark_stages.outputs import write_json
 from spark_stages.runner import Stage
 
 log = logging.getLogger(__name__)
@@ -87,14 +86,20 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
     stats["dedup"] = dedup_stage.run(spark, expand_inputs(str(out_path / "clean" / "docs")), cfg.dedup,
                                str(out_path / "dedup"))
     deduplicated = expand_inputs(str(out_path / "dedup" / "docs"))
-    shards_cfg = cfg.shards
-    if not shards_cfg.tokenizer:
-        log.info("train_tokenizer")
-        stats["tokenizer"] = tokenizer_stage.run(spark, deduplicated, cfg.tokenizer, str(out_path / "tokenizer"))
-        shards_cfg = dataclasses.replace(shards_cfg, tokenizer=str(out_path / "tokenizer" / "tokenizer.json"))
+    shards_cfg = _with_tokenizer(spark, deduplicated, cfg, out_path, stats)
     log.info("shards")
     stats["shards"] = shards_stage.run(spark, deduplicated, shards_cfg, str(out_path / "shards"))
     return stats
+
+
+def _with_tokenizer(spark, deduplicated, cfg: Config, out_path: Path, stats: dict, weights=None):
+    """The shards settings with their tokenizer: the one given, or one trained here (its report in stats)."""
+    if cfg.shards.tokenizer:
+        return cfg.shards
+    log.info("train_tokenizer")
+    stats["tokenizer"] = tokenizer_stage.run(spark, deduplicated, cfg.tokenizer, str(out_path / "tokenizer"),
+                                             weights=weights)
+    return dataclasses.replace(cfg.shards, tokenizer=str(out_path / "tokenizer" / "tokenizer.json"))
 
 
 def _documents(folder: Path, source: str, stage: str) -> list[InputFile]:
@@ -118,12 +123,7 @@ def run_sources(spark, sources: dict[str, list[InputFile]], cfg: Config, out: st
                                      per_source=cfg.sources.dedup == "per-source")
     deduplicated = {name: _documents(out_path / "dedup" / "docs" / f"source={name}", name, "dedup")
                     for name in sources}
-    shards_cfg = cfg.shards
-    if not shards_cfg.tokenizer:
-        log.info("train_tokenizer")
-        stats["tokenizer"] = tokenizer_stage.run(spark, deduplicated, cfg.tokenizer, str(out_path / "tokenizer"),
-                                                 weights=weights)
-        shards_cfg = dataclasses.replace(shards_cfg, tokenizer=str(out_path / "tokenizer" / "tokenizer.json"))
+    shards_cfg = _with_tokenizer(spark, deduplicated, cfg, out_path, stats, weights)
     shards_out = out_path / "shards"
     (shards_out / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
     for name, files in deduplicated.items():
@@ -131,9 +131,7 @@ def run_sources(spark, sources: dict[str, list[InputFile]], cfg: Config, out: st
         stats["shards"][name] = shards_stage.run(spark, files, shards_cfg, str(shards_out / name))
     mixture = new_mixture({name: (name, float(weights[name]) if weights else index["totals"]["rows"], index)
                            for name, index in stats["shards"].items()})
-    temporary = shards_out / f".{MIXTURE_FILE}.tmp"
-    temporary.write_text(json.dumps(mixture, indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, shards_out / MIXTURE_FILE)
+    write_json(shards_out / MIXTURE_FILE, mixture)
     stats["mixture"] = mixture
     return stats
 

@@ -22,6 +22,8 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
 
+from loaders.mixture import sources_of
+from loaders.shard_reader import ShardSource
 from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.encode import TokenizerFile, encode_documents
@@ -32,7 +34,7 @@ from trainer.loop import TrainConfig, build_model
 @dataclass(frozen=True)
 class EvalConfig:
     run_dir: str = "out/train"  # the training run: its newest complete checkpoint is evaluated
-    shards: str = "out/sample/shards"  # the shards it trained on: embedding size and window length
+    shards: str = "out/sample/shards"  # what it trained on (folder, URL or mixture.json): embedding size, window
     tokenizer: str = "out/sample/tokenizer/tokenizer.json"  # the tokenizer of those shards
     input: str = ""  # held-out documents, anything the jobs read
     model: str = "tiny"  # the run's preset
@@ -55,7 +57,7 @@ def held_out_loss(model, tokens: list, seq_len: int) -> tuple[float, int]:
 
 
 def evaluate(cfg: EvalConfig) -> dict:
-    index = json.loads((Path(cfg.shards) / "index.json").read_text())
+    index = ShardSource(sources_of(cfg.shards)[0].location).index  # a folder, a URL or a mixture (shared settings)
     tokenizer = TokenizerFile.read(cfg.tokenizer)
     if tokenizer.sha256 != index["tokenizer_sha256"]:
         raise SystemExit(f"{cfg.tokenizer} is not the tokenizer of {cfg.shards}")

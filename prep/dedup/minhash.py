@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prep.compiled import kernel
+from prep.compiled import kernel, put_utf8
 from prep.dedup.shingles import CodePointTable
 
 UNIT_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: the polynomial over unit hashes loses no bits
@@ -170,19 +170,10 @@ def _minhash_kernel(code_points, starts, table_start, table_length, table_data, 
                     pos += 1
                 in_unit = True
                 # the UTF-8 bytes of c, into the normalized text and the unit's CRC-32
-                if c < 0x80:
-                    size, first = 1, c
-                elif c < 0x800:
-                    size, first = 2, 0xC0 | (c >> 6)
-                elif c < 0x10000:
-                    size, first = 3, 0xE0 | (c >> 12)
-                else:
-                    size, first = 4, 0xF0 | (c >> 18)
-                for q in range(size):
-                    byte = first if q == 0 else 0x80 | ((c >> (6 * (size - 1 - q))) & 0x3F)
-                    out[pos] = byte
-                    pos += 1
-                    crc = crc_table[(crc ^ np.uint32(byte)) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+                end = put_utf8(c, out, pos)
+                for q in range(pos, end):
+                    crc = crc_table[(crc ^ np.uint32(out[q])) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+                pos = end
         if in_unit:
             shingles += _unit_done(crc, ring, units, a, b, signature)
             units += 1

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from tokenizers import Regex, Tokenizer, pre_tokenizers
 
-from prep.compiled import kernel
+from prep.compiled import kernel, put_utf8
 from prep.tokenizer.pretokenize import BYTE_SYMBOLS, CJK_RUN, DIGITS, LLAMA3, NEWLINES, piece_bytes
 
 LETTER, NUMBER, SPACE, CJK, KNOWN = 1, 2, 4, 8, 128
@@ -330,25 +330,7 @@ def _utf8(cp, lo, hi, out):
     """Writes cp[lo:hi] as UTF-8 into out; returns the bytes written."""
     n = 0
     for i in range(lo, hi):
-        c = cp[i]
-        if c < 0x80:
-            out[n] = c
-            n += 1
-        elif c < 0x800:
-            out[n] = 0xC0 | (c >> 6)
-            out[n + 1] = 0x80 | (c & 0x3F)
-            n += 2
-        elif c < 0x10000:
-            out[n] = 0xE0 | (c >> 12)
-            out[n + 1] = 0x80 | ((c >> 6) & 0x3F)
-            out[n + 2] = 0x80 | (c & 0x3F)
-            n += 3
-        else:
-            out[n] = 0xF0 | (c >> 18)
-            out[n + 1] = 0x80 | ((c >> 12) & 0x3F)
-            out[n + 2] = 0x80 | ((c >> 6) & 0x3F)
-            out[n + 3] = 0x80 | (c & 0x3F)
-            n += 4
+        n = put_utf8(cp[i], out, n)
     return n
 
 
