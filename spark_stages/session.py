@@ -10,6 +10,7 @@ import os
 import sys
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -89,6 +90,21 @@ def get_spark(app_name: str, conf_pairs: list[str] | None = None):
     spark.sparkContext.setLogLevel(conf.get("tokenmill.logLevel", "ERROR"))
     spark.sparkContext.addPyFile(_packages_zip())
     return spark
+
+
+@contextmanager
+def session_conf(spark, settings: dict[str, str], override: bool = False):
+    """Runtime SQL settings for the queries run inside the block, then back to what they were. Without
+    `override` a setting the session already has (the user's --conf) is kept."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        if override or before[key] is None:
+            spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
 
 
 def spark_schema(arrow_schema: pa.Schema):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
@@ -27,6 +28,7 @@ from schemas.shards import INDEX_FILE, new_index, shard_name
 from spark_stages.ingest import load_documents
 from spark_stages.outputs import commit, content_checksum, staging_dir
 from spark_stages.runner import Stage
+from spark_stages.session import session_conf
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,7 @@ WRITTEN_SCHEMA = ("grp int, file string, rows long, tokens long, real_tokens lon
 # Text bytes per byte of shard on disk (about 4.5 bytes of text per token, 1.4 bytes per token on disk):
 # sizes the packing groups from the text alone, before anything is encoded.
 TEXT_PER_SHARD_BYTE = 3
+TASKS_PER_CORE = 4
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ def encode(docs, tokenizer: TokenizerFile, spark):
 
     def run(batches):
         for batch in batches:
-            tokens, offsets = encode_flat(shared.value, batch.column("text").to_pylist())
+            tokens, offsets = encode_flat(shared.value, batch.column("text"))
             binary = pa.Array.from_buffers(pa.binary(), len(offsets) - 1,  # each document's uint32 ids as bytes
                                            [None, pa.py_buffer((4 * offsets).astype(np.int32)), pa.py_buffer(tokens)])
             yield pa.RecordBatch.from_arrays([batch.column("id"), binary], names=["id", "tokens"])
@@ -72,11 +75,9 @@ def encode(docs, tokenizer: TokenizerFile, spark):
 def pack_and_write(table: pa.Table, folder: str, cfg: Config, pad_id: int) -> pa.Table:
     """One packing group: sort by id (then tokens, for equal ids), pack, write its files."""
     group = table.column("grp")[0].as_py()
-    table = table.sort_by([("id", "ascending"), ("tokens", "ascending")])
-    column = table.column("tokens").combine_chunks()
-    offsets = np.frombuffer(column.buffers()[1], np.int32)[column.offset:column.offset + len(column) + 1] // 4
-    values = np.frombuffer(column.buffers()[2], np.uint32)
-    docs = [values[lo:hi] for lo, hi in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+    in_place = [doc for chunk in table.column("tokens").chunks for doc in _token_views(chunk)]  # no copy
+    order = pc.sort_indices(table, [("id", "ascending"), ("tokens", "ascending")]).to_numpy()
+    docs = [in_place[i] for i in order.tolist()]
     rows = pack([len(d) for d in docs], cfg.pack)
     writer = ShardWriter(Path(folder), f"group-{group:05d}", cfg)
     for tokens, cu in zip(*materialize(rows, docs, pad_id)):
@@ -90,8 +91,23 @@ def pack_and_write(table: pa.Table, folder: str, cfg: Config, pad_id: int) -> pa
                                                   ("batch_rows", pa.list_(pa.int64())), ("documents", pa.int64())]))
 
 
+def _token_views(chunk: pa.BinaryArray) -> list[np.ndarray]:
+    """Each document's uint32 ids: views of the chunk's buffer."""
+    offsets = np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset:chunk.offset + len(chunk) + 1] // 4
+    values = np.frombuffer(chunk.buffers()[2], np.uint32) if chunk.buffers()[2] else np.zeros(0, np.uint32)
+    return [values[lo:hi] for lo, hi in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+
+
 def run(spark, files, cfg: Config, out: str) -> dict:
     """Encodes, packs and writes the shards; returns the index (also SHARDS/index.json)."""
+    # Several read tasks per core: the encoding is most of the work, and a few large tasks leave cores
+    # idle at the end (partitions never decide the output here: groups do).
+    tasks = TASKS_PER_CORE * spark.sparkContext.defaultParallelism
+    with session_conf(spark, {"spark.sql.files.minPartitionNum": str(tasks)}):
+        return _run(spark, files, cfg, out)
+
+
+def _run(spark, files, cfg: Config, out: str) -> dict:
     from pyspark.sql import functions as F
 
     tokenizer = tokenizer_file(cfg)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from tokenizers import Tokenizer
 
 from prep.tokenizer.base import BOS, EOS, PAD, from_json
@@ -47,8 +48,9 @@ class TokenizerFile:
         return batch_encoder(self.json, self.sha256)
 
 
-# texts → (int32 ids of every text one after another, int64 offsets [len(texts) + 1])
-BatchEncoder = Callable[[list[str]], tuple[np.ndarray, np.ndarray]]
+# texts (a list or an Arrow string array) → (int32 ids of every text one after another, int64 offsets
+# [len(texts) + 1])
+BatchEncoder = Callable[["list[str] | pa.StringArray"], tuple[np.ndarray, np.ndarray]]
 
 
 def batch_encoder(tokenizer_json: str, sha256: str | None = None) -> BatchEncoder:
@@ -65,15 +67,18 @@ def batch_encoder(tokenizer_json: str, sha256: str | None = None) -> BatchEncode
     return _LOADED[key]
 
 
-def _encode_with_tokenizers(tokenizer: Tokenizer, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _encode_with_tokenizers(tokenizer: Tokenizer, texts) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(texts, pa.Array):
+        texts = texts.to_pylist()
     encodings = tokenizer.encode_batch(texts, add_special_tokens=False)
     offsets = np.zeros(len(texts) + 1, np.int64)
     np.cumsum([len(e.ids) for e in encodings], out=offsets[1:])
     return np.fromiter((i for e in encodings for i in e.ids), np.int32, int(offsets[-1])), offsets
 
 
-def encode_flat(tokenizer_file: TokenizerFile, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """<|bos|> ids <|eos|> of every text, one after another (uint32), and their int64 offsets."""
+def encode_flat(tokenizer_file: TokenizerFile, texts) -> tuple[np.ndarray, np.ndarray]:
+    """<|bos|> ids <|eos|> of every text (a list or an Arrow string array), one after another
+    (uint32), and their int64 offsets."""
     ids, offsets = tokenizer_file.encoder()(texts)
     out = np.empty(len(ids) + 2 * len(texts), np.uint32)
     ends = offsets[1:] + 2 * np.arange(1, len(texts) + 1)

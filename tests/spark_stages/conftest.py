@@ -1,4 +1,3 @@
-import contextlib
 import os
 import subprocess
 import sys
@@ -22,17 +21,11 @@ def spark():
 OTHER_CLUSTER = {"spark.sql.shuffle.partitions": "5", "spark.sql.adaptive.coalescePartitions.enabled": "false"}
 
 
-@contextlib.contextmanager
 def spark_settings(spark, settings: dict[str, str]):
     """Runtime SQL settings for the duration of a block (the session is shared by the whole run)."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+    from spark_stages.session import session_conf
+
+    return session_conf(spark, settings, override=True)
 
 
 def spark_submit(job: str, *args: str, cwd) -> subprocess.CompletedProcess:

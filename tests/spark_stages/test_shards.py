@@ -127,3 +127,19 @@ def test_spark_submit_writes_shards_and_quarantines_bad_lines(tmp_path, corpus):
     assert index["totals"]["documents"] == 20 and index["totals"]["quarantined"] == 2
     assert pq.read_table(tmp_path / "shards" / "quarantine").num_rows == 2
     assert validate(tmp_path / "shards") == []
+
+
+def test_a_setting_the_user_gave_outlives_the_stages_own(spark):
+    from spark_stages.session import session_conf
+
+    key = "spark.sql.files.minPartitionNum"
+    with session_conf(spark, {key: "7"}):
+        assert spark.conf.get(key) == "7"
+    assert spark.conf.get(key, None) is None  # unset again
+    spark.conf.set(key, "3")  # as --conf would
+    try:
+        with session_conf(spark, {key: "7"}):
+            assert spark.conf.get(key) == "3"
+        assert spark.conf.get(key) == "3"
+    finally:
+        spark.conf.unset(key)

@@ -9,7 +9,7 @@ import pytest
 from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.base import from_json
-from prep.tokenizer.encoder import Encoder, UnsupportedTokenizer
+from prep.tokenizer.encoder import Encoder, UnsupportedTokenizer, code_points_of
 from prep.tokenizer.superwords import SuperwordConfig
 from prep.tokenizer.train import TokenizerConfig, train_local
 from tests.fuzz_text import fuzz_strings
@@ -64,3 +64,31 @@ def test_a_tokenizer_of_another_shape_is_refused():
     other.pre_tokenizer = pre_tokenizers.Whitespace()
     with pytest.raises(UnsupportedTokenizer, match="pre-tokenizer"):
         Encoder(other.to_str())
+
+
+def test_an_arrow_column_is_decoded_to_the_same_code_points_as_python_strings(sample_texts):
+    import pyarrow as pa
+
+    texts = sample_texts[:300] + hostile_strings(3_000) + list(fuzz_strings()) + ["", "\U0010ffff"]
+    expected, expected_starts = code_points_of(texts)
+    for column in (pa.array(texts, pa.string()), pa.array(texts, pa.large_string()),
+                   pa.array(["skipped"] + texts + ["too"]).slice(1, len(texts))):  # a slice: offsets not from 0
+        code_points, starts = code_points_of(column)
+        assert np.array_equal(code_points, expected) and np.array_equal(starts, expected_starts)
+
+
+def test_an_arrow_column_gets_the_same_ids_as_python_strings(tokenizer_json, sample_texts):
+    import pyarrow as pa
+
+    texts = sample_texts[::7] + hostile_strings(1_000)
+    encoder = Encoder(tokenizer_json)
+    ids, offsets = encoder.encode_batch(texts)
+    arrow_ids, arrow_offsets = encoder.encode_batch(pa.array(texts))
+    assert np.array_equal(arrow_ids, ids) and np.array_equal(arrow_offsets, offsets)
+
+
+def test_a_null_text_in_an_arrow_column_is_refused():
+    import pyarrow as pa
+
+    with pytest.raises(ValueError, match="1 null texts"):
+        code_points_of(pa.array(["a", None]))
