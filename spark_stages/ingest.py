@@ -2,6 +2,7 @@
 
 import math
 import os
+from contextlib import contextmanager
 
 from prep.clean import READ_SCHEMA, read_records
 from prep.ingest.inputs import InputFile
@@ -48,15 +49,40 @@ def _native_parquet(spark, files: list[InputFile]):
 
 def load_documents(spark, files: list[InputFile]):
     """(documents with all their columns, quarantined records or None)."""
-    from pyspark.sql import functions as F
+    native = _native_parquet(spark, files)
+    return _split_native(native) if native is not None else _split_records(read_input(spark, files, ReaderConfig()))
+
+
+@contextmanager
+def documents_read_once(spark, files: list[InputFile]):
+    """load_documents for a stage that reads the documents several times: raw input, which Python
+    parses, is parsed once and kept on the executors' disks for the block; Parquet is read again by
+    Spark, which costs less than keeping a copy."""
+    from pyspark import StorageLevel
 
     native = _native_parquet(spark, files)
     if native is not None:
-        quarantine = native.where(F.col("text").isNull()).select(
-            F.lit("text is null").alias("error"), F.input_file_name().alias("file"),
-            F.lit(None).cast("long").alias("line"), F.lit(None).cast("binary").alias("raw"))
-        return native.where(F.col("text").isNotNull()), quarantine
-    records = read_input(spark, files, ReaderConfig())
+        yield _split_native(native)
+        return
+    records = read_input(spark, files, ReaderConfig()).persist(StorageLevel.DISK_ONLY)
+    try:
+        yield _split_records(records)
+    finally:
+        records.unpersist()
+
+
+def _split_native(native):
+    from pyspark.sql import functions as F
+
+    quarantine = native.where(F.col("text").isNull()).select(
+        F.lit("text is null").alias("error"), F.input_file_name().alias("file"),
+        F.lit(None).cast("long").alias("line"), F.lit(None).cast("binary").alias("raw"))
+    return native.where(F.col("text").isNotNull()), quarantine
+
+
+def _split_records(records):
+    from pyspark.sql import functions as F
+
     docs = records.where(F.col("status") == "doc").select(*DOCUMENT_SCHEMA.names)
     quarantine = records.where(F.col("status") == "quarantined").select(*QUARANTINE_SCHEMA.names)
     return docs, quarantine

@@ -25,7 +25,7 @@ from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
 from prep.tokenizer.encode import TokenizerFile, encode_flat
 from schemas.shards import INDEX_FILE, new_index, shard_name
-from spark_stages.ingest import load_documents
+from spark_stages.ingest import documents_read_once
 from spark_stages.outputs import commit, content_checksum, staging_dir
 from spark_stages.runner import Stage
 from spark_stages.session import session_conf
@@ -103,15 +103,15 @@ def run(spark, files, cfg: Config, out: str) -> dict:
     # Several read tasks per core: the encoding is most of the work, and a few large tasks leave cores
     # idle at the end (partitions never decide the output here: groups do).
     tasks = TASKS_PER_CORE * spark.sparkContext.defaultParallelism
-    with session_conf(spark, {"spark.sql.files.minPartitionNum": str(tasks)}):
-        return _run(spark, files, cfg, out)
+    with (session_conf(spark, {"spark.sql.files.minPartitionNum": str(tasks)}),
+          documents_read_once(spark, files) as (docs, quarantine)):  # sized, encoded, quarantine counted
+        return _run(spark, docs, quarantine, cfg, out)
 
 
-def _run(spark, files, cfg: Config, out: str) -> dict:
+def _run(spark, docs, quarantine, cfg: Config, out: str) -> dict:
     from pyspark.sql import functions as F
 
     tokenizer = tokenizer_file(cfg)
-    docs, quarantine = load_documents(spark, files)
     # About one shard file per group, sized from the text (one cheap pass, no Python) so that the
     # documents are encoded once, on their way to their group.
     text_bytes = docs.agg(F.sum(F.octet_length("text"))).first()[0] or 0
