@@ -4,6 +4,7 @@ for tens of thousands of hostile strings, for the hybrid (Unigram), the BPE and 
 import random
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from prep.ingest.inputs import expand_inputs
@@ -67,8 +68,6 @@ def test_a_tokenizer_of_another_shape_is_refused():
 
 
 def test_an_arrow_column_is_decoded_to_the_same_code_points_as_python_strings(sample_texts):
-    import pyarrow as pa
-
     texts = sample_texts[:300] + hostile_strings(3_000) + list(fuzz_strings()) + ["", "\U0010ffff"]
     expected, expected_starts = code_points_of(texts)
     for column in (pa.array(texts, pa.string()), pa.array(texts, pa.large_string()),
@@ -78,8 +77,6 @@ def test_an_arrow_column_is_decoded_to_the_same_code_points_as_python_strings(sa
 
 
 def test_an_arrow_column_gets_the_same_ids_as_python_strings(tokenizer_json, sample_texts):
-    import pyarrow as pa
-
     texts = sample_texts[::7] + hostile_strings(1_000)
     encoder = Encoder(tokenizer_json)
     ids, offsets = encoder.encode_batch(texts)
@@ -88,7 +85,5 @@ def test_an_arrow_column_gets_the_same_ids_as_python_strings(tokenizer_json, sam
 
 
 def test_a_null_text_in_an_arrow_column_is_refused():
-    import pyarrow as pa
-
     with pytest.raises(ValueError, match="1 null texts"):
         code_points_of(pa.array(["a", None]))
