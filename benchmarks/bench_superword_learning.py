@@ -91,5 +91,6 @@ def main() -> None:
         print(f"| {name} | {training_bytes / text_tokens:.3f} | {train_loss:.3f} | {result['tokens']:,} | "
               f"{result['loss_per_token']:.3f} | **{result['bits_per_byte']:.4f}** |")
 
+
 if __name__ == "__main__":
     main()

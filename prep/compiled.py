@@ -1,4 +1,5 @@
-"""numba, set up once for tokenmill's compiled kernels (MinHash, encoding), and what they share.
+"""numba, set up once for tokenmill's compiled kernels (MinHash, encoding, the Unigram lattice), and
+what they share: text as code points (from Python strings or straight from Arrow's UTF-8), and UTF-8 out.
 
 Compilations are cached on disk in NUMBA_CACHE_DIR, which tokenmill sets (unless the user did) to a
 folder of its own under the system's temporary folder: executors often have no writable home. A
@@ -15,6 +16,8 @@ import tempfile
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"tokenmill-numba-{os.getuid()}"))
 
 import numba  # noqa: E402  (reads NUMBA_CACHE_DIR when first imported)
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
 
 
 def kernel(function):
@@ -43,3 +46,54 @@ def put_utf8(c, out, n):
     out[n + 2] = 0x80 | ((c >> 6) & 0x3F)
     out[n + 3] = 0x80 | (c & 0x3F)
     return n + 4
+
+
+def code_points_of(texts: "list[str] | pa.StringArray") -> tuple[np.ndarray, np.ndarray]:
+    """(uint32 code points of every text one after another, int64 starts [len(texts) + 1]). An Arrow
+    string column is decoded from its UTF-8 buffer in one pass: no Python string per document."""
+    if not isinstance(texts, pa.Array):
+        starts = np.zeros(len(texts) + 1, np.int64)
+        np.cumsum([len(t) for t in texts], out=starts[1:])
+        return np.frombuffer("".join(texts).encode("utf-32-le"), np.uint32), starts
+    if texts.null_count:
+        raise ValueError(f"{texts.null_count} null texts: documents have text")
+    if texts.type == pa.string():
+        width = np.int32
+    elif texts.type == pa.large_string():
+        width = np.int64
+    else:
+        raise TypeError(f"expected an Arrow string array, got {texts.type}")
+    _, offsets, data = texts.buffers()
+    offsets = np.frombuffer(offsets, width, len(texts) + 1, texts.offset * np.dtype(width).itemsize)
+    data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    code_points = np.empty(int(offsets[-1] - offsets[0]), np.uint32)
+    starts = np.empty(len(texts) + 1, np.int64)
+    return code_points[:_decode_utf8(data, offsets, code_points, starts)], starts
+
+
+@kernel
+def _decode_utf8(data, offsets, out, starts):
+    """The code points of valid UTF-8 (Arrow guarantees it) data[offsets[i]:offsets[i + 1]] into out,
+    each text's first at starts[i]; returns how many."""
+    n = 0
+    for d in range(len(offsets) - 1):
+        starts[d] = n
+        i, end = offsets[d], offsets[d + 1]
+        while i < end:
+            b = np.uint32(data[i])
+            if b < 0x80:
+                out[n] = b
+                i += 1
+            elif b < 0xE0:
+                out[n] = (b & 0x1F) << 6 | (data[i + 1] & 0x3F)
+                i += 2
+            elif b < 0xF0:
+                out[n] = (b & 0x0F) << 12 | (data[i + 1] & 0x3F) << 6 | (data[i + 2] & 0x3F)
+                i += 3
+            else:
+                out[n] = ((b & 0x07) << 18 | (data[i + 1] & 0x3F) << 12 | (data[i + 2] & 0x3F) << 6
+                          | (data[i + 3] & 0x3F))
+                i += 4
+            n += 1
+    starts[len(offsets) - 1] = n
+    return n

@@ -82,8 +82,7 @@ def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
     """Per document: survivor keys, normalized-text hash, MinHash signature, and rank.
 
     Rank = position in survivor order: the source named first, then the longest text, then id hash,
-    then text hash. The
-    smallest rank of a group is its survivor, and rank is the node id of the graph.
+    then text hash. The smallest rank of a group is its survivor, and rank is the node id of the graph.
     """
     from pyspark.sql import functions as F
 
@@ -237,7 +236,9 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
     names = list(files) if isinstance(files, dict) else None
     sources = files if isinstance(files, dict) else {"": files}
     partitions = cfg.partitions or default_partitions([f for group in sources.values() for f in group])
-    docs, quarantine = load_sources(spark, sources)
+    # Raw input parsed once (the documents and the quarantine count and write read it): kept until
+    # clearCache at the end releases it with the stage's other persisted frames.
+    docs, quarantine = load_sources(spark, sources, keep=[])
     docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()))
     features = _ranked_features(docs, cfg, partitions, stages)
     # Documents are only compared within a scope: everything, or each source alone.

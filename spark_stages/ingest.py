@@ -47,28 +47,32 @@ def _native_parquet(spark, files: list[InputFile]):
     return frame if types.get("id") == "string" and types.get("text") == "string" else None
 
 
-def load_documents(spark, files: list[InputFile]):
-    """(documents with all their columns, quarantined records or None)."""
-    native = _native_parquet(spark, files)
-    return _split_native(native) if native is not None else _split_records(read_input(spark, files, ReaderConfig()))
-
-
-@contextmanager
-def documents_read_once(spark, files: list[InputFile]):
-    """load_documents for a stage that reads the documents several times: raw input, which Python
-    parses, is parsed once and kept on the executors' disks for the block; Parquet is read again by
-    Spark, which costs less than keeping a copy."""
+def load_documents(spark, files: list[InputFile], keep: list | None = None):
+    """(documents with all their columns, quarantined records). With `keep` (see parsed_once), raw
+    input is parsed once however often the stage reads it."""
     from pyspark import StorageLevel
 
     native = _native_parquet(spark, files)
     if native is not None:
-        yield _split_native(native)
-        return
-    records = read_input(spark, files, ReaderConfig()).persist(StorageLevel.DISK_ONLY)
+        return _split_native(native)
+    records = read_input(spark, files, ReaderConfig())
+    if keep is not None:
+        records = records.persist(StorageLevel.DISK_ONLY)
+        keep.append(records)
+    return _split_records(records)
+
+
+@contextmanager
+def parsed_once():
+    """A `keep` list for load_documents/load_sources in a stage that reads its documents several times
+    (sizes, samples, quarantine counts): raw input, which Python parses, is parsed once and kept on the
+    executors' disks until the block ends. Parquet is not kept: Spark reads it again for less."""
+    kept: list = []
     try:
-        yield _split_records(records)
+        yield kept
     finally:
-        records.unpersist()
+        for frame in kept:
+            frame.unpersist()
 
 
 def _split_native(native):
@@ -88,14 +92,14 @@ def _split_records(records):
     return docs, quarantine
 
 
-def load_sources(spark, sources: dict[str, list[InputFile]]):
+def load_sources(spark, sources: dict[str, list[InputFile]], keep: list | None = None):
     """load_documents of each source, in one frame, each row with its source's index in SOURCE (the
     quarantined records too). Sources may carry other extra columns: missing ones are null."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
-    loaded = [load_documents(spark, files) for files in sources.values()]
+    loaded = [load_documents(spark, files, keep) for files in sources.values()]
     tagged = [(docs.withColumn(SOURCE, F.lit(i)), quarantine.withColumn(SOURCE, F.lit(i)))
               for i, (docs, quarantine) in enumerate(loaded)]
     docs = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), (d for d, _ in tagged))

@@ -25,7 +25,7 @@ from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
 from prep.tokenizer.encode import TokenizerFile, encode_flat
 from schemas.shards import INDEX_FILE, new_index, shard_name
-from spark_stages.ingest import documents_read_once
+from spark_stages.ingest import load_documents, parsed_once
 from spark_stages.outputs import commit, content_checksum, staging_dir
 from spark_stages.runner import Stage
 from spark_stages.session import session_conf
@@ -103,9 +103,8 @@ def run(spark, files, cfg: Config, out: str) -> dict:
     # Several read tasks per core: the encoding is most of the work, and a few large tasks leave cores
     # idle at the end (partitions never decide the output here: groups do).
     tasks = TASKS_PER_CORE * spark.sparkContext.defaultParallelism
-    with (session_conf(spark, {"spark.sql.files.minPartitionNum": str(tasks)}),
-          documents_read_once(spark, files) as (docs, quarantine)):  # sized, encoded, quarantine counted
-        return _run(spark, docs, quarantine, cfg, out)
+    with session_conf(spark, {"spark.sql.files.minPartitionNum": str(tasks)}), parsed_once() as keep:
+        return _run(spark, *load_documents(spark, files, keep), cfg, out)  # sized, encoded, quarantine counted
 
 
 def _run(spark, docs, quarantine, cfg: Config, out: str) -> dict:

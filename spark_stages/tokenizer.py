@@ -30,7 +30,7 @@ from prep.tokenizer.train import Corpus, TokenizerConfig, bpe_of_size, train
 from prep.tokenizer.unigram import EStep
 from prep.tokenizer.unigram import count_pre_tokens as count_texts
 from schemas import FORMAT_VERSION
-from spark_stages.ingest import SOURCE, load_sources
+from spark_stages.ingest import SOURCE, load_sources, parsed_once
 from spark_stages.outputs import commit, staging_dir
 from spark_stages.peak_memory import PeakMemory
 from spark_stages.runner import Stage
@@ -197,9 +197,9 @@ def run(spark, files, cfg: Config, out: str, weights: dict[str, Fraction | float
     from pyspark.sql import functions as F
 
     started = time.time()
-    with PeakMemory() as peak:
+    with PeakMemory() as peak, parsed_once() as keep:  # read for held-out, sizes, sample, counts, quarantine
         sources = files if isinstance(files, dict) else {"": files}
-        loaded, quarantine = load_sources(spark, sources)
+        loaded, quarantine = load_sources(spark, sources, keep)
         docs = with_hash(loaded)
         held = held_out_texts(docs, cfg.held_out)
         log.info("%d documents held out for the report", len(held))

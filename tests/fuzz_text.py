@@ -19,3 +19,17 @@ def fuzz_strings(seed=0):
     yield "a line of one megabyte " * 45_000
     yield "mixed 中文 English 日本語 한국어 עברית العربية 123456789"
     yield f"text with {BOS} and {EOS} and <|pad|> and <|reserved_3|> spelled out"
+
+
+# Pieces of text where pre-tokenizers and byte-level models go wrong: case-folded contractions,
+# digit groups beside CJK runs and Hangul, CR/LF runs inside spaces, combining marks, astral planes.
+ALPHABET = (["'s", "'S", "'ſ", "'re", "'RE", "'Ve", "'ll", "'LL", "'d", "'m", "'t", "'x", "'"]
+            + list("abcXYZ019٣५〇一中文日本語カタカナひらがな・ー한국어éñßİıſﬁ½²㎏ﾊﾞ")
+            + [" ", "  ", "\t", "\n", "\r\n", "\r", "\n\n", " \n ", "\u00a0", "\u3000", "\u2028", "\x85", "\x0b"]
+            + list("!?.,;:-_=+*/\\|@#$%^&()[]{}<>\"`~") + ["...", "—", "«»", "€", "👍🏽", "\u0301", "\u200d", "𠀀",
+                                                           "\U000e0041", "\U0010ffff", "<|eos|>", "12345678"])
+
+
+def hostile_strings(count: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 24))) for _ in range(count)]

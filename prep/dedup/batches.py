@@ -44,7 +44,7 @@ SURVIVORS_SCHEMA = pa.schema([("rank", pa.int64()), ("near_kept", pa.bool_()), (
 
 def features_batch(batch: pa.RecordBatch, cfg: DedupConfig) -> pa.RecordBatch:
     """(row, id, text) in, FEATURES_SCHEMA out."""
-    features = document_features(batch["id"].to_pylist(), batch["text"].to_pylist(), cfg.minhash)
+    features = document_features(batch["id"].to_pylist(), batch["text"], cfg.minhash)
     return pa.RecordBatch.from_pydict({"row": batch["row"], **features}, schema=FEATURES_SCHEMA)
 
 

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from datasketch.lsh import _optimal_param
 
 from prep.dedup.minhash import MinHashConfig, minhash_batch
@@ -51,7 +52,7 @@ def exact_hash(normalized: bytes) -> bytes:
     return hashlib.blake2b(normalized, digest_size=16).digest()
 
 
-def document_features(ids: list[str], texts: list[str], cfg: MinHashConfig) -> dict[str, list]:
+def document_features(ids: list[str], texts: "list[str] | pa.StringArray", cfg: MinHashConfig) -> dict[str, list]:
     """Everything dedup needs per document, for one batch: survivor-rule keys, exact hash, signature,
     and for the stats the shingles hashed and each document's share of the batch's signature seconds."""
     started = time.perf_counter()
@@ -59,7 +60,7 @@ def document_features(ids: list[str], texts: list[str], cfg: MinHashConfig) -> d
     seconds = time.perf_counter() - started
     return {
         "id_hash": [id_hash(i) for i in ids],
-        "text_len": [len(t) for t in texts],
+        "text_len": batch.lengths,
         "exact_hash": [exact_hash(n) for n in batch.normalized],
         "signature": list(map(bytes, batch.signatures)),
         "shingles": batch.shingles,

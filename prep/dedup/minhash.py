@@ -18,8 +18,9 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
-from prep.compiled import kernel, put_utf8
+from prep.compiled import code_points_of, kernel, put_utf8
 from prep.dedup.shingles import CodePointTable
 
 UNIT_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: the polynomial over unit hashes loses no bits
@@ -90,13 +91,13 @@ class MinHashBatch:
     signatures: np.ndarray  # uint32 [documents, num_perm]
     shingles: np.ndarray  # int64 [documents]: shingles hashed (1 for a document shorter than n units)
     normalized: list[bytes]  # each document's normalized text, UTF-8, units separated by single spaces
+    lengths: np.ndarray  # int64 [documents]: each text's length in characters (code points)
 
 
-def minhash_batch(texts: list[str], cfg: MinHashConfig) -> MinHashBatch:
-    """Signatures, shingle counts and normalized texts of a batch of documents."""
-    code_points = np.frombuffer("".join(texts).encode("utf-32-le"), np.uint32)
-    starts = np.zeros(len(texts) + 1, np.int64)
-    np.cumsum([len(t) for t in texts], out=starts[1:])
+def minhash_batch(texts: "list[str] | pa.StringArray", cfg: MinHashConfig) -> MinHashBatch:
+    """Signatures, shingle counts and normalized texts of a batch of documents (a list, or an Arrow
+    string column read straight from its UTF-8)."""
+    code_points, starts = code_points_of(texts)
     table = _CODE_POINTS
     table.cover(code_points)
     room = 4 * int(table.length[code_points].sum(dtype=np.int64)) + len(code_points) + 1  # UTF-8: 4 bytes a code point
@@ -107,7 +108,8 @@ def minhash_batch(texts: list[str], cfg: MinHashConfig) -> MinHashBatch:
     _minhash_kernel(code_points, starts, table.start, table.length, table.data, CRC_TABLE, a, b, cfg.ngram,
                     sigs, counts, out, out_starts)
     blob = out.tobytes()
-    return MinHashBatch(sigs, counts, [blob[out_starts[i]:out_starts[i + 1]] for i in range(len(texts))])
+    return MinHashBatch(sigs, counts, [blob[out_starts[i]:out_starts[i + 1]] for i in range(len(texts))],
+                        np.diff(starts))
 
 
 def signatures(texts: list[str], cfg: MinHashConfig) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 from tokenizers import Regex, Tokenizer, pre_tokenizers
 
-from prep.compiled import kernel, put_utf8
+from prep.compiled import code_points_of, kernel, put_utf8
 from prep.tokenizer.pretokenize import BYTE_SYMBOLS, CJK_RUN, DIGITS, LLAMA3, NEWLINES, piece_bytes
 
 LETTER, NUMBER, SPACE, CJK, KNOWN = 1, 2, 4, 8, 128
@@ -170,57 +170,6 @@ class Encoder:
             _encode_bpe(code_points, starts, CLASSES.bits, self.superwords, m.byte_ids, m.merges.keys, m.merges.values,
                         ids, offsets)
         return ids[:offsets[-1]].copy(), offsets
-
-
-def code_points_of(texts: "list[str] | pa.StringArray") -> tuple[np.ndarray, np.ndarray]:
-    """(uint32 code points of every text one after another, int64 starts [len(texts) + 1]). An Arrow
-    string column is decoded from its UTF-8 buffer in one pass: no Python string per document."""
-    if not isinstance(texts, pa.Array):
-        starts = np.zeros(len(texts) + 1, np.int64)
-        np.cumsum([len(t) for t in texts], out=starts[1:])
-        return np.frombuffer("".join(texts).encode("utf-32-le"), np.uint32), starts
-    if texts.null_count:
-        raise ValueError(f"{texts.null_count} null texts: documents have text")
-    if texts.type == pa.string():
-        width = np.int32
-    elif texts.type == pa.large_string():
-        width = np.int64
-    else:
-        raise TypeError(f"expected an Arrow string array, got {texts.type}")
-    _, offsets, data = texts.buffers()
-    offsets = np.frombuffer(offsets, width, len(texts) + 1, texts.offset * np.dtype(width).itemsize)
-    data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-    code_points = np.empty(int(offsets[-1] - offsets[0]), np.uint32)
-    starts = np.empty(len(texts) + 1, np.int64)
-    return code_points[:_decode_utf8(data, offsets, code_points, starts)], starts
-
-
-@kernel
-def _decode_utf8(data, offsets, out, starts):
-    """The code points of valid UTF-8 (Arrow guarantees it) data[offsets[i]:offsets[i + 1]] into out,
-    each text's first at starts[i]; returns how many."""
-    n = 0
-    for d in range(len(offsets) - 1):
-        starts[d] = n
-        i, end = offsets[d], offsets[d + 1]
-        while i < end:
-            b = np.uint32(data[i])
-            if b < 0x80:
-                out[n] = b
-                i += 1
-            elif b < 0xE0:
-                out[n] = (b & 0x1F) << 6 | (data[i + 1] & 0x3F)
-                i += 2
-            elif b < 0xF0:
-                out[n] = (b & 0x0F) << 12 | (data[i + 1] & 0x3F) << 6 | (data[i + 2] & 0x3F)
-                i += 3
-            else:
-                out[n] = ((b & 0x07) << 18 | (data[i + 1] & 0x3F) << 12 | (data[i + 2] & 0x3F) << 6
-                          | (data[i + 3] & 0x3F))
-                i += 4
-            n += 1
-    starts[len(offsets) - 1] = n
-    return n
 
 
 # --- hashing ------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ Both read the pieces from the encoder's trie, built once per model.
 
 import numpy as np
 
-from prep.compiled import kernel
+from prep.compiled import code_points_of, kernel
 from prep.tokenizer.encoder import UnigramModel, _get, _longest, _viterbi, unigram_trie
 from prep.tokenizer.pretokenize import BYTE_SYMBOLS
 
@@ -26,9 +26,7 @@ def trie(pieces: list[str], scores) -> UnigramModel:
 
 def symbol_bytes(words: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Byte-symbol strings as one uint8 array of their bytes and int64 offsets [len(words) + 1]."""
-    offsets = np.zeros(len(words) + 1, np.int64)
-    np.cumsum([len(w) for w in words], out=offsets[1:])
-    code_points = np.frombuffer("".join(words).encode("utf-32-le"), np.uint32)
+    code_points, offsets = code_points_of(words)
     return _SYMBOL_TO_BYTE[code_points], offsets
 
 

@@ -32,3 +32,16 @@ def test_estimated_similarity_tracks_jaccard():
     edited = " ".join(base[:-8] + ["completely", "different", "ending", "here", "now", "for", "this", "test"])
     a, b, c = signatures([ENGLISH, edited, CHINESE], cfg)
     assert (a == b).mean() > 0.6 and (a == c).mean() < 0.1
+
+
+def test_an_arrow_column_gives_what_python_strings_give():
+    """The dedup job hands its Arrow text column over as it is: the same signatures, normalized texts
+    and character lengths."""
+    import pyarrow as pa
+
+    from prep.dedup.minhash import minhash_batch
+
+    cfg = MinHashConfig()
+    listed, arrow = minhash_batch(TEXTS, cfg), minhash_batch(pa.array(TEXTS), cfg)
+    assert np.array_equal(listed.signatures, arrow.signatures) and listed.normalized == arrow.normalized
+    assert arrow.lengths.tolist() == [len(t) for t in TEXTS]
