@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from spark_stages.class_archive import ClassArchive
 from spark_stages.java import ensure_java
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -60,12 +61,13 @@ def _packages_zip() -> str:
 
 
 def get_spark(app_name: str, conf_pairs: list[str] | None = None):
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     conf = parse_conf(conf_pairs)
+    archive = None
     if not launched_by_spark_submit():
-        ensure_java()
+        java_home = ensure_java()
         # Executors run the driver's Python unless told otherwise; spark-submit reads spark.pyspark.python
         # itself, a session started from Python only reads the environment.
         os.environ["PYSPARK_PYTHON"] = conf.get("spark.pyspark.python",
@@ -77,9 +79,12 @@ def get_spark(app_name: str, conf_pairs: list[str] | None = None):
         # Spark's 200 shuffle partitions are sized for clusters; on one machine they are 200 tiny
         # tasks per shuffle. Output files never depend on this (jobs partition their outputs).
         conf.setdefault("spark.sql.shuffle.partitions", str(max(8, 4 * (os.cpu_count() or 1))))
-    if not launched_by_spark_submit():
-        log_config = Path(__file__).with_name("log4j2.properties")
-        conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
+    if not launched_by_spark_submit() and "spark.driver.extraJavaOptions" not in conf:
+        options = [f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"]
+        if SparkContext._gateway is None:  # this session starts the driver JVM
+            archive = ClassArchive.for_launch(java_home, conf)
+            options += archive.java_options() if archive else []
+        conf["spark.driver.extraJavaOptions"] = " ".join(options)
     submitted = SparkConf()  # under spark-submit: what the user submitted, which defaults must not override
     for key, value in DEFAULTS.items():
         if not submitted.contains(key):
@@ -87,6 +92,8 @@ def get_spark(app_name: str, conf_pairs: list[str] | None = None):
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if archive is not None:
+        archive.keep_at_exit(getattr(SparkContext._gateway, "proc", None))
     spark.sparkContext.setLogLevel(conf.get("tokenmill.logLevel", "ERROR"))
     spark.sparkContext.addPyFile(_packages_zip())
     return spark

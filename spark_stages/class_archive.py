@@ -1,0 +1,120 @@
+"""A class-data-sharing (CDS) archive of the driver JVM's classes, for jobs started from Python.
+
+A local job's JVM (python -m jobs.X) loads, parses and verifies tens of thousands of Spark classes on
+its way up and while it plans its first queries: seconds of every job's fixed cost. Java's dynamic CDS
+archive maps those classes ready-parsed instead. The first job on a machine records the archive when
+its JVM exits (Python waits for that, then renames the file into place, so no job ever maps a partial
+one); later jobs map it. The JVM checks an archive against itself and its classpath and ignores one
+that does not match, silently (its CDS logging is off), so a stale or foreign archive only costs the
+lost speed. The file name carries a key of the Java, Spark and extra jars, so a change records a new one.
+
+Under spark-submit the JVM is started before any of this runs: nothing changes there.
+"""
+
+import atexit
+import contextlib
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+CACHE_ENV = "TOKENMILL_JVM_CACHE"  # the folder for archives (default ~/.cache/tokenmill/jvm), or "off"
+EXIT_WAIT_SECONDS = 120  # the recording JVM writes its archive (~150 MB) as it exits
+# Settings that change the driver's classpath, and so which archive fits it.
+CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
+QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]  # a refused or unrecordable archive is not the user's problem
+
+
+def cache_dir() -> Path | None:
+    setting = os.environ.get(CACHE_ENV, "")
+    if setting.lower() == "off":
+        return None
+    return Path(setting or Path.home() / ".cache" / "tokenmill" / "jvm")
+
+
+def archive_key(java_home: str, conf: dict[str, str]) -> str:
+    """Changes with the Java runtime, the Spark jars and any extra jars of the session."""
+    import pyspark
+
+    home = Path(java_home).resolve()
+    release = home / "release"
+    jars = Path(pyspark.__file__).parent / "jars"
+    parts = [str(home), release.read_text(errors="replace") if release.is_file() else "", pyspark.__version__,
+             str(jars.resolve()), *sorted(p.name for p in jars.glob("*.jar")),
+             *(f"{key}={conf.get(key, '')}" for key in CLASSPATH_SETTINGS)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class ClassArchive:
+    path: Path  # the archive the JVM maps, once it exists
+    recording: Path | None  # where this JVM records one at exit, when there is none yet
+
+    @classmethod
+    def for_launch(cls, java_home: str, conf: dict[str, str]) -> "ClassArchive | None":
+        """The archive for a JVM about to start: mapped when there is one, else recorded by this JVM unless
+        another one is recording it already (this one then runs without)."""
+        folder = cache_dir()
+        if folder is None:
+            return None
+        path = folder / f"spark-{archive_key(java_home, conf)}.jsa"
+        if path.is_file():
+            return cls(path, None)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:  # nowhere to record: run without
+            return None
+        if _being_recorded(folder, path.stem):
+            return None
+        return cls(path, folder / f"{path.stem}.{os.getpid()}.partial")
+
+    def java_options(self) -> list[str]:
+        if self.recording is not None:
+            return [f"-XX:ArchiveClassesAtExit={self.recording}", *QUIET]
+        return [f"-XX:SharedArchiveFile={self.path}", *QUIET]
+
+    def keep_at_exit(self, jvm_process) -> None:
+        """When recording: at Python's exit, end the JVM (it exits when its stdin closes), wait for it to
+        write the archive, and move the archive into place."""
+        if self.recording is None or jvm_process is None or jvm_process.stdin is None:
+            return
+        atexit.register(_finish, jvm_process, self.recording, self.path)
+
+
+def _finish(jvm_process, recording: Path, path: Path) -> None:
+    from pyspark import SparkContext
+
+    try:
+        if SparkContext._active_spark_context is not None:  # stopped first: its threads expect the JVM
+            SparkContext._active_spark_context.stop()
+        jvm_process.stdin.close()
+        code = jvm_process.wait(timeout=EXIT_WAIT_SECONDS)
+    except Exception:  # noqa: BLE001  (at exit: a failure here must not mask the job's result)
+        return
+    with contextlib.suppress(OSError):
+        if code == 0 and recording.is_file():
+            os.replace(recording, path)
+        else:
+            recording.unlink(missing_ok=True)
+
+
+def _being_recorded(folder: Path, stem: str) -> bool:
+    """Whether a live process records this archive; removes the partial recordings of dead ones."""
+    recording = False
+    for partial in folder.glob("*.partial"):
+        name, _, pid = partial.stem.rpartition(".")
+        if pid.isdigit() and _alive(int(pid)):
+            recording = recording or name == stem
+        else:
+            partial.unlink(missing_ok=True)
+    return recording
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
