@@ -49,18 +49,28 @@ class Config(DedupConfig):
 
 
 class Stages:
-    """Seconds per stage: each stage is materialized (persisted and counted) before the next starts."""
+    """Seconds per stage, and what each stage's frame measured (`rows`, and any `metrics` asked for): each
+    stage is materialized (persisted, written to nowhere) before the next starts."""
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
+        self.measured: dict[str, dict] = {}
         self._start = time.time()
 
-    def done(self, name: str, frame=None):
+    def done(self, name: str, frame=None, **metrics):
+        """`frame` persisted and computed in one Spark job (a count would take one more for its total),
+        its rows and `metrics` (name=aggregate Column) observed on the way."""
         from pyspark import StorageLevel
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
 
         if frame is not None:
+            observed = Observation(name)
+            frame = frame.observe(observed, F.count(F.lit(1)).alias("rows"),
+                                  *(column.alias(key) for key, column in metrics.items()))
             frame = frame.persist(StorageLevel.DISK_ONLY)
-            frame.count()
+            frame.write.format("noop").mode("overwrite").save()
+            self.measured[name] = observed.get
         now = time.time()
         self.seconds[name] = round(now - self._start, 2)
         self._start = now
@@ -93,7 +103,8 @@ def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
     schema = spark_schema(FEATURES_SCHEMA.append(pa.field(SOURCE, pa.int32())))
     features = docs.select(F.col("_row").alias("row"), "id", "text", SOURCE).repartition(partitions).mapInArrow(
         lambda batches: map(with_source, batches), schema)
-    features = stages.done("signatures", features)  # read twice below: computed once
+    features = stages.done("signatures", features,  # read twice below: computed once
+                           shingles=F.sum("shingles"), signature_seconds=F.sum("signature_seconds"))
     order = [SOURCE, F.desc("text_len"), "id_hash", "exact_hash", "row"]
     ranks = dense_positions(features.select("row", SOURCE, "text_len", "id_hash", "exact_hash").orderBy(*order), "rank")
     return stages.done("rank", features.join(ranks.select("row", "rank"), "row"))
@@ -123,7 +134,7 @@ def dense_positions(ordered, name: str):
 
 
 def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
-    """(candidate pairs, verified pairs, giant buckets) from LSH over the exact survivors' signatures
+    """(verified pairs, giant buckets) from LSH over the exact survivors' signatures
     (rank, scope, signature).
 
     Star edges: each bucket member gets one edge to the bucket's smallest rank, so a bucket of n
@@ -133,7 +144,8 @@ def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
     from pyspark.sql import functions as F
 
     # Both are read twice below (the giant-bucket count and the join): persisted, computed once.
-    bands = sig.mapInArrow(lambda batches: (bands_batch(b, cfg) for b in batches),
+    params, num_perm = cfg.lsh, cfg.minhash.num_perm
+    bands = sig.mapInArrow(lambda batches: (bands_batch(b, params, num_perm) for b in batches),
                            spark_schema(BANDS_SCHEMA)).persist(StorageLevel.DISK_ONLY)
     buckets = (bands.groupBy("scope", "band", "bucket").agg(F.min("rank").alias("center"), F.count("*").alias("size"))
                .persist(StorageLevel.DISK_ONLY))
@@ -152,7 +164,7 @@ def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
     scored = pairs.mapInArrow(lambda batches: (verify_batch(b, cfg) for b in batches),
                               "u long, v long, similarity double")
     edges = scored.where(F.col("similarity") >= cfg.threshold) if cfg.verify else scored
-    return candidates, stages.done("verify", edges.select("u", "v")), giant
+    return stages.done("verify", edges.select("u", "v")), giant
 
 
 def _survivors(edges, sig, cfg: DedupConfig, stages: Stages, scratch: Path):
@@ -248,7 +260,7 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
     features = features.withColumn("exact_rep", F.min("rank").over(Window.partitionBy("scope", "exact_hash")))
     sig = stages.done("exact", features.where(F.col("rank") == F.col("exact_rep")).select("rank", "scope",
                                                                                          "signature"))
-    candidates, edges, giant = _verified_edges(sig, cfg, stages)
+    edges, giant = _verified_edges(sig, cfg, stages)
     survivors, rounds = _survivors(edges, sig, cfg, stages, staging / SCRATCH)
 
     # Decisions for every document, and its cluster: the near component of its exact survivor.
@@ -265,7 +277,6 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
     outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging, names)
     stages.done("write")
     counts, by_source, sizes = _counts(decided, quarantine, names)
-    shingles, signature_seconds = features.agg(F.sum("shingles"), F.sum("signature_seconds")).first()
     params = cfg.lsh
     stats = {
         "format_version": FORMAT_VERSION,
@@ -277,16 +288,16 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
         "clusters": sum(c for _, c in sizes),
         "largest_cluster": max((s for s, _ in sizes), default=0),
         "cluster_size_histogram": size_histogram(sizes),
-        "candidate_pairs": candidates.count(),
-        "verified_pairs": edges.count(),
+        "candidate_pairs": stages.measured["lsh"]["rows"],
+        "verified_pairs": stages.measured["verify"]["rows"],
         "giant_buckets": giant,
         "rounds": rounds,
         "threshold": cfg.threshold, "num_perm": cfg.minhash.num_perm, "ngram": cfg.minhash.ngram,
         "bands": params.bands, "rows": params.rows,
         # the compiled signature pass alone, in core-seconds summed over tasks: shingles / seconds is
         # its rate per core
-        "shingles": shingles or 0,
-        "signature_seconds": round(signature_seconds or 0.0, 3),
+        "shingles": stages.measured["signatures"]["shingles"] or 0,
+        "signature_seconds": round(stages.measured["signatures"]["signature_seconds"] or 0.0, 3),
         "seconds": stages.seconds,
         "checksums": checksums(spark, staging, outputs),
     }

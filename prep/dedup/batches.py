@@ -52,10 +52,10 @@ def signature_array(column: pa.Array, num_perm: int) -> np.ndarray:
     return np.frombuffer(b"".join(column.to_pylist()), dtype=np.uint32).reshape(-1, num_perm)
 
 
-def bands_batch(batch: pa.RecordBatch, cfg: DedupConfig) -> pa.RecordBatch:
-    """(rank, scope, signature) in, one row per (document, band) out."""
-    params = cfg.lsh
-    keys = band_hashes(signature_array(batch["signature"], cfg.minhash.num_perm), params)
+def bands_batch(batch: pa.RecordBatch, params: LshParams, num_perm: int) -> pa.RecordBatch:
+    """(rank, scope, signature) in, one row per (document, band) out; `params` from DedupConfig.lsh (on the
+    driver: the executors need not import datasketch)."""
+    keys = band_hashes(signature_array(batch["signature"], num_perm), params)
     ranks = np.asarray(batch["rank"].to_numpy(zero_copy_only=False))
     return pa.RecordBatch.from_pydict({
         "rank": np.repeat(ranks, params.bands),

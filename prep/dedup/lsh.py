@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from datasketch.lsh import _optimal_param
 
 from prep.dedup.minhash import MinHashConfig, minhash_batch
 
@@ -20,9 +19,11 @@ class LshParams:
     rows: int
 
 
-@functools.cache  # datasketch integrates numerically over every (bands, rows): about a second
+@functools.cache
 def lsh_params(threshold: float, num_perm: int) -> LshParams:
     """datasketch's optimal bands x rows for the threshold (equal weight on false positives and negatives)."""
+    from datasketch.lsh import _optimal_param  # here: importing datasketch imports SciPy's integrators (0.4 s)
+
     bands, rows = _optimal_param(threshold, num_perm, 0.5, 0.5)
     return LshParams(bands, rows)
 
