@@ -45,6 +45,12 @@ def archive_key(java_home: str, conf: dict[str, str]) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def archive_path(java_home: str, conf: dict[str, str]) -> Path | None:
+    """Where the archive of this Java and classpath is (or will be); None when archives are off."""
+    folder = cache_dir()
+    return None if folder is None else folder / f"spark-{archive_key(java_home, conf)}.jsa"
+
+
 @dataclass(frozen=True)
 class ClassArchive:
     path: Path  # the archive the JVM maps, once it exists
@@ -54,19 +60,18 @@ class ClassArchive:
     def for_launch(cls, java_home: str, conf: dict[str, str]) -> "ClassArchive | None":
         """The archive for a JVM about to start: mapped when there is one, else recorded by this JVM unless
         another one is recording it already (this one then runs without)."""
-        folder = cache_dir()
-        if folder is None:
+        path = archive_path(java_home, conf)
+        if path is None:
             return None
-        path = folder / f"spark-{archive_key(java_home, conf)}.jsa"
         if path.is_file():
             return cls(path, None)
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
         except OSError:  # nowhere to record: run without
             return None
-        if _being_recorded(folder, path.stem):
+        if _being_recorded(path.parent, path.stem):
             return None
-        return cls(path, folder / f"{path.stem}.{os.getpid()}.partial")
+        return cls(path, path.parent / f"{path.stem}.{os.getpid()}.partial")
 
     def java_options(self) -> list[str]:
         if self.recording is not None:
