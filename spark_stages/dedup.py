@@ -58,8 +58,8 @@ class Stages:
         self._start = time.time()
 
     def done(self, name: str, frame=None, **metrics):
-        """`frame` persisted and computed in one Spark job (a count would take one more for its total),
-        its rows and `metrics` (name=aggregate Column) observed on the way."""
+        """`frame` persisted and computed by a write to nowhere, its rows and `metrics` (name=aggregate
+        Column) observed on the way: a count, or an aggregation of its own, would each add Spark jobs."""
         from pyspark import StorageLevel
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
