@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CACHE_ENV = "TOKENMILL_JVM_CACHE"  # the folder for archives (default ~/.cache/tokenmill/jvm), or "off"
-EXIT_WAIT_SECONDS = 120  # the recording JVM writes its archive (~150 MB) as it exits
+EXIT_WAIT_SECONDS = 120  # the recording JVM writes its archive (~200 MB) as it exits
 # Settings that change the driver's classpath, and so which archive fits it.
 CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
 QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]  # a refused or unrecordable archive is not the user's problem
