@@ -12,7 +12,7 @@ Under spark-submit the JVM is started before any of this runs: nothing changes t
 """
 
 import atexit
-import contextlib
+import fcntl
 import hashlib
 import os
 from dataclasses import dataclass
@@ -54,24 +54,35 @@ def archive_path(java_home: str, conf: dict[str, str]) -> Path | None:
 @dataclass(frozen=True)
 class ClassArchive:
     path: Path  # the archive the JVM maps, once it exists
-    recording: Path | None  # where this JVM records one at exit, when there is none yet
+    recording: Path | None = None  # where this JVM records one at exit, when there is none yet
+    lock: int | None = None  # a descriptor holding the archive's lock while this process records it
 
     @classmethod
     def for_launch(cls, java_home: str, conf: dict[str, str]) -> "ClassArchive | None":
         """The archive for a JVM about to start: mapped when there is one, else recorded by this JVM unless
-        another one is recording it already (this one then runs without)."""
+        another process is recording it (this one then runs without). The lock is the kernel's: it goes
+        with its process, so a killed recorder leaves nothing that blocks the next one."""
         path = archive_path(java_home, conf)
         if path is None:
             return None
         if path.is_file():
-            return cls(path, None)
+            return cls(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            lock = os.open(path.with_suffix(".lock"), os.O_CREAT | os.O_RDWR, 0o644)
         except OSError:  # nowhere to record: run without
             return None
-        if _being_recorded(path.parent, path.stem):
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(lock)
             return None
-        return cls(path, path.parent / f"{path.stem}.{os.getpid()}.partial")
+        if path.is_file():  # recorded while this process waited for the lock
+            os.close(lock)
+            return cls(path)
+        recording = path.with_suffix(".partial")
+        recording.unlink(missing_ok=True)  # a killed recorder's
+        return cls(path, recording, lock)
 
     def java_options(self) -> list[str]:
         if self.recording is not None:
@@ -81,12 +92,11 @@ class ClassArchive:
     def keep_at_exit(self, jvm_process) -> None:
         """When recording: at Python's exit, end the JVM (it exits when its stdin closes), wait for it to
         write the archive, and move the archive into place."""
-        if self.recording is None or jvm_process is None or jvm_process.stdin is None:
-            return
-        atexit.register(_finish, jvm_process, self.recording, self.path)
+        if self.recording is not None and jvm_process is not None and jvm_process.stdin is not None:
+            atexit.register(_finish, jvm_process, self)
 
 
-def _finish(jvm_process, recording: Path, path: Path) -> None:
+def _finish(jvm_process, archive: ClassArchive) -> None:
     from pyspark import SparkContext
 
     try:
@@ -94,32 +104,11 @@ def _finish(jvm_process, recording: Path, path: Path) -> None:
             SparkContext._active_spark_context.stop()
         jvm_process.stdin.close()
         code = jvm_process.wait(timeout=EXIT_WAIT_SECONDS)
+        if code == 0 and archive.recording.is_file():
+            os.replace(archive.recording, archive.path)
+        else:
+            archive.recording.unlink(missing_ok=True)
     except Exception:  # noqa: BLE001  (at exit: a failure here must not mask the job's result)
-        return
-    with contextlib.suppress(OSError):
-        if code == 0 and recording.is_file():
-            os.replace(recording, path)
-        else:
-            recording.unlink(missing_ok=True)
-
-
-def _being_recorded(folder: Path, stem: str) -> bool:
-    """Whether a live process records this archive; removes the partial recordings of dead ones."""
-    recording = False
-    for partial in folder.glob("*.partial"):
-        name, _, pid = partial.stem.rpartition(".")
-        if pid.isdigit() and _alive(int(pid)):
-            recording = recording or name == stem
-        else:
-            partial.unlink(missing_ok=True)
-    return recording
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
+        pass
+    finally:
+        os.close(archive.lock)

@@ -72,6 +72,12 @@ def get_spark(app_name: str, conf_pairs: list[str] | None = None):
         # itself, a session started from Python only reads the environment.
         os.environ["PYSPARK_PYTHON"] = conf.get("spark.pyspark.python",
                                                 os.environ.get("PYSPARK_PYTHON", sys.executable))
+        if "spark.driver.extraJavaOptions" not in conf:  # the user's replace all of ours
+            options = [f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"]
+            if SparkContext._gateway is None:  # this session starts the driver JVM
+                archive = ClassArchive.for_launch(java_home, conf)
+                options += archive.java_options() if archive else []
+            conf["spark.driver.extraJavaOptions"] = " ".join(options)
     builder = SparkSession.builder.appName(app_name)
     if not launched_by_spark_submit() and "spark.master" not in conf:
         builder = builder.master("local[*]")
@@ -79,12 +85,6 @@ def get_spark(app_name: str, conf_pairs: list[str] | None = None):
         # Spark's 200 shuffle partitions are sized for clusters; on one machine they are 200 tiny
         # tasks per shuffle. Output files never depend on this (jobs partition their outputs).
         conf.setdefault("spark.sql.shuffle.partitions", str(max(8, 4 * (os.cpu_count() or 1))))
-    if not launched_by_spark_submit() and "spark.driver.extraJavaOptions" not in conf:
-        options = [f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"]
-        if SparkContext._gateway is None:  # this session starts the driver JVM
-            archive = ClassArchive.for_launch(java_home, conf)
-            options += archive.java_options() if archive else []
-        conf["spark.driver.extraJavaOptions"] = " ".join(options)
     submitted = SparkConf()  # under spark-submit: what the user submitted, which defaults must not override
     for key, value in DEFAULTS.items():
         if not submitted.contains(key):

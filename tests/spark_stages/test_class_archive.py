@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from spark_stages.class_archive import CACHE_ENV, ClassArchive, _being_recorded, archive_key
+from spark_stages.class_archive import CACHE_ENV, ClassArchive, archive_key, archive_path
 from tests.conftest import REPO
 
 # A job's whole life in a process of its own: its JVM starts, runs a query and exits with the process.
@@ -40,15 +40,29 @@ def test_the_first_job_records_the_archive_the_next_maps_it_and_a_broken_one_is_
     assert "[cds" not in third.stdout + third.stderr  # refused without a word to the user
 
 
-def test_partial_recordings_of_dead_processes_are_removed_and_live_ones_respected(tmp_path):
-    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead = tmp_path / f"spark-aaaa.{ended.stdout.strip()}.partial"
-    live = tmp_path / f"spark-bbbb.{os.getpid()}.partial"
-    dead.write_bytes(b"x")
-    live.write_bytes(b"x")
-    assert not _being_recorded(tmp_path, "spark-aaaa")
-    assert not dead.exists() and live.exists()
-    assert _being_recorded(tmp_path, "spark-bbbb")
+def test_one_process_records_an_archive_and_a_killed_recorders_partial_is_removed(monkeypatch, tmp_path):
+    from spark_stages.java import ensure_java
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    home = ensure_java()
+    path = archive_path(home, {})
+    path.with_suffix(".partial").write_bytes(b"a killed recorder's")
+    # Another process is recording: it holds the lock until its JVM has written the archive.
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path.with_suffix(".lock"))],
+                              stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert ClassArchive.for_launch(home, {}) is None  # this JVM runs without
+        assert path.with_suffix(".partial").exists()  # not this process's to remove
+    finally:
+        holder.communicate("")
+    recorder = ClassArchive.for_launch(home, {})  # the holder is gone, and so is its lock
+    assert recorder.recording == path.with_suffix(".partial") and not recorder.recording.exists()
+    os.close(recorder.lock)
+
+
+HOLD_LOCK = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR); "
+             "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()")
 
 
 def test_the_key_follows_the_java_and_the_classpath(monkeypatch, tmp_path):
@@ -63,5 +77,6 @@ def test_the_key_follows_the_java_and_the_classpath(monkeypatch, tmp_path):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     recording = ClassArchive.for_launch(home, {})
     assert recording.recording is not None and "-XX:ArchiveClassesAtExit" in recording.java_options()[0]
+    os.close(recording.lock)
     recording.path.write_bytes(b"recorded")
     assert ClassArchive.for_launch(home, {}).java_options()[0] == f"-XX:SharedArchiveFile={recording.path}"
