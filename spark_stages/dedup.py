@@ -57,9 +57,10 @@ class Stages:
         self.measured: dict[str, dict] = {}
         self._start = time.time()
 
-    def done(self, name: str, frame=None, **metrics):
+    def done(self, name: str, frame=None, persist: bool = True, **metrics):
         """`frame` persisted and computed by a write to nowhere, its rows and `metrics` (name=aggregate
-        Column) observed on the way: a count, or an aggregation of its own, would each add Spark jobs."""
+        Column) observed on the way: a count, or an aggregation of its own, would each add Spark jobs.
+        Without `persist`, for a frame that is cheap to derive again from persisted ones."""
         from pyspark import StorageLevel
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
@@ -68,7 +69,8 @@ class Stages:
             observed = Observation(name)
             frame = frame.observe(observed, F.count(F.lit(1)).alias("rows"),
                                   *(column.alias(key) for key, column in metrics.items()))
-            frame = frame.persist(StorageLevel.DISK_ONLY)
+            if persist:
+                frame = frame.persist(StorageLevel.DISK_ONLY)
             frame.write.format("noop").mode("overwrite").save()
             self.measured[name] = observed.get
         now = time.time()
@@ -249,9 +251,13 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
     sources = files if isinstance(files, dict) else {"": files}
     partitions = cfg.partitions or default_partitions([f for group in sources.values() for f in group])
     # Raw input parsed once (the documents and the quarantine count and write read it): kept until
-    # clearCache at the end releases it with the stage's other persisted frames.
-    docs, quarantine = load_sources(spark, sources, keep=[])
-    docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()))
+    # clearCache at the end releases it with the stage's other persisted frames. Numbered documents
+    # are derived from those records again for nothing (same partitions, same numbers): persisted
+    # only when some source is Parquet, which Spark would read again.
+    kept: list = []
+    docs, quarantine = load_sources(spark, sources, keep=kept)
+    docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()),
+                       persist=len(kept) < len(sources))
     features = _ranked_features(docs, cfg, partitions, stages)
     # Documents are only compared within a scope: everything, or each source alone.
     features = features.withColumn("scope", F.col(SOURCE) if per_source else F.lit(0))
