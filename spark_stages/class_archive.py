@@ -6,7 +6,8 @@ archive maps those classes ready-parsed instead. The first job on a machine reco
 its JVM exits (Python waits for that, then renames the file into place, so no job ever maps a partial
 one); later jobs map it. The JVM checks an archive against itself and its classpath and ignores one
 that does not match, silently (its CDS logging is off), so a stale or foreign archive only costs the
-lost speed. The file name carries a key of the Java, Spark and extra jars, so a change records a new one.
+lost speed. The file name carries a key of the Java, Spark and extra jars, so a change records a new one;
+an archive no job has mapped for UNUSED_DAYS is removed when another is recorded (each is ~190 MB).
 
 Under spark-submit the JVM is started before any of this runs: nothing changes there.
 """
@@ -22,6 +23,7 @@ CACHE_ENV = "TOKENMILL_JVM_CACHE"  # the folder for archives (default ~/.cache/t
 EXIT_WAIT_SECONDS = 120  # the recording JVM writes its archive (~200 MB) as it exits
 # Settings that change the driver's classpath, and so which archive fits it.
 CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
+UNUSED_DAYS = 30
 QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]  # a refused or unrecordable archive is not the user's problem
 
 
@@ -66,6 +68,7 @@ class ClassArchive:
         if path is None:
             return None
         if path.is_file():
+            _mark_used(path)
             return cls(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,9 +109,32 @@ def _finish(jvm_process, archive: ClassArchive) -> None:
         code = jvm_process.wait(timeout=EXIT_WAIT_SECONDS)
         if code == 0 and archive.recording.is_file():
             os.replace(archive.recording, archive.path)
+            _remove_unused(archive.path.parent)
         else:
             archive.recording.unlink(missing_ok=True)
     except Exception:  # noqa: BLE001  (at exit: a failure here must not mask the job's result)
         pass
     finally:
         os.close(archive.lock)
+
+
+def _mark_used(path: Path) -> None:
+    """An archive's modification time is when a job last mapped it (access times are often not kept)."""
+    try:
+        os.utime(path)
+    except OSError:  # a cache shared read-only: it is simply never pruned
+        pass
+
+
+def _remove_unused(folder: Path) -> None:
+    """Archives of other Javas, Sparks or jars that no job has mapped for UNUSED_DAYS. A JVM that maps one
+    meanwhile keeps its pages (the file goes when it is unmapped); one that starts after runs without."""
+    import time
+
+    for old in folder.glob("spark-*.jsa"):
+        try:
+            if time.time() - old.stat().st_mtime > UNUSED_DAYS * 86400:
+                old.unlink()
+                old.with_suffix(".lock").unlink(missing_ok=True)
+        except OSError:
+            pass

@@ -1,10 +1,11 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
-from spark_stages.class_archive import CACHE_ENV, ClassArchive, archive_key, archive_path
+from spark_stages.class_archive import CACHE_ENV, UNUSED_DAYS, ClassArchive, archive_key, archive_path
 from tests.conftest import REPO
 
 # A job's whole life in a process of its own: its JVM starts, runs a query and exits with the process.
@@ -23,14 +24,23 @@ def run_job(cache, class_log=None) -> subprocess.CompletedProcess:
 @pytest.mark.spark
 def test_the_first_job_records_the_archive_the_next_maps_it_and_a_broken_one_is_ignored(tmp_path):
     cache = tmp_path / "jvm"
+    cache.mkdir()
+    # Archives of another Java or Spark: one unused for longer than UNUSED_DAYS, one mapped yesterday.
+    unused, recent = cache / "spark-0000000000000000.jsa", cache / "spark-1111111111111111.jsa"
+    for archive, age in ((unused, UNUSED_DAYS + 1), (recent, 1)):
+        archive.write_bytes(b"another key's archive")
+        os.utime(archive, (time.time() - age * 86400,) * 2)
     first = run_job(cache)
     assert first.returncode == 0 and first.stdout.split()[-1] == "499500", first.stderr
-    archives = list(cache.glob("spark-*.jsa"))
+    archives = sorted(set(cache.glob("spark-*.jsa")) - {recent})
     assert len(archives) == 1 and not list(cache.glob("*.partial"))  # moved into place whole
+    assert not unused.exists() and recent.exists()  # removed as the new one was recorded
 
+    os.utime(archives[0], (time.time() - 86400,) * 2)
     second = run_job(cache, tmp_path / "second.log")
     assert second.returncode == 0 and second.stdout.split()[-1] == "499500", second.stderr
     assert "shared objects file (top)" in (tmp_path / "second.log").read_text()  # classes from the archive
+    assert time.time() - archives[0].stat().st_mtime < 600  # marked as used
 
     archives[0].unlink()  # the JVM writes it read-only
     archives[0].write_bytes(b"not a class archive")
