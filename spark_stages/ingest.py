@@ -90,11 +90,20 @@ def _split_native(native):
     return native.where(F.col("text").isNotNull()), quarantine
 
 
+# A damaged file (a truncated stream: the records after the damage were never read) or bytes a reader
+# ignored are one quarantine row each, naming the file (line and raw null): never dropped unseen. The
+# clean job lists them apart instead (file_errors, file_warnings).
+FILE_PROBLEMS = {"file_error": "damaged file: ", "file_warning": "ignored bytes: "}
+
+
 def _split_records(records):
     from pyspark.sql import functions as F
 
     docs = records.where(F.col("status") == "doc").select(*DOCUMENT_SCHEMA.names)
-    quarantine = records.where(F.col("status") == "quarantined").select(*QUARANTINE_SCHEMA.names)
+    error = F.col("error")
+    for status, prefix in FILE_PROBLEMS.items():
+        error = F.when(F.col("status") == status, F.concat(F.lit(prefix), F.col("error"))).otherwise(error)
+    quarantine = records.where(F.col("status") != "doc").withColumn("error", error).select(*QUARANTINE_SCHEMA.names)
     return docs, quarantine
 
 

@@ -118,6 +118,18 @@ def test_jsonl_input_bad_records_are_quarantined_and_counted(spark, tmp_path, sa
     assert pq.read_table(tmp_path / "out" / "docs").schema.names == ["id", "text", "source", "metadata"]
 
 
+def test_a_damaged_file_is_quarantined_by_name_not_dropped(spark, tmp_path, sample_dir):
+    docs = sample_docs(sample_dir, 6)
+    write_lines(tmp_path / "in" / "whole.jsonl", [{"text": d.text} for d in docs[:3]], mkdir=True)
+    cut = write_lines(tmp_path / "in" / "cut.jsonl.gz", [{"text": d.text} for d in docs[3:]], compress="gz")
+    cut.write_bytes(cut.read_bytes()[:len(cut.read_bytes()) * 2 // 3])  # a transfer that stopped
+    stats = run(spark, expand_inputs(str(tmp_path / "in")), Config(partitions=2), str(tmp_path / "out"))
+    quarantine = pq.read_table(tmp_path / "out" / "quarantine").to_pylist()
+    assert [(q["file"], q["line"]) for q in quarantine] == [("cut.jsonl.gz", None)]
+    assert quarantine[0]["error"].startswith("damaged file: ")
+    assert stats["quarantined"] == 1 and stats["input"] == stats["kept"] + 1 >= 4  # what was read before it: kept
+
+
 def test_cli_and_spark_submit(tmp_path, sample_dir):
     assert "--threshold" in run_module("dedup", "--help").stdout
     bad = run_module("dedup", "--input", str(tmp_path / "nope"), "--output", str(tmp_path / "o"))

@@ -7,6 +7,7 @@ import pytest
 
 from prep.ingest.inputs import expand_inputs
 from spark_stages.ingest import load_documents
+from tests.conftest import write_lines
 
 pytestmark = pytest.mark.spark
 
@@ -27,3 +28,15 @@ def test_many_parquet_files_are_read_without_a_listing_job(spark, tmp_path):
     assert 40 not in tasks  # Spark's listing job: one task per path
     assert sorted(docs.select("id").toPandas()["id"]) == sorted(f"doc-{i}" for i in range(40) if i % 10)
     assert quarantine.count() == 4
+
+
+def test_damaged_files_and_ignored_bytes_are_quarantined_rows_naming_the_file(spark, tmp_path):
+    records = [{"id": f"doc-{i}", "text": f"text number {i} " * 50} for i in range(40)]
+    cut = write_lines(tmp_path / "cut.jsonl.gz", records, compress="gz")
+    cut.write_bytes(cut.read_bytes()[:len(cut.read_bytes()) // 2])  # a transfer that stopped
+    trailing = write_lines(tmp_path / "trailing.jsonl.gz", records[:3], compress="gz")
+    trailing.write_bytes(trailing.read_bytes() + b"not another gzip member")
+    docs, quarantine = load_documents(spark, expand_inputs(str(tmp_path)))
+    rows = sorted((q["file"], q["error"].split(":")[0], q["line"]) for q in quarantine.collect())
+    assert rows == [("cut.jsonl.gz", "damaged file", None), ("trailing.jsonl.gz", "ignored bytes", None)]
+    assert 3 < docs.count() < 43  # the damaged file's records before the damage, and all the others
