@@ -27,7 +27,7 @@ from prep.dedup.batches import (
     DedupConfig,
     bands_batch,
     features_batch,
-    survivors_table,
+    survivors_batches,
     verify_batch,
 )
 from prep.ingest.inputs import InputFile
@@ -177,8 +177,8 @@ def _survivors(edges, sig, cfg: DedupConfig, stages: Stages, scratch: Path):
     components = stages.done("components", components)
     members = components.join(sig.withColumnRenamed("rank", "node"), "node").select(
         F.col("component"), F.col("node").alias("rank"), "signature")
-    survivors = members.groupBy("component").applyInArrow(lambda table: survivors_table(table, cfg),
-                                                         spark_schema(SURVIVORS_SCHEMA))
+    survivors = (members.repartition("component").sortWithinPartitions("component", "rank")
+                 .mapInArrow(lambda batches: survivors_batches(batches, cfg), spark_schema(SURVIVORS_SCHEMA)))
     return stages.done("survivors", survivors.join(components.withColumnRenamed("node", "rank"), "rank")), rounds
 
 

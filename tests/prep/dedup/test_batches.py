@@ -1,0 +1,35 @@
+import numpy as np
+import pyarrow as pa
+
+from prep.dedup.batches import SURVIVORS_SCHEMA, DedupConfig, survivors_batches
+from prep.dedup.near_clusters import select_survivors
+
+
+def test_survivors_of_components_that_span_batches_are_decided_whole():
+    """Components sorted by (component, rank), cut into batches anywhere, give what each component
+    decided alone gives."""
+    rng = np.random.default_rng(0)
+    sizes = [2, 5, 1, 3, 7, 2, 4]  # components 10, 20, ...: the batches below cut through several
+    rows = []
+    for c, size in enumerate(sizes):
+        base = rng.integers(0, 2**32, 128, dtype=np.uint64).astype(np.uint32)
+        for r in range(size):
+            sig = base.copy()
+            sig[:10 * r] = rng.integers(0, 2**32, 10 * r)  # drifting away from the first: a chain
+            rows.append((10 * (c + 1), 100 * c + r, sig))
+    table = pa.table({"component": [r[0] for r in rows], "rank": [r[1] for r in rows],
+                      "signature": [r[2].tobytes() for r in rows]})
+    expected = {}
+    for c in sorted({r[0] for r in rows}):
+        members = [r for r in rows if r[0] == c]
+        kept, copy_of = select_survivors(np.vstack([m[2] for m in members]), 0.8)
+        for m, k, i in zip(members, kept, copy_of):
+            expected[m[1]] = (bool(k), members[i][1] if i >= 0 else -1)
+    for cuts in ([], [1], [3, 4, 9], list(range(1, table.num_rows))):
+        bounds = [0, *cuts, table.num_rows]
+        batches = [table.slice(a, b - a).to_batches()[0] for a, b in zip(bounds[:-1], bounds[1:])]
+        out = pa.Table.from_batches(list(survivors_batches(batches, DedupConfig())), SURVIVORS_SCHEMA)
+        assert out["rank"].to_pylist() == table["rank"].to_pylist()
+        got = {r: (k, c) for r, k, c in zip(*(out[n].to_pylist() for n in ("rank", "near_kept", "copy_of")))}
+        assert got == expected
+    assert not all(k for k, _ in expected.values()) and any(k for k, _ in list(expected.values())[1:])
