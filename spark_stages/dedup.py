@@ -93,8 +93,11 @@ def size_histogram(sizes: list[tuple[int, int]]) -> dict[str, int]:
 def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
     """Per document: survivor keys, normalized-text hash, MinHash signature, and rank.
 
-    Rank = position in survivor order: the source named first, then the longest text, then id hash,
+    Rank orders documents as survivors: the source named first, then the longest text, then id hash,
     then text hash. The smallest rank of a group is its survivor, and rank is the node id of the graph.
+    It is the position in that order as Spark's sort partitioned it (partition << 33 | offset): the
+    same order anywhere, its values not (they depend on the sort's partitions), so nothing written
+    depends on them but through order; the outputs are partitioned by stable keys (_write_outputs).
     """
     from pyspark.sql import functions as F
 
@@ -105,34 +108,10 @@ def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
     schema = spark_schema(FEATURES_SCHEMA.append(pa.field(SOURCE, pa.int32())))
     features = docs.select(F.col("_row").alias("row"), "id", "text", SOURCE).repartition(partitions).mapInArrow(
         lambda batches: map(with_source, batches), schema)
-    features = stages.done("signatures", features,  # read twice below: computed once
+    features = stages.done("signatures", features,  # sorted below: computed once
                            shingles=F.sum("shingles"), signature_seconds=F.sum("signature_seconds"))
     order = [SOURCE, F.desc("text_len"), "id_hash", "exact_hash", "row"]
-    ranks = dense_positions(features.select("row", SOURCE, "text_len", "id_hash", "exact_hash").orderBy(*order), "rank")
-    return stages.done("rank", features.join(ranks.select("row", "rank"), "row"))
-
-
-def dense_positions(ordered, name: str):
-    """`ordered` (a sorted DataFrame) with its rows' positions 0, 1, 2, ... in column `name`.
-
-    Not monotonically_increasing_id alone: its values depend on how the sort was partitioned (cores,
-    shuffle partitions, adaptive execution), and the outputs are partitioned by rank, so the same
-    input would give other files on another cluster. One small job counts the rows of each sorted
-    partition; a position is the rows of the partitions before plus the offset inside its own.
-    """
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    tagged = ordered.select("*", F.spark_partition_id().alias("_part"),
-                            F.monotonically_increasing_id().alias("_id")).persist(StorageLevel.DISK_ONLY)
-    sizes = dict(tagged.groupBy("_part").count().collect())  # one row per partition
-    starts, total = [], 0
-    for part in range(max(sizes, default=-1) + 1):
-        starts.append(total)
-        total += sizes.get(part, 0)
-    start = F.element_at(F.array(*[F.lit(s) for s in starts] or [F.lit(0)]).cast("array<long>"), F.col("_part") + 1)
-    offset = F.col("_id") - F.shiftleft(F.col("_part").cast("long"), 33)  # the id's layout: partition << 33 | offset
-    return tagged.select(*ordered.columns, (start + offset).alias(name))
+    return stages.done("rank", features.orderBy(*order).withColumn("rank", F.monotonically_increasing_id()))
 
 
 def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
@@ -192,13 +171,14 @@ def _write_outputs(docs, decided, quarantine, partitions: int, staging, names: l
             return frame.drop(SOURCE)
         return frame.withColumn("source", F.element_at(F.array(*map(F.lit, names)), F.col(SOURCE) + 1)).drop(SOURCE)
 
-    kept_rows = decided.where("kept").select(F.col("row").alias("_row"), "rank")
-    kept = named(docs.join(kept_rows, "_row").repartition(partitions, "rank").sortWithinPartitions("rank")
-                 .drop("_row", "rank")).write
+    # Files by stable keys (a document's id hash, a cluster's head id), rows in survivor order inside.
+    kept_rows = decided.where("kept").select(F.col("row").alias("_row"), "rank", "id_hash")
+    kept = named(docs.join(kept_rows, "_row").repartition(partitions, "id_hash").sortWithinPartitions("rank")
+                 .drop("_row", "rank", "id_hash")).write
     (kept.partitionBy("source") if names else kept).parquet(str(staging / "docs"))
     heads = decided.where(F.col("rank") == F.col("cluster")).select(F.col("cluster"), F.col("id").alias("cluster_id"))
     clusters = (decided.where(F.col("cluster_size") >= 2).join(heads, "cluster")
-                .repartition(partitions, "cluster").sortWithinPartitions("cluster", "rank")
+                .repartition(partitions, "cluster_id").sortWithinPartitions("cluster", "rank")
                 .select("id", "cluster_id", F.col("cluster_size").cast("long"), "kept", SOURCE))
     named(clusters).write.parquet(str(staging / "clusters"))
     outputs = ["docs", "clusters"]
@@ -270,7 +250,7 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
     survivors, rounds = _survivors(edges, sig, cfg, stages, staging / SCRATCH)
 
     # Decisions for every document, and its cluster: the near component of its exact survivor.
-    decided = (features.select("row", "rank", "exact_rep", SOURCE)
+    decided = (features.select("row", "rank", "exact_rep", "id_hash", SOURCE)
                .join(survivors.select(F.col("rank").alias("exact_rep"), "near_kept", "component"), "exact_rep", "left")
                .withColumn("kept", (F.col("rank") == F.col("exact_rep")) & F.coalesce("near_kept", F.lit(True)))
                .withColumn("cluster", F.coalesce("component", "exact_rep")))
