@@ -63,13 +63,16 @@ def python_without(module: str, folder: Path) -> Path:
 
 
 @pytest.mark.spark
-def test_a_job_stops_at_start_when_executors_lack_a_package(tmp_path):
-    python = python_without("xxhash", tmp_path)  # the shards stage needs it (schemas/shards.py)
+# xxhash: the shards stage needs it (schemas/shards.py); pyarrow: Spark's Arrow tasks, the check's own
+# among them, cannot even start without it (the check then asks a plain Python task what is missing).
+@pytest.mark.parametrize("package", ["xxhash", "pyarrow"])
+def test_a_job_stops_at_start_when_executors_lack_a_package(tmp_path, package):
+    python = python_without(package, tmp_path)
     out = tmp_path / "out"
     result = subprocess.run([sys.executable, "-m", "jobs.pipeline", "--input", str(SAMPLE), "--output", str(out),
                              "--conf", f"spark.pyspark.python={python}"],
                             cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2, result.stderr[-2000:]
     error = result.stderr.strip().splitlines()[-1]
-    assert "'xxhash'" in error and f"'{GROUP}' dependency group" in error and "pip install" in error, error
+    assert f"'{package}'" in error and f"'{GROUP}' dependency group" in error and "pip install" in error, error
     assert not out.exists()  # nothing ran: the check comes before the first stage
