@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Config(DedupConfig):
     """What counts as a duplicate (prep/dedup/batches.py), and how the job spreads the work."""
-    partitions: int | None = None  # tasks after the read, and output files (default: from the input size)
+    partitions: int | None = None  # at least this many tasks after the read; output files (default: from input size)
 
 
 class Stages:
@@ -106,8 +106,10 @@ def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
         return pa.RecordBatch.from_arrays([*features.columns, batch[SOURCE]], [*features.schema.names, SOURCE])
 
     schema = spark_schema(FEATURES_SCHEMA.append(pa.field(SOURCE, pa.int32())))
-    features = docs.select(F.col("_row").alias("row"), "id", "text", SOURCE).repartition(partitions).mapInArrow(
-        lambda batches: map(with_source, batches), schema)
+    texts = docs.select(F.col("_row").alias("row"), "id", "text", SOURCE)
+    if texts.rdd.getNumPartitions() < partitions:  # a few large files: spread them (a shuffle of the text)
+        texts = texts.repartition(partitions)
+    features = texts.mapInArrow(lambda batches: map(with_source, batches), schema)
     features = stages.done("signatures", features,  # sorted below: computed once
                            shingles=F.sum("shingles"), signature_seconds=F.sum("signature_seconds"))
     order = [SOURCE, F.desc("text_len"), "id_hash", "exact_hash", "row"]
