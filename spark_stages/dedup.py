@@ -124,21 +124,23 @@ def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
     documents costs n edges, not n^2 pairs.
     """
     from pyspark import StorageLevel
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    # Both are read twice below (the giant-bucket count and the join): persisted, computed once.
     params, num_perm = cfg.lsh, cfg.minhash.num_perm
     bands = sig.mapInArrow(lambda batches: (bands_batch(b, params, num_perm) for b in batches),
-                           spark_schema(BANDS_SCHEMA)).persist(StorageLevel.DISK_ONLY)
-    buckets = (bands.groupBy("scope", "band", "bucket").agg(F.min("rank").alias("center"), F.count("*").alias("size"))
-               .persist(StorageLevel.DISK_ONLY))
-    giant = buckets.where(F.col("size") > cfg.giant_bucket).count()
+                           spark_schema(BANDS_SCHEMA))
+    # Each band row with its bucket's center and size: one shuffle of the bands (a bucket table joined
+    # back to them would be two more). Read twice (the giant-bucket count, the candidates): persisted.
+    bucket = Window.partitionBy("scope", "band", "bucket")
+    starred = bands.select("rank", F.min("rank").over(bucket).alias("center"),
+                           F.count(F.lit(1)).over(bucket).alias("size")).persist(StorageLevel.DISK_ONLY)
+    giant = starred.where((F.col("rank") == F.col("center")) & (F.col("size") > cfg.giant_bucket)).count()
     if giant:
         log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
                     giant, cfg.giant_bucket)
-    candidates = (bands.join(buckets.where(F.col("size") > 1), ["scope", "band", "bucket"])
-                  .where(F.col("rank") != F.col("center")).select(F.col("rank").alias("u"), F.col("center").alias("v"))
-                  .distinct())
+    candidates = (starred.where((F.col("size") > 1) & (F.col("rank") != F.col("center")))
+                  .select(F.col("rank").alias("u"), F.col("center").alias("v")).distinct())
     candidates = stages.done("lsh", candidates)
     # Verification: the estimated Jaccard of each candidate pair, from its two signatures.
     pairs = (candidates.join(sig.withColumnRenamed("rank", "u").withColumnRenamed("signature", "sig_u"), "u")

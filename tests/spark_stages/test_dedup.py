@@ -109,6 +109,30 @@ def test_same_rows_in_the_same_files_whatever_the_shuffle_partitions(spark, corp
             assert pq.read_table(out / name / file).to_pylist() == pq.read_table(other / name / file).to_pylist()
 
 
+def test_giant_buckets_are_counted(spark, corpus, tmp_path):
+    """Buckets over the giant size are each counted once: the count equals the buckets of the exact
+    survivors' signatures, banded on the driver, that have more members than the limit."""
+    from collections import Counter
+
+    import numpy as np
+
+    from prep.dedup.batches import DedupConfig, features_batch
+    from prep.dedup.lsh import band_hashes
+
+    folder, _, rows = corpus
+    features = features_batch(pa.RecordBatch.from_pydict({"row": list(range(len(rows))), "id": [r["id"] for r in rows],
+                                                          "text": [r["text"] for r in rows]}), DedupConfig())
+    survivors = {}  # one signature per normalized text, as the exact stage leaves them
+    for exact, signature in zip(features["exact_hash"].to_pylist(), features["signature"].to_pylist()):
+        survivors.setdefault(exact, np.frombuffer(signature, np.uint32))
+    keys = band_hashes(np.vstack(list(survivors.values())), DedupConfig().lsh)
+    sizes = Counter((band, int(key)) for doc in keys for band, key in enumerate(doc))
+    expected = sum(size > 1 for size in sizes.values())
+    assert expected > 0  # the near copies share buckets
+    stats = run(spark, expand_inputs(str(folder)), Config(partitions=3, giant_bucket=1), str(tmp_path / "out"))
+    assert stats["giant_buckets"] == expected
+
+
 def test_jsonl_input_bad_records_are_quarantined_and_counted(spark, tmp_path, sample_dir):
     docs = sample_docs(sample_dir, 5)
     path = write_lines(tmp_path / "in.jsonl", [{"text": d.text} for d in docs] + [b"{broken", {"text": docs[0].text}])
