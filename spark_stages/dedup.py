@@ -101,11 +101,12 @@ def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
     """
     from pyspark.sql import functions as F
 
-    def with_source(batch):
+    def with_source(batch):  # the id too: the decisions name documents without a join back to the text
         features = features_batch(batch, cfg)
-        return pa.RecordBatch.from_arrays([*features.columns, batch[SOURCE]], [*features.schema.names, SOURCE])
+        return pa.RecordBatch.from_arrays([*features.columns, batch["id"], batch[SOURCE]],
+                                          [*features.schema.names, "id", SOURCE])
 
-    schema = spark_schema(FEATURES_SCHEMA.append(pa.field(SOURCE, pa.int32())))
+    schema = spark_schema(FEATURES_SCHEMA.append(pa.field("id", pa.string())).append(pa.field(SOURCE, pa.int32())))
     texts = docs.select(F.col("_row").alias("row"), "id", "text", SOURCE)
     if texts.rdd.getNumPartitions() < partitions:  # a few large files: spread them (a shuffle of the text)
         texts = texts.repartition(partitions)
@@ -254,7 +255,7 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
     survivors, rounds = _survivors(edges, sig, cfg, stages, staging / SCRATCH)
 
     # Decisions for every document, and its cluster: the near component of its exact survivor.
-    decided = (features.select("row", "rank", "exact_rep", "id_hash", SOURCE)
+    decided = (features.select("row", "rank", "exact_rep", "id_hash", "id", SOURCE)
                .join(survivors.select(F.col("rank").alias("exact_rep"), "near_kept", "component"), "exact_rep", "left")
                .withColumn("kept", (F.col("rank") == F.col("exact_rep")) & F.coalesce("near_kept", F.lit(True)))
                .withColumn("cluster", F.coalesce("component", "exact_rep")))
@@ -262,7 +263,7 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
     in_cluster = Window.partitionBy("cluster")
     decided = (decided.withColumn("cluster_size", F.count("*").over(in_cluster))
                .withColumn("head_source", F.min(SOURCE).over(in_cluster)))
-    decided = stages.done("decide", decided.join(docs.select(F.col("_row").alias("row"), "id"), "row"))
+    decided = stages.done("decide", decided)
 
     outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging, names)
     stages.done("write")
