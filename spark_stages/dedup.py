@@ -194,26 +194,36 @@ def _write_outputs(docs, decided, quarantine, partitions: int, staging, names: l
     return outputs, quarantined
 
 
-def _counts(decided, quarantine, names: list[str] | None) -> tuple[dict, dict, list[tuple[int, int]]]:
-    """(input, kept, exact and near duplicate counts; the same per source, with the documents dropped for
-    a copy in an earlier source, when named; (cluster size, clusters of that size))."""
+COUNTED = ("input", "kept", "exact", "near", "earlier")
+
+
+def _counted(source_count: int) -> dict:
+    """Per source (a single input is source 0): its documents, kept, exact and near duplicates, and those
+    dropped for a copy in an earlier source, as aggregates the decide stage observes ("kept_1", ...)."""
     from pyspark.sql import functions as F
 
     def total(condition):  # 0, not null, on an empty input
         return F.coalesce(F.sum(condition.cast("long")), F.lit(0))
 
-    # One aggregation by source (a single input is source 0); the totals are the sum of its rows.
-    found = {row[SOURCE]: row.asDict() for row in decided.groupBy(SOURCE).agg(
-        F.count("*").alias("input"), total(F.col("kept")).alias("kept"),
-        total(F.col("rank") != F.col("exact_rep")).alias("exact"),
-        total((F.col("rank") == F.col("exact_rep")) & ~F.col("kept")).alias("near"),
-        total(~F.col("kept") & (F.col("head_source") < F.col(SOURCE))).alias("earlier")).collect()}
-    counts = {key: sum(row[key] for row in found.values()) for key in ("input", "kept", "exact", "near")}
+    exact = F.col("rank") != F.col("exact_rep")
+    conditions = {"input": F.lit(True), "kept": F.col("kept"), "exact": exact, "near": ~exact & ~F.col("kept"),
+                  "earlier": ~F.col("kept") & (F.col("head_source") < F.col(SOURCE))}
+    return {f"{key}_{i}": total(condition & (F.col(SOURCE) == i))
+            for i in range(source_count) for key, condition in conditions.items()}
+
+
+def _counts(measured: dict, decided, quarantine, names: list[str] | None) -> tuple[dict, dict, list[tuple[int, int]]]:
+    """(input, kept, exact and near duplicate counts; the same per source, with the documents dropped for
+    a copy in an earlier source, when named; (cluster size, clusters of that size)). `measured`: what
+    the decide stage observed (_counted)."""
+    from pyspark.sql import functions as F
+
+    found = [{key: measured[f"{key}_{i}"] for key in COUNTED} for i in range(len(names or [""]))]
+    counts = {key: sum(row[key] for row in found) for key in ("input", "kept", "exact", "near")}
     per_source = {}
     if names is not None:
         held = dict(quarantine.groupBy(SOURCE).count().collect())
-        for i, name in enumerate(names):
-            row = found.get(i, {"input": 0, "kept": 0, "exact": 0, "near": 0, "earlier": 0})
+        for i, (name, row) in enumerate(zip(names, found)):
             per_source[name] = {"input": row["input"] + held.get(i, 0), "kept": row["kept"],
                                 "exact_duplicates": row["exact"], "near_duplicates": row["near"],
                                 "in_an_earlier_source": row["earlier"], "quarantined": held.get(i, 0)}
@@ -263,11 +273,11 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
     in_cluster = Window.partitionBy("cluster")
     decided = (decided.withColumn("cluster_size", F.count("*").over(in_cluster))
                .withColumn("head_source", F.min(SOURCE).over(in_cluster)))
-    decided = stages.done("decide", decided)
+    decided = stages.done("decide", decided, **_counted(len(names or [""])))
 
     outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging, names)
     stages.done("write")
-    counts, by_source, sizes = _counts(decided, quarantine, names)
+    counts, by_source, sizes = _counts(stages.measured["decide"], decided, quarantine, names)
     params = cfg.lsh
     stats = {
         "format_version": FORMAT_VERSION,
