@@ -16,6 +16,7 @@ import atexit
 import fcntl
 import hashlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,8 +130,6 @@ def _mark_used(path: Path) -> None:
 def _remove_unused(folder: Path) -> None:
     """Archives of other Javas, Sparks or jars that no job has mapped for UNUSED_DAYS. A JVM that maps one
     meanwhile keeps its pages (the file goes when it is unmapped); one that starts after runs without."""
-    import time
-
     for old in folder.glob("spark-*.jsa"):
         try:
             if time.time() - old.stat().st_mtime > UNUSED_DAYS * 86400:

@@ -249,10 +249,10 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
     # clearCache at the end releases it with the stage's other persisted frames. Numbered documents
     # are derived from those records again for nothing (same partitions, same numbers): persisted
     # only when some source is Parquet, which Spark would read again.
-    kept: list = []
-    docs, quarantine = load_sources(spark, sources, keep=kept)
+    parsed: list = []
+    docs, quarantine = load_sources(spark, sources, keep=parsed)
     docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()),
-                       persist=len(kept) < len(sources))
+                       persist=len(parsed) < len(sources))
     features = _ranked_features(docs, cfg, partitions, stages)
     # Documents are only compared within a scope: everything, or each source alone.
     features = features.withColumn("scope", F.col(SOURCE) if per_source else F.lit(0))
