@@ -1,16 +1,15 @@
 """The cleaning transform: normalize, identify the language, redact PII, apply the quality rules.
 
-Pure Python over one document (`clean_text`), plus the Arrow batch functions the Spark job calls
-from mapInArrow: `read_records` (input files to READ_SCHEMA) and `clean_batch` (to CLEAN_RESULT_SCHEMA).
+Pure Python over one document (`clean_text`), plus the Arrow batch function the Spark job calls
+from mapInArrow: `clean_batch` (READ_SCHEMA, prep/ingest/records.py, to CLEAN_RESULT_SCHEMA).
 """
 
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from prep.ingest.inputs import InputFile
-from prep.ingest.readers import Document, FileError, FileWarning, Quarantined, ReaderConfig, read_file
+from prep.ingest.readers import ReaderConfig
+from prep.ingest.records import READ_SCHEMA
 from prep.langid import LanguageConfig, identify, is_char_based
 from prep.normalize import NormalizeConfig, normalize
 from prep.pii import PiiConfig, redact
@@ -19,7 +18,7 @@ from prep.quality.fineweb import FineWebConfig, fineweb
 from prep.quality.gopher_quality import GopherQualityConfig, gopher_quality
 from prep.quality.gopher_repetition import GopherRepetitionConfig, gopher_repetition
 from prep.quality.word_diversity import WordDiversityConfig, word_diversity
-from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA, REJECTED_SCHEMA
+from schemas import DOCUMENT_SCHEMA, REJECTED_SCHEMA
 
 # FineWeb-2's thresholds for Mandarin (configs/cmn_Hani.yml), where each Han character is a word.
 CHINESE_STOP_WORDS = ("的", "年", "在", "月", "是", "和", "日", "了", "於", "·", "為", "有", "被", "人",
@@ -102,48 +101,10 @@ def clean_text(text: str, cfg: CleanConfig) -> Cleaned:
     return Cleaned(text, lang, score, None)
 
 
-# What reading produces: one row per record (status "doc" or "quarantined"), per damaged file
-# ("file_error") or per thing ignored in a file ("file_warning", its text in `error`), with the
-# position of the record in the input, which fixes the output order.
-READ_SCHEMA = pa.schema(
-    [pa.field("status", pa.string(), nullable=False),
-     pa.field("file_index", pa.int32(), nullable=False),  # position of the file in the sorted input
-     pa.field("record_index", pa.int64(), nullable=False)]  # position of the record in its file
-    + [f.with_nullable(True) for f in DOCUMENT_SCHEMA]
-    + [f.with_nullable(True) for f in QUARANTINE_SCHEMA]
-)
 # What cleaning produces: "doc" rows become "kept" or "rejected"; the job splits this into its outputs.
 CLEAN_RESULT_SCHEMA = pa.schema(
     list(READ_SCHEMA) + [f.with_nullable(True) for f in REJECTED_SCHEMA if f.name not in DOCUMENT_SCHEMA.names]
 )
-
-
-def _read_row(record, file_index: int, record_index: int) -> dict:
-    row = {"file_index": file_index, "record_index": record_index}
-    if isinstance(record, Document):
-        return {**row, "status": "doc", "id": record.id, "text": record.text, "source": record.source,
-                "metadata": record.metadata}
-    if isinstance(record, Quarantined):
-        return {**row, "status": "quarantined", "error": record.error, "file": record.file, "line": record.line,
-                "raw": record.raw}
-    if isinstance(record, FileWarning):
-        return {**row, "status": "file_warning", "error": record.warning, "file": record.file}
-    assert isinstance(record, FileError)
-    return {**row, "status": "file_error", "error": record.error, "file": record.file}
-
-
-def read_records(files: Iterable[tuple[int, InputFile]], cfg: ReaderConfig,
-                 batch_rows: int = 512) -> Iterator[pa.RecordBatch]:
-    """Arrow batches in READ_SCHEMA for (file index, file) pairs."""
-    rows = []
-    for file_index, file in files:
-        for record_index, record in enumerate(read_file(file, cfg)):
-            rows.append(_read_row(record, file_index, record_index))
-            if len(rows) >= batch_rows:
-                yield pa.RecordBatch.from_pylist(rows, schema=READ_SCHEMA)
-                rows = []
-    if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=READ_SCHEMA)
 
 
 def clean_batch(batch: pa.RecordBatch, cfg: CleanConfig) -> pa.RecordBatch:

@@ -4,9 +4,9 @@ import math
 import os
 from contextlib import contextmanager
 
-from prep.clean import READ_SCHEMA, read_records
 from prep.ingest.inputs import InputFile
 from prep.ingest.readers import ReaderConfig
+from prep.ingest.records import READ_SCHEMA, read_records
 from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
 from spark_stages.session import session_conf, spark_schema
 

@@ -40,7 +40,8 @@ def test_a_rule_that_raises_quarantines_the_document_instead_of_failing(monkeypa
     import pyarrow as pa
 
     import prep.clean as clean_module
-    from prep.clean import READ_SCHEMA, clean_batch
+    from prep.clean import clean_batch
+    from prep.ingest.records import READ_SCHEMA
 
     def broken(_text, _cfg):
         raise ValueError("boom")
