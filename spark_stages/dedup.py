@@ -101,12 +101,11 @@ def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
     """
     from pyspark.sql import functions as F
 
-    def with_source(batch):  # the id too: the decisions name documents without a join back to the text
+    def with_source(batch):
         features = features_batch(batch, cfg)
-        return pa.RecordBatch.from_arrays([*features.columns, batch["id"], batch[SOURCE]],
-                                          [*features.schema.names, "id", SOURCE])
+        return pa.RecordBatch.from_arrays([*features.columns, batch[SOURCE]], [*features.schema.names, SOURCE])
 
-    schema = spark_schema(FEATURES_SCHEMA.append(pa.field("id", pa.string())).append(pa.field(SOURCE, pa.int32())))
+    schema = spark_schema(FEATURES_SCHEMA.append(pa.field(SOURCE, pa.int32())))
     texts = docs.select(F.col("_row").alias("row"), "id", "text", SOURCE)
     if texts.rdd.getNumPartitions() < partitions:  # a few large files: spread them (a shuffle of the text)
         texts = texts.repartition(partitions)
@@ -236,7 +235,14 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
         per_source: bool = False) -> dict:
     """Finds and removes the duplicates, writes the outputs; returns the stats (also OUT/stats.json).
     `files`: one input, or named sources ({name: files}, in order), deduplicated together unless
-    `per_source`."""
+    `per_source`. Every frame the stages persisted is released when it ends, however it ends."""
+    try:
+        return _deduplicate(spark, files, cfg, out, per_source)
+    finally:
+        spark.catalog.clearCache()
+
+
+def _deduplicate(spark, files, cfg: Config, out: str, per_source: bool) -> dict:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -246,7 +252,7 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
     sources = files if isinstance(files, dict) else {"": files}
     partitions = cfg.partitions or default_partitions([f for group in sources.values() for f in group])
     # Raw input parsed once (the documents and the quarantine count and write read it): kept until
-    # clearCache at the end releases it with the stage's other persisted frames. Numbered documents
+    # run() releases it with the stages' other persisted frames. Numbered documents
     # are derived from those records again for nothing (same partitions, same numbers): persisted
     # only when some source is Parquet, which Spark would read again.
     parsed: list = []
@@ -306,7 +312,6 @@ def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config,
         stats.update(sources=by_source, scope="per-source" if per_source else "across")
     (staging / "report.md").write_text(dedup_report(stats), encoding="utf-8")
     commit(staging, out, outputs, stats)
-    spark.catalog.clearCache()
     return stats
 
 

@@ -29,6 +29,7 @@ class DedupConfig:
 
 FEATURES_SCHEMA = pa.schema([
     ("row", pa.int64()),  # the document's position in the input order the job assigned
+    ("id", pa.string()),  # carried along: the decisions name documents without going back to the text
     ("id_hash", pa.int64()),
     ("text_len", pa.int64()),
     ("exact_hash", pa.binary()),  # 16 bytes
@@ -46,7 +47,7 @@ SURVIVORS_SCHEMA = pa.schema([("rank", pa.int64()), ("near_kept", pa.bool_()), (
 def features_batch(batch: pa.RecordBatch, cfg: DedupConfig) -> pa.RecordBatch:
     """(row, id, text) in, FEATURES_SCHEMA out."""
     features = document_features(batch["id"].to_pylist(), batch["text"], cfg.minhash)
-    return pa.RecordBatch.from_pydict({"row": batch["row"], **features}, schema=FEATURES_SCHEMA)
+    return pa.RecordBatch.from_pydict({"row": batch["row"], "id": batch["id"], **features}, schema=FEATURES_SCHEMA)
 
 
 def signature_array(column: pa.Array, num_perm: int) -> np.ndarray:
