@@ -4,16 +4,24 @@ Writes SHARDS/shard-00000.arrow, ... and SHARDS/index.json (last; see schemas/sh
 SHARDS/quarantine/ when some input records were not documents. Check a result with
 `python -m schemas.validate SHARDS`.
 
-Determinism: documents are dealt into packing groups by a hash of their id, the number of groups
-coming from the token count (about one shard file per group); inside a group they are sorted by id,
-packed by best-fit decreasing and written by one task. Nothing depends on partitions or cores, so
-the same input and settings give byte-identical shards and index anywhere.
+Two Spark jobs, no shuffle. The first encodes: each task writes its documents' tokens, sorted by a
+64-bit hash of the id, to one uncompressed Arrow file in the staging folder (OUT/_staging/_scratch/,
+which every executor reaches: the shards are written there too) and returns its name and text bytes.
+The driver sizes the packing groups from the text bytes (about one shard file per group); a group is
+a range of the hash, hence a slice of each file, read memory-mapped by the group's task in the second
+job, which sorts it by id, packs it by best-fit decreasing and writes its shard files. The tokens
+cross from encoder to packer as they were encoded, not as Spark rows through a shuffle.
+
+Determinism: nothing depends on partitions or cores (groups come from the total text bytes and each
+document's id hash), so the same input and settings give byte-identical shards and index anywhere.
+A retried task writes a file of its own; only the files of the attempts Spark kept are read.
 """
 
 import logging
 import math
 import os
 import shutil
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,17 +34,17 @@ from prep.shard_writer import ShardConfig, ShardWriter
 from prep.tokenizer.encode import TokenizerFile, encode_flat
 from schemas.shards import INDEX_FILE, new_index, shard_name
 from spark_stages.ingest import load_documents, parsed_once
-from spark_stages.outputs import commit, content_checksum, staging_dir
+from spark_stages.outputs import SCRATCH, commit, content_checksum, staging_dir
 from spark_stages.runner import Stage
 from spark_stages.session import session_conf
 
 log = logging.getLogger(__name__)
 
-ENCODED_SCHEMA = "id string, tokens binary"
+ENCODED_SCHEMA = "file string, documents long, text_bytes long"
 WRITTEN_SCHEMA = ("grp int, file string, rows long, tokens long, real_tokens long, bytes long, checksum string, "
                   "batch_rows array<long>, documents long")
 # Text bytes per byte of shard on disk (about 4.5 bytes of text per token, 1.4 bytes per token on disk):
-# sizes the packing groups from the text alone, before anything is encoded.
+# sizes the packing groups from the text the encoding tasks counted.
 TEXT_PER_SHARD_BYTE = 3
 TASKS_PER_CORE = 4
 
@@ -58,23 +66,86 @@ def check(cfg: Config, _sources) -> None:
     tokenizer_file(cfg)
 
 
-def encode(docs, tokenizer: TokenizerFile, spark):
-    """(id, tokens as little-endian uint32 bytes, length) per document, encoded in the executors."""
+def encode(docs, tokenizer: TokenizerFile, spark, folder: Path) -> list:
+    """Encodes the documents in the executors, each task into one file of `folder` (encoded_file);
+    returns a row (file, documents, text_bytes) per task."""
+    from pyspark.sql import functions as F
+
     shared = spark.sparkContext.broadcast(tokenizer)
 
     def run(batches):
+        yield encoded_file(batches, shared.value, folder)
+
+    return docs.select(F.xxhash64("id").alias("hash"), "id", "text").mapInArrow(run, ENCODED_SCHEMA).collect()
+
+
+ENCODED_FILE_SCHEMA = pa.schema([("key", pa.uint64()), ("id", pa.string()), ("tokens", pa.large_binary())])
+
+
+def encoded_file(batches, tokenizer: TokenizerFile, folder: Path) -> pa.RecordBatch:
+    """Runs in a task: its documents' (key, id, uint32 tokens as bytes), sorted by key, written to a file
+    of its own in `folder`; returns the row naming it (no file for no documents)."""
+    parts, text_bytes = [], 0
+    for batch in batches:
+        text = batch.column("text")
+        tokens, offsets = encode_flat(tokenizer, text)
+        text_bytes += pc.sum(pc.binary_length(text)).as_py() or 0
+        binary = pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,  # each document's ids as bytes
+                                       [None, pa.py_buffer(4 * offsets), pa.py_buffer(tokens)])
+        # The hash as unsigned, in the same order as its bits: a group is a range of it (group_bounds).
+        key = batch.column("hash").to_numpy().view(np.uint64) ^ np.uint64(1 << 63)
+        parts.append(pa.record_batch([pa.array(key), batch.column("id"), binary], schema=ENCODED_FILE_SCHEMA))
+    table = pa.Table.from_batches(parts, schema=ENCODED_FILE_SCHEMA)
+    name = ""
+    if table.num_rows:
+        order = np.argsort(table.column("key").to_numpy(), kind="stable")
+        name = f"encoded-{uuid.uuid4().hex}.arrow"  # an attempt's own: a retry never writes into it
+        with pa.OSFile(str(folder / name), "wb") as sink, pa.ipc.new_file(sink, ENCODED_FILE_SCHEMA) as writer:
+            writer.write_table(table.take(order).combine_chunks())
+    return pa.RecordBatch.from_pylist([{"file": name, "documents": table.num_rows, "text_bytes": text_bytes}],
+                                      schema=pa.schema([("file", pa.string()), ("documents", pa.int64()),
+                                                        ("text_bytes", pa.int64())]))
+
+
+def group_bounds(group: int, groups: int) -> tuple[int, int]:
+    """[low, high) of the keys in `group` of `groups`: equal ranges of the key's top 32 bits."""
+    def low(g):
+        return -(-g * 2**32 // groups) << 32
+
+    return low(group), low(group + 1)
+
+
+def group_rows(encoded: list[pa.Table], group: int, groups: int) -> pa.Table:
+    """The group's (id, tokens): its slice of every encoded file (each sorted by key)."""
+    low, high = group_bounds(group, groups)
+    slices = []
+    for table in encoded:
+        keys = table.column("key").to_numpy()
+        lo = int(np.searchsorted(keys, np.uint64(low)))
+        hi = int(np.searchsorted(keys, np.uint64(high))) if high < 2**64 else len(keys)
+        slices.append(table.slice(lo, hi - lo).select(["id", "tokens"]))
+    return pa.concat_tables(slices)
+
+
+def pack_groups(spark, folder: Path, files: list[str], groups: int, out: str, cfg: Config, pad_id: int) -> list:
+    """Packs and writes every group into `out`; returns the written files' rows. A task takes a run of
+    groups and maps each encoded file once for all of them (only the pages of its slices are read)."""
+    listed = spark.sparkContext.broadcast(files)
+    tasks = min(groups, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
+
+    def run(batches):
+        encoded = [pa.ipc.open_file(pa.memory_map(str(folder / name))).read_all() for name in listed.value]
         for batch in batches:
-            tokens, offsets = encode_flat(shared.value, batch.column("text"))
-            binary = pa.Array.from_buffers(pa.binary(), len(offsets) - 1,  # each document's uint32 ids as bytes
-                                           [None, pa.py_buffer((4 * offsets).astype(np.int32)), pa.py_buffer(tokens)])
-            yield pa.RecordBatch.from_arrays([batch.column("id"), binary], names=["id", "tokens"])
+            for group in batch.column("id").to_pylist():
+                table = group_rows(encoded, group, groups)
+                if table.num_rows:
+                    yield from pack_and_write(table, group, out, cfg, pad_id).to_batches()
 
-    return docs.select("id", "text").mapInArrow(run, ENCODED_SCHEMA)
+    return spark.range(0, groups, 1, tasks).mapInArrow(run, WRITTEN_SCHEMA).collect()
 
 
-def pack_and_write(table: pa.Table, folder: str, cfg: Config, pad_id: int) -> pa.Table:
+def pack_and_write(table: pa.Table, group: int, folder: str, cfg: Config, pad_id: int) -> pa.Table:
     """One packing group: sort by id (then tokens, for equal ids), pack, write its files."""
-    group = table.column("grp")[0].as_py()
     in_place = [doc for chunk in table.column("tokens").chunks for doc in _token_views(chunk)]  # no copy
     order = pc.sort_indices(table, [("id", "ascending"), ("tokens", "ascending")]).to_numpy()
     docs = [in_place[i] for i in order.tolist()]
@@ -91,9 +162,9 @@ def pack_and_write(table: pa.Table, folder: str, cfg: Config, pad_id: int) -> pa
                                                   ("batch_rows", pa.list_(pa.int64())), ("documents", pa.int64())]))
 
 
-def _token_views(chunk: pa.BinaryArray) -> list[np.ndarray]:
+def _token_views(chunk: pa.LargeBinaryArray) -> list[np.ndarray]:
     """Each document's uint32 ids: views of the chunk's buffer."""
-    offsets = np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset:chunk.offset + len(chunk) + 1] // 4
+    offsets = np.frombuffer(chunk.buffers()[1], np.int64)[chunk.offset:chunk.offset + len(chunk) + 1] // 4
     values = np.frombuffer(chunk.buffers()[2], np.uint32) if chunk.buffers()[2] else np.zeros(0, np.uint32)
     return [values[lo:hi] for lo, hi in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
@@ -104,24 +175,21 @@ def run(spark, files, cfg: Config, out: str) -> dict:
     # idle at the end (partitions never decide the output here: groups do).
     tasks = TASKS_PER_CORE * spark.sparkContext.defaultParallelism
     with session_conf(spark, {"spark.sql.files.minPartitionNum": str(tasks)}), parsed_once() as keep:
-        return _run(spark, *load_documents(spark, files, keep), cfg, out)  # sized, encoded, quarantine counted
+        return _run(spark, *load_documents(spark, files, keep), cfg, out)  # encoded, quarantine counted
 
 
 def _run(spark, docs, quarantine, cfg: Config, out: str) -> dict:
-    from pyspark.sql import functions as F
-
     tokenizer = tokenizer_file(cfg)
-    # About one shard file per group, sized from the text (one cheap pass, no Python) so that the
-    # documents are encoded once, on their way to their group.
-    text_bytes = docs.agg(F.sum(F.octet_length("text"))).first()[0] or 0
+    staging = staging_dir(out)
+    encoded = staging / SCRATCH / "encoded"
+    encoded.mkdir(parents=True)
+    tasks = encode(docs, tokenizer, spark, encoded)
+    # About one shard file per group, sized from the text: the same number whatever the partitions.
+    text_bytes = sum(task.text_bytes for task in tasks)
     groups = max(1, math.ceil(text_bytes / (TEXT_PER_SHARD_BYTE * cfg.shard_bytes)))
     log.info("%d bytes of text: %d packing groups", text_bytes, groups)
-    staging = staging_dir(out)
-    folder = str(staging)
-    written = (encode(docs, tokenizer, spark).withColumn("grp", F.pmod(F.xxhash64("id"), F.lit(groups)).cast("int"))
-               .groupBy("grp").applyInArrow(lambda t: pack_and_write(t, folder, cfg, tokenizer.pad_id),
-                                            WRITTEN_SCHEMA)
-               .collect())
+    files = [task.file for task in tasks if task.documents]
+    written = pack_groups(spark, encoded, files, groups, str(staging), cfg, tokenizer.pad_id) if files else []
     documents = sum(entry.documents for entry in written)
     shards = []
     for entry in sorted(written, key=lambda r: (r.grp, r.file)):

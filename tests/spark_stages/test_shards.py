@@ -16,7 +16,7 @@ from prep.tokenizer.bpe import train_bpe
 from prep.tokenizer.encode import TokenizerFile
 from schemas.validate import validate
 from spark_stages.runner import run_stage
-from spark_stages.shards import STAGE, Config, run
+from spark_stages.shards import STAGE, Config, group_bounds, run
 from tests.spark_stages.conftest import spark_submit
 
 pytestmark = pytest.mark.spark
@@ -114,6 +114,31 @@ def test_bad_records_are_quarantined_and_bad_arguments_exit_2(tmp_path, corpus, 
     assert run_stage(STAGE, ["--input", str(tmp_path), "--tokenizer", str(tmp_path / "not-a-tokenizer.json"),
                              "--output", str(tmp_path / "o")]) == 2
     assert "not a tokenizers file" in capsys.readouterr().err
+
+
+def test_an_input_without_documents_gives_an_empty_index_and_its_quarantine(spark, tmp_path, corpus):
+    folder, _, _ = corpus
+    (tmp_path / "in.jsonl").write_text('{"id": "x"}\n{broken\n')
+    cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ))
+    index = run(spark, expand_inputs(str(tmp_path / "in.jsonl")), cfg, str(tmp_path / "shards"))
+    assert index["shards"] == [] and index["totals"]["documents"] == 0 and index["totals"]["quarantined"] == 2
+    assert validate(tmp_path / "shards") == []
+    assert sorted(p.name for p in (tmp_path / "shards").iterdir()) == ["index.json", "quarantine"]
+
+
+@pytest.mark.parametrize("groups", [1, 2, 3, 7, 1000, 2**20 + 1])
+def test_groups_are_equal_ranges_of_the_key_that_cover_it_once(groups):
+    bounds = [group_bounds(g, groups) for g in range(groups)]
+    assert bounds[0][0] == 0 and bounds[-1][1] == 2**64
+    assert all(high == low for (_, high), (low, _) in zip(bounds, bounds[1:]))  # no gap, no overlap
+    widths = {high - low for low, high in bounds}
+    assert max(widths) - min(widths) <= 2**32  # equal up to one step of the top 32 bits
+    keys = np.random.default_rng(groups).integers(0, 2**64, 1000, dtype=np.uint64, endpoint=False).tolist()
+    edges = [edge for low, _ in bounds[1:1000] for edge in (low - 1, low)]  # either side of each bound
+    for key in keys + edges:  # the group a key falls in by bounds is the one its top bits name
+        group = ((key >> 32) * groups) >> 32
+        low, high = bounds[group]
+        assert low <= key < high
 
 
 def test_spark_submit_writes_shards_and_quarantines_bad_lines(tmp_path, corpus):
