@@ -21,6 +21,11 @@ import zstandard
 
 CHUNK_BYTES = 1 << 20
 RAW_KEEP_BYTES = 1 << 20  # how much of an over-limit line is kept for the quarantine
+# zstd's decompressor returns all of a call's output at once, and a 4-byte block may stand for 128 KB:
+# input is fed in slices of ZSTD_FEED_BYTES (at most 32 MiB out each), so that no piece handed out
+# exceeds MAX_PIECE_BYTES however hostile the file.
+ZSTD_FEED_BYTES = 1 << 10
+MAX_PIECE_BYTES = CHUNK_BYTES + ZSTD_FEED_BYTES * (128 << 10) // 4
 
 
 class StreamDamaged(Exception):
@@ -50,6 +55,33 @@ class _Gzip:
                 return
 
 
+class _SlicedZstd:
+    """zstd's decompressobj, fed ZSTD_FEED_BYTES at a time (see MAX_PIECE_BYTES); `unused_data` is
+    everything after the frame's end, as in the decompressobj."""
+
+    def __init__(self):
+        self._decompressor = zstandard.ZstdDecompressor().decompressobj()
+        self.unused_data = b""
+
+    @property
+    def eof(self) -> bool:
+        return self._decompressor.eof
+
+    def pieces(self, data: bytes) -> Iterator[bytes]:
+        """The output of `data`, in pieces of at least CHUNK_BYTES but the last (not one per slice)."""
+        pending, size = [], 0
+        for start in range(0, len(data), ZSTD_FEED_BYTES):
+            pending.append(self._decompressor.decompress(data[start:start + ZSTD_FEED_BYTES]))
+            size += len(pending[-1])
+            if self._decompressor.eof:
+                self.unused_data = self._decompressor.unused_data + data[start + ZSTD_FEED_BYTES:]
+                break
+            if size >= CHUNK_BYTES:
+                yield b"".join(pending)
+                pending, size = [], 0
+        yield b"".join(pending)
+
+
 class _Zstd:
     name, frame, magic_bytes, errors = "zstd", "frame", 4, (zstandard.ZstdError,)
 
@@ -60,11 +92,11 @@ class _Zstd:
 
     @staticmethod
     def new():
-        return zstandard.ZstdDecompressor().decompressobj()
+        return _SlicedZstd()
 
     @staticmethod
-    def feed(decompressor, data: bytes, _chunk_bytes: int) -> Iterator[bytes]:  # zstd hands out a chunk whole
-        yield decompressor.decompress(data)
+    def feed(decompressor, data: bytes, _chunk_bytes: int) -> Iterator[bytes]:
+        yield from decompressor.pieces(data)
 
 
 FORMATS = {".gz": _Gzip, ".zst": _Zstd}
