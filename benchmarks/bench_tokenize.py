@@ -3,7 +3,11 @@ uses (the compiled one for tokenmill's tokenizers) on the same text, with the sh
 disk and padding waste.
 
     make shards && python -m benchmarks.bench_tokenize [--input out/sample/dedup/docs]
-        [--tokenizer out/sample/tokenizer/tokenizer.json] [--seq-len 4096] [--cores 2]
+        [--tokenizer out/sample/tokenizer/tokenizer.json] [--seq-len 4096] [--cores 2] [--copies N]
+
+`--copies N` measures on N copies of the input's documents under other ids (`ID#copyI`), one Parquet
+file each, written to .bench/tokenize-copies-N first (the README's 463 MB: the sample's deduplicated
+documents, --copies 96).
 
 The job runs twice in one Spark session (local[cores]): the first run pays the Python workers'
 start, the second is warm; the JVM start is not counted in either. The bare encoder runs in one
@@ -40,13 +44,28 @@ def bare_encode(texts: pa.ChunkedArray, tokenizer_file: str) -> tuple[int, float
     return tokens, time.perf_counter() - started
 
 
+def copies_of(folder: str, copies: int) -> str:
+    """`copies` Parquet files of the input's documents, ids suffixed `#copyI`; the folder's path."""
+    target = Path(".bench") / f"tokenize-copies-{copies}"
+    if len(list(target.glob("part-*.parquet"))) != copies:
+        table = pq.read_table(folder)  # every column, as the dedup job wrote them
+        target.mkdir(parents=True, exist_ok=True)
+        for i in range(copies):
+            ids = pc.binary_join_element_wise(table.column("id"), pa.scalar(f"#copy{i}"), "")
+            pq.write_table(table.set_column(0, "id", ids), target / f"part-{i:05d}.parquet")
+    return str(target)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--input", default="out/sample/dedup/docs")
     parser.add_argument("--tokenizer", default="out/sample/tokenizer/tokenizer.json")
     parser.add_argument("--seq-len", type=int, default=4096)
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--copies", type=int, help="measure on this many copies of the input (other ids)")
     args = parser.parse_args()
+    if args.copies:
+        args.input = copies_of(args.input, args.copies)
 
     from prep.ingest.inputs import expand_inputs
     from prep.packing import PackConfig
