@@ -25,9 +25,9 @@ def test_survivors_of_components_that_span_batches_are_decided_whole():
         kept, copy_of = select_survivors(np.vstack([m[2] for m in members]), 0.8)
         for m, k, i in zip(members, kept, copy_of):
             expected[m[1]] = (bool(k), members[i][1] if i >= 0 else -1)
-    for cuts in ([], [1], [3, 4, 9], list(range(1, table.num_rows))):
+    for cuts in ([], [1], [3, 4, 9], [3, 3, 9], list(range(1, table.num_rows))):  # [3, 3]: an empty batch
         bounds = [0, *cuts, table.num_rows]
-        batches = [table.slice(a, b - a).to_batches()[0] for a, b in zip(bounds[:-1], bounds[1:])]
+        batches = [table.to_batches()[0].slice(a, b - a) for a, b in zip(bounds[:-1], bounds[1:])]
         out = pa.Table.from_batches(list(survivors_batches(batches, DedupConfig())), SURVIVORS_SCHEMA)
         assert out["rank"].to_pylist() == table["rank"].to_pylist()
         got = {r: (k, c) for r, k, c in zip(*(out[n].to_pylist() for n in ("rank", "near_kept", "copy_of")))}
