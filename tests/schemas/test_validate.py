@@ -1,11 +1,13 @@
 """The validator accepts good shards and names the shard and the problem for each kind of damage."""
 
+import hashlib
 import json
 import shutil
 
 import numpy as np
 import pyarrow as pa
 import pytest
+import xxhash
 
 from schemas.shards import SHARD_SCHEMA, file_checksum, shard_name
 from schemas.validate import main, validate
@@ -132,3 +134,12 @@ def test_schema_must_be_the_shard_schema(tmp_path):
     refresh_entry(tmp_path, 0)
     assert any("is not the shard schema" in p for p in validate(tmp_path))
     assert not SHARD_SCHEMA.equals(table.schema)
+
+
+@pytest.mark.parametrize("size", [0, 1, (8 << 20) + 3])
+def test_a_file_checksum_is_the_digest_of_its_bytes(tmp_path, size):
+    path = tmp_path / "f.arrow"
+    path.write_bytes(np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes())
+    data = path.read_bytes()
+    assert file_checksum(path) == xxhash.xxh3_128(data).hexdigest()
+    assert file_checksum(path, "blake2b-128") == hashlib.blake2b(data, digest_size=16).hexdigest()
