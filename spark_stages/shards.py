@@ -4,13 +4,14 @@ Writes SHARDS/shard-00000.arrow, ... and SHARDS/index.json (last; see schemas/sh
 SHARDS/quarantine/ when some input records were not documents. Check a result with
 `python -m schemas.validate SHARDS`.
 
-Two Spark jobs, no shuffle. The first encodes: each task writes its documents' tokens, sorted by a
-64-bit hash of the id, to one uncompressed Arrow file in the staging folder (OUT/_staging/_scratch/,
-which every executor reaches: the shards are written there too) and returns its name and text bytes.
-The driver sizes the packing groups from the text bytes (about one shard file per group); a group is
-a range of the hash, hence a slice of each file, read memory-mapped by the group's task in the second
-job, which sorts it by id, packs it by best-fit decreasing and writes its shard files. The tokens
-cross from encoder to packer as they were encoded, not as Spark rows through a shuffle.
+Two Spark jobs, no shuffle. The first encodes: each task writes its documents' tokens to one
+uncompressed Arrow file in the staging folder (OUT/_staging/_scratch/, which every executor reaches:
+the shards are written there too), each record batch sorted by a 64-bit hash of the id, and returns
+its name and text bytes. The driver sizes the packing groups from the text bytes (about one shard file
+per group); a group is a range of the hash, hence a slice of each record batch, read memory-mapped
+by the group's task in the second job, which sorts it by id, packs it by best-fit decreasing and
+writes its shard files. The tokens cross from encoder to packer as they were encoded, not as Spark
+rows through a shuffle.
 
 Determinism: nothing depends on partitions or cores (groups come from the total text bytes and each
 document's id hash), so the same input and settings give byte-identical shards and index anywhere.
@@ -36,13 +37,13 @@ from schemas.shards import INDEX_FILE, new_index, shard_name
 from spark_stages.ingest import load_documents, parsed_once
 from spark_stages.outputs import SCRATCH, commit, content_checksum, staging_dir
 from spark_stages.runner import Stage
-from spark_stages.session import session_conf
+from spark_stages.session import session_conf, spark_schema
 
 log = logging.getLogger(__name__)
 
-ENCODED_SCHEMA = "file string, documents long, text_bytes long"
-WRITTEN_SCHEMA = ("grp int, file string, rows long, tokens long, real_tokens long, bytes long, checksum string, "
-                  "batch_rows array<long>, documents long")
+WRITTEN_SCHEMA = pa.schema([("grp", pa.int32()), ("file", pa.string()), ("rows", pa.int64()), ("tokens", pa.int64()),
+                            ("real_tokens", pa.int64()), ("bytes", pa.int64()), ("checksum", pa.string()),
+                            ("batch_rows", pa.list_(pa.int64())), ("documents", pa.int64())])
 # Text bytes per byte of shard on disk (about 4.5 bytes of text per token, 1.4 bytes per token on disk):
 # sizes the packing groups from the text the encoding tasks counted.
 TEXT_PER_SHARD_BYTE = 3
@@ -76,35 +77,42 @@ def encode(docs, tokenizer: TokenizerFile, spark, folder: Path) -> list:
     def run(batches):
         yield encoded_file(batches, shared.value, folder)
 
-    return docs.select(F.xxhash64("id").alias("hash"), "id", "text").mapInArrow(run, ENCODED_SCHEMA).collect()
+    return (docs.select(F.xxhash64("id").alias("hash"), "id", "text")
+            .mapInArrow(run, spark_schema(ENCODED_TASK_SCHEMA)).collect())
 
 
 ENCODED_FILE_SCHEMA = pa.schema([("key", pa.uint64()), ("id", pa.string()), ("tokens", pa.large_binary())])
+ENCODED_TASK_SCHEMA = pa.schema([("file", pa.string()), ("documents", pa.int64()), ("text_bytes", pa.int64())])
 
 
 def encoded_file(batches, tokenizer: TokenizerFile, folder: Path) -> pa.RecordBatch:
-    """Runs in a task: its documents' (key, id, uint32 tokens as bytes), sorted by key, written to a file
-    of its own in `folder`; returns the row naming it (no file for no documents)."""
-    parts, text_bytes = [], 0
-    for batch in batches:
-        text = batch.column("text")
-        tokens, offsets = encode_flat(tokenizer, text)
-        text_bytes += pc.sum(pc.binary_length(text)).as_py() or 0
-        binary = pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,  # each document's ids as bytes
-                                       [None, pa.py_buffer(4 * offsets), pa.py_buffer(tokens)])
-        # The hash as unsigned, in the same order as its bits: a group is a range of it (group_bounds).
-        key = batch.column("hash").to_numpy().view(np.uint64) ^ np.uint64(1 << 63)
-        parts.append(pa.record_batch([pa.array(key), batch.column("id"), binary], schema=ENCODED_FILE_SCHEMA))
-    table = pa.Table.from_batches(parts, schema=ENCODED_FILE_SCHEMA)
-    name = ""
-    if table.num_rows:
-        order = np.argsort(table.column("key").to_numpy(), kind="stable")
-        name = f"encoded-{uuid.uuid4().hex}.arrow"  # an attempt's own: a retry never writes into it
-        with pa.OSFile(str(folder / name), "wb") as sink, pa.ipc.new_file(sink, ENCODED_FILE_SCHEMA) as writer:
-            writer.write_table(table.take(order).combine_chunks())
-    return pa.RecordBatch.from_pylist([{"file": name, "documents": table.num_rows, "text_bytes": text_bytes}],
-                                      schema=pa.schema([("file", pa.string()), ("documents", pa.int64()),
-                                                        ("text_bytes", pa.int64())]))
+    """Runs in a task: its documents' (key, id, uint32 tokens as bytes) written to a file of its own in
+    `folder`, one record batch per input batch, each sorted by key (memory stays one batch, however
+    large the task); returns the row naming the file ("" for no documents)."""
+    name, writer, documents, text_bytes = "", None, 0, 0
+    try:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            text = batch.column("text")
+            tokens, offsets = encode_flat(tokenizer, text)
+            text_bytes += pc.sum(pc.binary_length(text)).as_py()
+            documents += batch.num_rows
+            binary = pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,  # each document's ids as bytes
+                                           [None, pa.py_buffer(4 * offsets), pa.py_buffer(tokens)])
+            # The hash as unsigned, in the same order as its bits: a group is a range of it (group_bounds).
+            key = batch.column("hash").to_numpy().view(np.uint64) ^ np.uint64(1 << 63)
+            order = pa.array(np.argsort(key, kind="stable"))
+            if writer is None:
+                name = f"encoded-{uuid.uuid4().hex}.arrow"  # an attempt's own: a retry never writes into it
+                writer = pa.ipc.new_file(str(folder / name), ENCODED_FILE_SCHEMA)
+            writer.write_batch(pa.record_batch([pa.array(key), batch.column("id"), binary],
+                                               schema=ENCODED_FILE_SCHEMA).take(order))
+    finally:
+        if writer is not None:
+            writer.close()
+    return pa.RecordBatch.from_pylist([{"file": name, "documents": documents, "text_bytes": text_bytes}],
+                                      schema=ENCODED_TASK_SCHEMA)
 
 
 def group_bounds(group: int, groups: int) -> tuple[int, int]:
@@ -115,16 +123,16 @@ def group_bounds(group: int, groups: int) -> tuple[int, int]:
     return low(group), low(group + 1)
 
 
-def group_rows(encoded: list[pa.Table], group: int, groups: int) -> pa.Table:
-    """The group's (id, tokens): its slice of every encoded file (each sorted by key)."""
+def group_rows(encoded: list[pa.RecordBatch], group: int, groups: int) -> pa.Table:
+    """The group's (id, tokens): its slice of every encoded record batch (each sorted by key)."""
     low, high = group_bounds(group, groups)
     slices = []
-    for table in encoded:
-        keys = table.column("key").to_numpy()
+    for batch in encoded:
+        keys = batch.column("key").to_numpy()
         lo = int(np.searchsorted(keys, np.uint64(low)))
         hi = int(np.searchsorted(keys, np.uint64(high))) if high < 2**64 else len(keys)
-        slices.append(table.slice(lo, hi - lo).select(["id", "tokens"]))
-    return pa.concat_tables(slices)
+        slices.append(batch.slice(lo, hi - lo).select(["id", "tokens"]))
+    return pa.Table.from_batches(slices)
 
 
 def pack_groups(spark, folder: Path, files: list[str], groups: int, out: str, cfg: Config, pad_id: int) -> list:
@@ -134,14 +142,15 @@ def pack_groups(spark, folder: Path, files: list[str], groups: int, out: str, cf
     tasks = min(groups, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
 
     def run(batches):
-        encoded = [pa.ipc.open_file(pa.memory_map(str(folder / name))).read_all() for name in listed.value]
+        encoded = [batch for name in listed.value
+                   for batch in pa.ipc.open_file(pa.memory_map(str(folder / name))).read_all().to_batches()]
         for batch in batches:
             for group in batch.column("id").to_pylist():
                 table = group_rows(encoded, group, groups)
                 if table.num_rows:
                     yield from pack_and_write(table, group, out, cfg, pad_id).to_batches()
 
-    return spark.range(0, groups, 1, tasks).mapInArrow(run, WRITTEN_SCHEMA).collect()
+    return spark.range(0, groups, 1, tasks).mapInArrow(run, spark_schema(WRITTEN_SCHEMA)).collect()
 
 
 def pack_and_write(table: pa.Table, group: int, folder: str, cfg: Config, pad_id: int) -> pa.Table:
@@ -155,11 +164,7 @@ def pack_and_write(table: pa.Table, group: int, folder: str, cfg: Config, pad_id
         writer.add(tokens, cu)
     files = writer.close()
     return pa.Table.from_pylist([{"grp": group, **f, "documents": len(docs) if i == 0 else 0}
-                                 for i, f in enumerate(files)],
-                                schema=pa.schema([("grp", pa.int32()), ("file", pa.string()), ("rows", pa.int64()),
-                                                  ("tokens", pa.int64()), ("real_tokens", pa.int64()),
-                                                  ("bytes", pa.int64()), ("checksum", pa.string()),
-                                                  ("batch_rows", pa.list_(pa.int64())), ("documents", pa.int64())]))
+                                 for i, f in enumerate(files)], schema=WRITTEN_SCHEMA)
 
 
 def _token_views(chunk: pa.LargeBinaryArray) -> list[np.ndarray]:
