@@ -142,8 +142,7 @@ def pack_groups(spark, folder: Path, files: list[str], groups: int, out: str, cf
     tasks = min(groups, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
 
     def run(batches):
-        encoded = [batch for name in listed.value
-                   for batch in pa.ipc.open_file(pa.memory_map(str(folder / name))).read_all().to_batches()]
+        encoded = [batch for name in listed.value for batch in _mapped_batches(folder / name)]
         for batch in batches:
             for group in batch.column("id").to_pylist():
                 table = group_rows(encoded, group, groups)
@@ -151,6 +150,13 @@ def pack_groups(spark, folder: Path, files: list[str], groups: int, out: str, cf
                     yield from pack_and_write(table, group, out, cfg, pad_id).to_batches()
 
     return spark.range(0, groups, 1, tasks).mapInArrow(run, spark_schema(WRITTEN_SCHEMA)).collect()
+
+
+def _mapped_batches(path: Path) -> list[pa.RecordBatch]:
+    """A file's record batches, memory-mapped. Its descriptor is closed at once (the mapping lives as
+    long as the batches do): a task maps every encoding task's file, thousands at scale."""
+    with pa.memory_map(str(path)) as source:
+        return pa.ipc.open_file(source).read_all().to_batches()
 
 
 def pack_and_write(table: pa.Table, group: int, folder: str, cfg: Config, pad_id: int) -> pa.Table:

@@ -1,6 +1,8 @@
 """The shards job's hand-over from encoding to packing, without Spark: what an encoding task writes and
 how a packing group finds its documents in it."""
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -9,7 +11,7 @@ from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.bpe import train_bpe
 from prep.tokenizer.encode import TokenizerFile, encode_documents
-from spark_stages.shards import encoded_file, group_bounds, group_rows
+from spark_stages.shards import _mapped_batches, encoded_file, group_bounds, group_rows
 
 
 @pytest.fixture(scope="module")
@@ -54,3 +56,16 @@ def test_a_task_without_documents_writes_no_file(docs_and_tokenizer, tmp_path):
     assert encoded_file(iter([empty]), tokenizer, tmp_path).to_pylist() == [
         {"file": "", "documents": 0, "text_bytes": 0}]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_packing_task_holds_no_descriptor_per_mapped_file(docs_and_tokenizer, tmp_path):
+    # It maps every encoding task's file, thousands at scale: descriptors would run out, mappings do not.
+    docs, tokenizer = docs_and_tokenizer
+    table = pa.table({"hash": np.arange(len(docs), dtype=np.int64), "id": [d.id for d in docs],
+                      "text": [d.text for d in docs]})
+    name = encoded_file(iter(table.to_batches()), tokenizer, tmp_path).to_pylist()[0]["file"]
+    before = len(os.listdir("/proc/self/fd"))
+    mapped = [_mapped_batches(tmp_path / name) for _ in range(50)]
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert all(sum(b.num_rows for b in batches) == len(docs) for batches in mapped)
+    assert mapped[-1][0].column("id").to_pylist()[:3] == [d.id for d in docs[:3]]  # still readable
