@@ -4,6 +4,9 @@ import math
 import os
 from contextlib import contextmanager
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from prep.ingest.inputs import InputFile
 from prep.ingest.readers import ReaderConfig
 from prep.ingest.records import READ_SCHEMA, read_records
@@ -38,19 +41,49 @@ def read_input(spark, files: list[InputFile], cfg: ReaderConfig):
         read_partition, spark_schema(READ_SCHEMA))
 
 
+def document_parquet(files: list[InputFile]) -> bool:
+    """Whether the input is Parquet with string `id` and `text` columns (a tokenmill stage's output), which
+    is read as it is, every column kept with its type; anything else goes through the ingestion readers.
+    Decided from the first file's schema, as Spark infers a Parquet input's schema."""
+    if not files or not all(f.path.endswith(".parquet") for f in files):
+        return False
+    schema = pq.read_schema(files[0].path)
+    return all(name in schema.names and schema.field(name).type in (pa.string(), pa.large_string())
+               for name in ("id", "text"))
+
+
 def _native_parquet(spark, files: list[InputFile]):
-    """Parquet with string `id` and `text` columns (a tokenmill stage's output) is read by Spark as it
-    is, every column kept with its type; anything else goes through the ingestion readers."""
-    if not all(f.path.endswith(".parquet") for f in files):
+    """The input read by Spark as it is (document_parquet), or None."""
+    if not document_parquet(files):
         return None
     # The files are already listed (expand_inputs, on a file system the driver mounts): past 32 paths
     # Spark lists them again with a job of its own (0.5 s for 96 local files); stat-ing them on the
     # driver costs microseconds each. Beyond DRIVER_LISTED_FILES, Spark's parallel listing pays.
     with session_conf(spark, {"spark.sql.sources.parallelPartitionDiscovery.threshold":
                               str(max(32, min(len(files), DRIVER_LISTED_FILES)))}):
-        frame = spark.read.parquet(*[f.path for f in files])
-    types = dict(frame.dtypes)
-    return frame if types.get("id") == "string" and types.get("text") == "string" else None
+        return spark.read.parquet(*[f.path for f in files])
+
+
+def parquet_pieces(files: list[InputFile], tasks: int) -> list[tuple[str, list[int] | None]]:
+    """(path, row groups or None for all) pieces of a document_parquet input for at least `tasks` tasks
+    where its row groups allow: a file each, or, when there are fewer files than tasks, runs of each
+    file's row groups (only then are the footers read on the driver)."""
+    if len(files) >= tasks:
+        return [(f.path, None) for f in files]
+    pieces = []
+    for f in files:
+        groups = pq.ParquetFile(f.path).num_row_groups
+        runs = min(groups, math.ceil(tasks / len(files))) or 1
+        pieces += [(f.path, list(range(i * groups // runs, (i + 1) * groups // runs))) for i in range(runs)]
+    return pieces
+
+
+def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: int = 10_000):
+    """Runs in a task: (id, text) record batches of a document_parquet input's pieces, as pyarrow reads
+    them (one thread: the task has one core)."""
+    for path, row_groups in pieces:
+        parquet = pq.ParquetFile(path)
+        yield from parquet.iter_batches(batch_rows, row_groups, columns=["id", "text"], use_threads=False)
 
 
 def load_documents(spark, files: list[InputFile], keep: list | None = None):

@@ -4,14 +4,15 @@ Writes SHARDS/shard-00000.arrow, ... and SHARDS/index.json (last; see schemas/sh
 SHARDS/quarantine/ when some input records were not documents. Check a result with
 `python -m schemas.validate SHARDS`.
 
-Two Spark jobs, no shuffle. The first encodes: each task writes its documents' tokens to one
-uncompressed Arrow file in the staging folder (OUT/_staging/_scratch/, which every executor reaches:
-the shards are written there too), each record batch sorted by a 64-bit hash of the id, and returns
-its name and text bytes. The driver sizes the packing groups from the text bytes (about one shard file
-per group); a group is a range of the hash, hence a slice of each record batch, read memory-mapped
-by the group's task in the second job, which sorts it by id, packs it by best-fit decreasing and
-writes its shard files. The tokens cross from encoder to packer as they were encoded, not as Spark
-rows through a shuffle.
+Two Spark jobs, no shuffle. The first encodes: each task reads its documents (a tokenmill stage's
+Parquet output with pyarrow, straight from the files; other input through the ingestion readers), writes
+their tokens to one uncompressed Arrow file in the staging folder (OUT/_staging/_scratch/, which every
+executor reaches: the shards are written there too), each record batch sorted by a 64-bit hash of the
+id, and returns its name and text bytes. The driver sizes the packing groups from the text bytes (about
+one shard file per group); a group is a range of the hash, hence a slice of each record batch, read
+memory-mapped by the group's task in the second job, which sorts it by id, packs it by best-fit
+decreasing and writes its shard files. The tokens cross from encoder to packer as they were encoded, not
+as Spark rows through a shuffle.
 
 Determinism: nothing depends on partitions or cores (groups come from the total text bytes and each
 document's id hash), so the same input and settings give byte-identical shards and index anywhere.
@@ -29,15 +30,23 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
 from prep.tokenizer.encode import TokenizerFile, encode_flat
 from schemas.shards import INDEX_FILE, new_index, shard_name
-from spark_stages.ingest import load_documents, parsed_once
+from spark_stages.ingest import (
+    PARTITION_BYTES,
+    document_parquet,
+    load_documents,
+    parquet_documents,
+    parquet_pieces,
+    parsed_once,
+)
 from spark_stages.outputs import SCRATCH, commit, content_checksum, staging_dir
 from spark_stages.runner import Stage
-from spark_stages.session import session_conf, spark_schema
+from spark_stages.session import spark_schema
 
 log = logging.getLogger(__name__)
 
@@ -68,30 +77,55 @@ def check(cfg: Config, _sources) -> None:
 
 
 def encode(docs, tokenizer: TokenizerFile, spark, folder: Path) -> list:
-    """Encodes the documents in the executors, each task into one file of `folder` (encoded_file);
-    returns a row (file, documents, text_bytes) per task."""
-    from pyspark.sql import functions as F
-
+    """Encodes the documents of a frame in the executors, each task into one file of `folder`
+    (encoded_file); returns a row (file, documents, text_bytes, null_texts) per task."""
     shared = spark.sparkContext.broadcast(tokenizer)
 
     def run(batches):
         yield encoded_file(batches, shared.value, folder)
 
-    return (docs.select(F.xxhash64("id").alias("hash"), "id", "text")
+    return docs.select("id", "text").mapInArrow(run, spark_schema(ENCODED_TASK_SCHEMA)).collect()
+
+
+def encode_parquet(pieces: list, tasks: int, tokenizer: TokenizerFile, spark, folder: Path) -> list:
+    """encode() of a document Parquet input's pieces (spark_stages.ingest.parquet_pieces), each task
+    reading its own with pyarrow: the text goes from the file to the encoder, not through the JVM's
+    Parquet reader and Arrow hand-over, which cost a tenth of the encoding on the same cores."""
+    shared = spark.sparkContext.broadcast((pieces, tokenizer))
+
+    def run(batches):
+        listed, tokenizer = shared.value
+        mine = [listed[i] for batch in batches for i in batch.column("id").to_pylist()]
+        yield encoded_file(parquet_documents(mine), tokenizer, folder)
+
+    return (spark.range(0, len(pieces), 1, min(len(pieces), tasks))
             .mapInArrow(run, spark_schema(ENCODED_TASK_SCHEMA)).collect())
 
 
 ENCODED_FILE_SCHEMA = pa.schema([("key", pa.uint64()), ("id", pa.string()), ("tokens", pa.large_binary())])
-ENCODED_TASK_SCHEMA = pa.schema([("file", pa.string()), ("documents", pa.int64()), ("text_bytes", pa.int64())])
+ENCODED_TASK_SCHEMA = pa.schema([("file", pa.string()), ("documents", pa.int64()), ("text_bytes", pa.int64()),
+                                 ("null_texts", pa.int64())])
+
+
+def id_keys(ids: pa.Array) -> np.ndarray:
+    """Each id's 64-bit hash, Spark's xxhash64(id) (XXH64, seed 42, the seed itself for a null id), as
+    unsigned in the same order as its signed bits: a group is a range of it (group_bounds)."""
+    hashes = np.fromiter((42 if i is None else xxhash.xxh64_intdigest(i.encode(), 42) for i in ids.to_pylist()),
+                         np.uint64, len(ids))
+    return hashes ^ np.uint64(1 << 63)
 
 
 def encoded_file(batches, tokenizer: TokenizerFile, folder: Path) -> pa.RecordBatch:
     """Runs in a task: its documents' (key, id, uint32 tokens as bytes) written to a file of its own in
     `folder`, one record batch per input batch, each sorted by key (memory stays one batch, however
-    large the task); returns the row naming the file ("" for no documents)."""
-    name, writer, documents, text_bytes = "", None, 0, 0
+    large the task); returns the row naming the file ("" for no documents). Documents without text
+    are counted, not encoded (the driver quarantines them)."""
+    name, writer, documents, text_bytes, null_texts = "", None, 0, 0, 0
     try:
         for batch in batches:
+            if batch.column("text").null_count:
+                null_texts += batch.column("text").null_count
+                batch = batch.filter(pc.is_valid(batch.column("text")))
             if not batch.num_rows:
                 continue
             text = batch.column("text")
@@ -100,19 +134,18 @@ def encoded_file(batches, tokenizer: TokenizerFile, folder: Path) -> pa.RecordBa
             documents += batch.num_rows
             binary = pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,  # each document's ids as bytes
                                            [None, pa.py_buffer(4 * offsets), pa.py_buffer(tokens)])
-            # The hash as unsigned, in the same order as its bits: a group is a range of it (group_bounds).
-            key = batch.column("hash").to_numpy().view(np.uint64) ^ np.uint64(1 << 63)
+            key = id_keys(batch.column("id"))
             order = pa.array(np.argsort(key, kind="stable"))
             if writer is None:
                 name = f"encoded-{uuid.uuid4().hex}.arrow"  # an attempt's own: a retry never writes into it
                 writer = pa.ipc.new_file(str(folder / name), ENCODED_FILE_SCHEMA)
-            writer.write_batch(pa.record_batch([pa.array(key), batch.column("id"), binary],
-                                               schema=ENCODED_FILE_SCHEMA).take(order))
+            ids = batch.column("id").cast(pa.string())  # large_string in some Parquet files
+            writer.write_batch(pa.record_batch([pa.array(key), ids, binary], schema=ENCODED_FILE_SCHEMA).take(order))
     finally:
         if writer is not None:
             writer.close()
-    return pa.RecordBatch.from_pylist([{"file": name, "documents": documents, "text_bytes": text_bytes}],
-                                      schema=ENCODED_TASK_SCHEMA)
+    return pa.RecordBatch.from_pylist([{"file": name, "documents": documents, "text_bytes": text_bytes,
+                                        "null_texts": null_texts}], schema=ENCODED_TASK_SCHEMA)
 
 
 def group_bounds(group: int, groups: int) -> tuple[int, int]:
@@ -182,19 +215,11 @@ def _token_views(chunk: pa.LargeBinaryArray) -> list[np.ndarray]:
 
 def run(spark, files, cfg: Config, out: str) -> dict:
     """Encodes, packs and writes the shards; returns the index (also SHARDS/index.json)."""
-    # Several read tasks per core: the encoding is most of the work, and a few large tasks leave cores
-    # idle at the end (partitions never decide the output here: groups do).
-    tasks = TASKS_PER_CORE * spark.sparkContext.defaultParallelism
-    with session_conf(spark, {"spark.sql.files.minPartitionNum": str(tasks)}), parsed_once() as keep:
-        return _run(spark, *load_documents(spark, files, keep), cfg, out)  # encoded, quarantine counted
-
-
-def _run(spark, docs, quarantine, cfg: Config, out: str) -> dict:
     tokenizer = tokenizer_file(cfg)
     staging = staging_dir(out)
     encoded = staging / SCRATCH / "encoded"
     encoded.mkdir(parents=True)
-    tasks = encode(docs, tokenizer, spark, encoded)
+    tasks, quarantined = _encoded_and_quarantined(spark, files, tokenizer, encoded, staging)
     # About one shard file per group, sized from the text: the same number whatever the partitions.
     text_bytes = sum(task.text_bytes for task in tasks)
     groups = max(1, math.ceil(text_bytes / (TEXT_PER_SHARD_BYTE * cfg.shard_bytes)))
@@ -211,10 +236,8 @@ def _run(spark, docs, quarantine, cfg: Config, out: str) -> dict:
         log.info("%s: %d rows, %d bytes", name, entry.rows, entry.bytes)
     for leftover in staging.glob("group-*"):  # of task attempts that failed, or lost the race to a retry
         leftover.unlink()
-    quarantined = quarantine.count()
     extra = {}
     if quarantined:
-        quarantine.write.parquet(str(staging / "quarantine"))
         extra["quarantine_checksum"] = content_checksum(spark, staging / "quarantine")
     index = new_index(shards, tokenizer_sha256=tokenizer.sha256, vocab_size=tokenizer.vocab_size,
                       seq_len=cfg.pack.seq_len, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
@@ -227,6 +250,29 @@ def _run(spark, docs, quarantine, cfg: Config, out: str) -> dict:
     shutil.rmtree(Path(out) / "quarantine", ignore_errors=True)
     commit(staging, out, ["quarantine"] if quarantined else [], index, marker=INDEX_FILE)
     return index
+
+
+def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Path, staging: Path):
+    """(encode's task rows, quarantined records), the quarantined written to STAGING/quarantine when any.
+    A document Parquet input is read by the encoding tasks themselves, which count its documents without
+    text: only if there are any does Spark read it again for them."""
+    if document_parquet(files):
+        # Several tasks per core (a few large tasks leave cores idle at the end), each of at most about
+        # PARTITION_BYTES, as Spark would read it. Partitions never decide the output here: groups do.
+        size = sum(os.path.getsize(f.path) for f in files)
+        count = max(TASKS_PER_CORE * spark.sparkContext.defaultParallelism, math.ceil(size / PARTITION_BYTES))
+        tasks = encode_parquet(parquet_pieces(files, count), count, tokenizer, spark, folder)
+        quarantined = sum(task.null_texts for task in tasks)
+        if quarantined:
+            load_documents(spark, files)[1].write.parquet(str(staging / "quarantine"))
+        return tasks, quarantined
+    with parsed_once() as keep:  # raw input: a task per file (read_input)
+        docs, quarantine = load_documents(spark, files, keep)
+        tasks = encode(docs, tokenizer, spark, folder)
+        quarantined = quarantine.count()
+        if quarantined:
+            quarantine.write.parquet(str(staging / "quarantine"))
+        return tasks, quarantined
 
 
 def summary(index: dict) -> str:

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from prep.ingest.inputs import expand_inputs
-from spark_stages.ingest import load_documents
+from spark_stages.ingest import document_parquet, load_documents, parquet_documents, parquet_pieces
 from tests.conftest import write_lines
 
 pytestmark = pytest.mark.spark
@@ -40,3 +40,28 @@ def test_damaged_files_and_ignored_bytes_are_quarantined_rows_naming_the_file(sp
     rows = sorted((q["file"], q["error"].split(":")[0], q["line"]) for q in quarantine.collect())
     assert rows == [("cut.jsonl.gz", "damaged file", None), ("trailing.jsonl.gz", "ignored bytes", None)]
     assert 3 < docs.count() < 43  # the damaged file's records before the damage, and all the others
+
+
+def test_parquet_pieces_split_a_few_files_by_row_groups_and_cover_each_once(tmp_path):
+    table = pa.table({"id": [str(i) for i in range(100)], "text": ["t"] * 100})
+    pq.write_table(table, tmp_path / "a.parquet", row_group_size=10)  # 10 row groups
+    pq.write_table(table, tmp_path / "b.parquet", row_group_size=100)  # 1
+    files = expand_inputs(str(tmp_path))
+    assert document_parquet(files)
+    pieces = parquet_pieces(files, 8)
+    assert [(path.rsplit("/", 1)[1], groups) for path, groups in pieces] == [
+        ("a.parquet", [0, 1]), ("a.parquet", [2, 3, 4]), ("a.parquet", [5, 6]), ("a.parquet", [7, 8, 9]),
+        ("b.parquet", [0])]
+    assert sorted(i for batch in parquet_documents(pieces) for i in batch.column("id").to_pylist()) == sorted(
+        [str(i) for i in range(100)] * 2)
+    assert parquet_pieces(files, 2) == [(f.path, None) for f in files]  # enough files: one piece each
+
+
+def test_only_parquet_with_string_id_and_text_is_read_as_documents(tmp_path):
+    pq.write_table(pa.table({"id": [1], "text": ["t"]}), tmp_path / "numbers.parquet")
+    pq.write_table(pa.table({"id": ["1"], "body": ["t"]}), tmp_path / "other.parquet")
+    pq.write_table(pa.table({"id": ["1"], "text": pa.array(["t"], pa.large_string())}), tmp_path / "large.parquet")
+    write_lines(tmp_path / "docs.jsonl", [{"id": "1", "text": "t"}])
+    assert [document_parquet(expand_inputs(str(tmp_path / name)))
+            for name in ("numbers.parquet", "other.parquet", "large.parquet", "docs.jsonl")] == [
+        False, False, True, False]

@@ -17,6 +17,7 @@ from prep.tokenizer.encode import TokenizerFile
 from schemas.validate import validate
 from spark_stages.runner import run_stage
 from spark_stages.shards import STAGE, Config, group_bounds, run
+from tests.conftest import write_lines
 from tests.spark_stages.conftest import spark_submit
 
 pytestmark = pytest.mark.spark
@@ -26,7 +27,8 @@ SEQ = 1024
 
 @pytest.fixture(scope="module")
 def corpus(sample_dir, tmp_path_factory):
-    """Three of the sample's files as Parquet, once in one file and once in four; and a tokenizer."""
+    """Three of the sample's files as Parquet, in one file, in four, and in one file of many row groups
+    (which the encoding tasks split); as JSON Lines; and a tokenizer."""
     folder = tmp_path_factory.mktemp("tokenize-input")
     docs = [r for name in ("debian-faq.en*", "maint-guide.zh*", "licenses.en*")
             for f in expand_inputs(str(sample_dir / name)) for r in read_file(f) if isinstance(r, Document)]
@@ -36,6 +38,9 @@ def corpus(sample_dir, tmp_path_factory):
     (folder / "four").mkdir()
     for i in range(4):
         pq.write_table(table.take(np.arange(i, len(docs), 4)[::-1]), folder / "four" / f"part-{i}.parquet")
+    (folder / "groups").mkdir()
+    pq.write_table(table, folder / "groups" / "part-0.parquet", row_group_size=25)
+    write_lines(folder / "jsonl" / "docs.jsonl", table.to_pylist(), mkdir=True)
     tokenizer = train_bpe([d.text for d in docs], 2048)
     tokenizer.save(str(folder / "tokenizer.json"))
     return folder, [d.text for d in docs], tokenizer
@@ -45,7 +50,7 @@ def corpus(sample_dir, tmp_path_factory):
 def shards(spark, corpus, tmp_path_factory):
     folder, _, _ = corpus
     out = {}
-    for name, partitions in (("one", 2), ("four", 5)):
+    for name, partitions in (("one", 2), ("four", 5), ("groups", 3), ("jsonl", 2)):
         spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
         target = tmp_path_factory.mktemp(f"shards-{name}")
         cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ), shard_mb=1 / 16)
@@ -64,12 +69,24 @@ def read_rows(folder):
     return rows
 
 
-def test_byte_identical_whatever_the_partitioning(shards):
-    (one, index_one), (four, index_four) = shards["one"], shards["four"]
+@pytest.mark.parametrize("other", ["four", "groups", "jsonl"])
+def test_byte_identical_whatever_the_partitioning_and_the_input_format(shards, other):
+    # Parquet in one task, in four files, in row groups that tasks split; JSON Lines (Spark's reader)
+    (one, index_one), (four, index_four) = shards["one"], shards[other]
     assert index_one == index_four and len(index_one["shards"]) > 1
     assert (one / "index.json").read_bytes() == (four / "index.json").read_bytes()
     for entry in index_one["shards"]:
         assert (one / entry["file"]).read_bytes() == (four / entry["file"]).read_bytes()
+
+
+def test_parquet_documents_without_text_are_quarantined(spark, tmp_path, corpus):
+    folder, texts, _ = corpus
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "text": [texts[0], None, texts[1]]}), tmp_path / "part-0.parquet")
+    cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ))
+    index = run(spark, expand_inputs(str(tmp_path / "part-0.parquet")), cfg, str(tmp_path / "shards"))
+    assert index["totals"]["documents"] == 2 and index["totals"]["quarantined"] == 1
+    assert pq.read_table(tmp_path / "shards" / "quarantine").column("error").to_pylist() == ["text is null"]
+    assert validate(tmp_path / "shards") == []
 
 
 def test_every_token_once_and_whole_documents_decode_to_the_input(shards, corpus):
