@@ -13,10 +13,11 @@ overhead, which on a small graph is all the time there is. The answer is the sam
 
 import logging
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+
+from prep.dedup.near_clusters import connected_components_in_memory
 
 log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 2
@@ -67,17 +68,9 @@ class NotConverged(RuntimeError):
 
 
 def _local_components(edges: pa.Table) -> pa.Table:
-    """(node, component) of a small graph, by SciPy's connected components on the driver."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components as scipy_components
-
-    u, v = edges.column("u").to_numpy(), edges.column("v").to_numpy()
-    nodes, index = np.unique(np.concatenate([u, v]), return_inverse=True)
-    graph = coo_matrix((np.ones(len(u), np.int8), (index[:len(u)], index[len(u):])), shape=(len(nodes), len(nodes)))
-    _, labels = scipy_components(graph, directed=False)
-    smallest = np.full(labels.max() + 1 if len(labels) else 0, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(smallest, labels, nodes)
-    return pa.table({"node": nodes, "component": smallest[labels]})
+    """(node, component) of a small graph, on the driver."""
+    nodes, components = connected_components_in_memory(edges.column("u").to_numpy(), edges.column("v").to_numpy())
+    return pa.table({"node": nodes, "component": components})
 
 
 def connected_components(edges: DataFrame, checkpoint_dir: str, max_rounds: int = MAX_ROUNDS,

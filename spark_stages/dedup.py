@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from prep.dedup.batches import (
@@ -30,6 +31,7 @@ from prep.dedup.batches import (
     survivors_batches,
     verify_batch,
 )
+from prep.dedup.in_memory import decide
 from prep.ingest.inputs import InputFile
 from schemas import FORMAT_VERSION
 from spark_stages.components import connected_components
@@ -46,6 +48,9 @@ log = logging.getLogger(__name__)
 class Config(DedupConfig):
     """What counts as a duplicate (prep/dedup/batches.py), and how the job spreads the work."""
     partitions: int | None = None  # at least this many tasks after the read; output files (default: from input size)
+    # A corpus of at most this many documents is decided in memory on the driver after the signatures
+    # (prep/dedup/in_memory.py: ~600 bytes per document), not by the Spark stages; 0: always on Spark
+    in_memory_documents: int = 200_000
 
 
 class Stages:
@@ -90,15 +95,9 @@ def size_histogram(sizes: list[tuple[int, int]]) -> dict[str, int]:
     return bins
 
 
-def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
-    """Per document: survivor keys, normalized-text hash, MinHash signature, and rank.
-
-    Rank orders documents as survivors: the source named first, then the longest text, then id hash,
-    then text hash. The smallest rank of a group is its survivor, and rank is the node id of the graph.
-    It is the position in that order as Spark's sort partitioned it (partition << 33 | offset): the
-    same order anywhere, its values not (they depend on the sort's partitions), so nothing written
-    depends on them but through order; the outputs are partitioned by stable keys (_write_outputs).
-    """
+def _signatures(docs, cfg: DedupConfig, partitions: int, stages: Stages):
+    """Per document: survivor keys, normalized-text hash and MinHash signature (FEATURES_SCHEMA), and its
+    source; persisted (read by the stages that follow, or collected for the decisions in memory)."""
     from pyspark.sql import functions as F
 
     def with_source(batch):
@@ -110,8 +109,21 @@ def _ranked_features(docs, cfg: DedupConfig, partitions: int, stages: Stages):
     if texts.rdd.getNumPartitions() < partitions:  # a few large files: spread them (a shuffle of the text)
         texts = texts.repartition(partitions)
     features = texts.mapInArrow(lambda batches: map(with_source, batches), schema)
-    features = stages.done("signatures", features,  # sorted below: computed once
-                           shingles=F.sum("shingles"), signature_seconds=F.sum("signature_seconds"))
+    return stages.done("signatures", features,
+                       shingles=F.sum("shingles"), signature_seconds=F.sum("signature_seconds"))
+
+
+def _ranked(features, stages: Stages):
+    """The features with their rank.
+
+    Rank orders documents as survivors: the source named first, then the longest text, then id hash,
+    then text hash. The smallest rank of a group is its survivor, and rank is the node id of the graph.
+    It is the position in that order as Spark's sort partitioned it (partition << 33 | offset): the
+    same order anywhere, its values not (they depend on the sort's partitions), so nothing written
+    depends on them but through order; the outputs are partitioned by stable keys (_write_outputs).
+    """
+    from pyspark.sql import functions as F
+
     order = [SOURCE, F.desc("text_len"), "id_hash", "exact_hash", "row"]
     return stages.done("rank", features.orderBy(*order).withColumn("rank", F.monotonically_increasing_id()))
 
@@ -211,13 +223,9 @@ def _counted(source_count: int) -> dict:
             for i in range(source_count) for key, condition in conditions.items()}
 
 
-def _counts(measured: dict, decided, quarantine, names: list[str] | None) -> tuple[dict, dict, list[tuple[int, int]]]:
+def _counts(found: list[dict], quarantine, names: list[str] | None) -> tuple[dict, dict]:
     """(input, kept, exact and near duplicate counts; the same per source, with the documents dropped for
-    a copy in an earlier source, when named; (cluster size, clusters of that size)). `measured`: what
-    the decide stage observed (_counted)."""
-    from pyspark.sql import functions as F
-
-    found = [{key: measured[f"{key}_{i}"] for key in COUNTED} for i in range(len(names or [""]))]
+    a copy in an earlier source, when named). `found`: per source, its COUNTED counts."""
     counts = {key: sum(row[key] for row in found) for key in ("input", "kept", "exact", "near")}
     per_source = {}
     if names is not None:
@@ -226,43 +234,19 @@ def _counts(measured: dict, decided, quarantine, names: list[str] | None) -> tup
             per_source[name] = {"input": row["input"] + held.get(i, 0), "kept": row["kept"],
                                 "exact_duplicates": row["exact"], "near_duplicates": row["near"],
                                 "in_an_earlier_source": row["earlier"], "quarantined": held.get(i, 0)}
-    sizes = [(r["cluster_size"], r["clusters"]) for r in decided.where(F.col("rank") == F.col("cluster"))
-             .where(F.col("cluster_size") >= 2).groupBy("cluster_size").agg(F.count("*").alias("clusters")).collect()]
-    return counts, per_source, sizes
+    return counts, per_source
 
 
-def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config, out: str,
-        per_source: bool = False) -> dict:
-    """Finds and removes the duplicates, writes the outputs; returns the stats (also OUT/stats.json).
-    `files`: one input, or named sources ({name: files}, in order), deduplicated together unless
-    `per_source`. Every frame the stages persisted is released when it ends, however it ends."""
-    try:
-        return _deduplicate(spark, files, cfg, out, per_source)
-    finally:
-        spark.catalog.clearCache()
-
-
-def _deduplicate(spark, files, cfg: Config, out: str, per_source: bool) -> dict:
+def _decided(features, cfg: Config, per_source: bool, source_count: int, stages: Stages, staging: Path):
+    """(every document's decision: row, rank, exact_rep, id_hash, id, SOURCE, kept, cluster, cluster_size,
+    head_source; per source its COUNTED counts; (cluster size, clusters); the graph's stats), by the Spark
+    stages."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    stages = Stages()
-    staging = staging_dir(out)
-    names = list(files) if isinstance(files, dict) else None
-    sources = files if isinstance(files, dict) else {"": files}
-    partitions = cfg.partitions or default_partitions([f for group in sources.values() for f in group])
-    # Raw input parsed once (the documents and the quarantine count and write read it): kept until
-    # run() releases it with the stages' other persisted frames. Numbered documents
-    # are derived from those records again for nothing (same partitions, same numbers): persisted
-    # only when some source is Parquet, which Spark would read again.
-    parsed: list = []
-    docs, quarantine = load_sources(spark, sources, keep=parsed)
-    docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()),
-                       persist=len(parsed) < len(sources))
-    features = _ranked_features(docs, cfg, partitions, stages)
+    features = _ranked(features, stages)
     # Documents are only compared within a scope: everything, or each source alone.
     features = features.withColumn("scope", F.col(SOURCE) if per_source else F.lit(0))
-
     # Exact duplicates: same normalized text; the smallest rank survives. Near duplicates among the rest.
     features = features.withColumn("exact_rep", F.min("rank").over(Window.partitionBy("scope", "exact_hash")))
     sig = stages.done("exact", features.where(F.col("rank") == F.col("exact_rep")).select("rank", "scope",
@@ -279,11 +263,72 @@ def _deduplicate(spark, files, cfg: Config, out: str, per_source: bool) -> dict:
     in_cluster = Window.partitionBy("cluster")
     decided = (decided.withColumn("cluster_size", F.count("*").over(in_cluster))
                .withColumn("head_source", F.min(SOURCE).over(in_cluster)))
-    decided = stages.done("decide", decided, **_counted(len(names or [""])))
+    decided = stages.done("decide", decided, **_counted(source_count))
+    measured = stages.measured["decide"]
+    found = [{key: measured[f"{key}_{i}"] for key in COUNTED} for i in range(source_count)]
+    sizes = [(r["cluster_size"], r["clusters"]) for r in decided.where(F.col("rank") == F.col("cluster"))
+             .where(F.col("cluster_size") >= 2).groupBy("cluster_size").agg(F.count("*").alias("clusters")).collect()]
+    graph = {"candidate_pairs": stages.measured["lsh"]["rows"], "verified_pairs": stages.measured["verify"]["rows"],
+             "giant_buckets": giant, "rounds": rounds}
+    return decided, found, sizes, graph
+
+
+def _decided_in_memory(features, cfg: Config, per_source: bool, source_count: int, stages: Stages, _staging: Path):
+    """_decided's results for a corpus of at most cfg.in_memory_documents: the features collected to the
+    driver, decided there (prep/dedup/in_memory.py), the decisions handed back to Spark as one small frame."""
+    columns = ["row", "id_hash", "text_len", "exact_hash", "signature"]
+    table = features.select(*columns, "id", SOURCE).toArrow()
+    sources = table[SOURCE].to_numpy()
+    decisions = decide(table.select(columns), sources, per_source, cfg)
+    if decisions.giant_buckets:
+        log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
+                    decisions.giant_buckets, cfg.giant_bucket)
+    decided = pa.table({"row": table["row"], "rank": decisions.rank, "exact_rep": decisions.exact_rep,
+                        "id_hash": table["id_hash"], "id": table["id"], SOURCE: table[SOURCE], "kept": decisions.kept,
+                        "cluster": decisions.cluster, "cluster_size": decisions.cluster_size,
+                        "head_source": decisions.head_source.astype(np.int32)})
+    decided = features.sparkSession.createDataFrame(decided)
+    stages.done("decide in memory")
+    graph = {"candidate_pairs": decisions.candidate_pairs, "verified_pairs": decisions.verified_pairs,
+             "giant_buckets": decisions.giant_buckets, "rounds": 0}
+    found = [decisions.counts(sources, i) for i in range(source_count)]
+    return decided, found, decisions.cluster_sizes(), graph
+
+
+def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config, out: str,
+        per_source: bool = False) -> dict:
+    """Finds and removes the duplicates, writes the outputs; returns the stats (also OUT/stats.json).
+    `files`: one input, or named sources ({name: files}, in order), deduplicated together unless
+    `per_source`. Every frame the stages persisted is released when it ends, however it ends."""
+    try:
+        return _deduplicate(spark, files, cfg, out, per_source)
+    finally:
+        spark.catalog.clearCache()
+
+
+def _deduplicate(spark, files, cfg: Config, out: str, per_source: bool) -> dict:
+    from pyspark.sql import functions as F
+
+    stages = Stages()
+    staging = staging_dir(out)
+    names = list(files) if isinstance(files, dict) else None
+    sources = files if isinstance(files, dict) else {"": files}
+    partitions = cfg.partitions or default_partitions([f for group in sources.values() for f in group])
+    # Raw input parsed once (the documents and the quarantine count and write read it): kept until
+    # run() releases it with the stages' other persisted frames. Numbered documents
+    # are derived from those records again for nothing (same partitions, same numbers): persisted
+    # only when some source is Parquet, which Spark would read again.
+    parsed: list = []
+    docs, quarantine = load_sources(spark, sources, keep=parsed)
+    docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()),
+                       persist=len(parsed) < len(sources))
+    features = _signatures(docs, cfg, partitions, stages)
+    decide = _decided_in_memory if stages.measured["signatures"]["rows"] <= cfg.in_memory_documents else _decided
+    decided, found, sizes, graph = decide(features, cfg, per_source, len(names or [""]), stages, staging)
 
     outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging, names)
     stages.done("write")
-    counts, by_source, sizes = _counts(stages.measured["decide"], decided, quarantine, names)
+    counts, by_source = _counts(found, quarantine, names)
     params = cfg.lsh
     stats = {
         "format_version": FORMAT_VERSION,
@@ -295,10 +340,7 @@ def _deduplicate(spark, files, cfg: Config, out: str, per_source: bool) -> dict:
         "clusters": sum(c for _, c in sizes),
         "largest_cluster": max((s for s, _ in sizes), default=0),
         "cluster_size_histogram": size_histogram(sizes),
-        "candidate_pairs": stages.measured["lsh"]["rows"],
-        "verified_pairs": stages.measured["verify"]["rows"],
-        "giant_buckets": giant,
-        "rounds": rounds,
+        **graph,  # candidate_pairs, verified_pairs, giant_buckets, rounds
         "threshold": cfg.threshold, "num_perm": cfg.minhash.num_perm, "ngram": cfg.minhash.ngram,
         "bands": params.bands, "rows": params.rows,
         # the compiled signature pass alone, in core-seconds summed over tasks: shingles / seconds is

@@ -33,3 +33,16 @@ def select_survivors(sigs: np.ndarray, threshold: float) -> tuple[np.ndarray, np
         kept[i] = True
         kept_rows.append(i)
     return kept, copy_of
+
+
+def connected_components_in_memory(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(every node of the edges u-v, sorted; the smallest node of its component), by SciPy."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    nodes, index = np.unique(np.concatenate([u, v]), return_inverse=True)
+    graph = coo_matrix((np.ones(len(u), np.int8), (index[:len(u)], index[len(u):])), shape=(len(nodes), len(nodes)))
+    _, labels = connected_components(graph, directed=False)
+    smallest = np.full(labels.max() + 1 if len(labels) else 0, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(smallest, labels, nodes)
+    return nodes, smallest[labels]

@@ -109,7 +109,33 @@ def test_same_rows_in_the_same_files_whatever_the_shuffle_partitions(spark, corp
             assert pq.read_table(out / name / file).to_pylist() == pq.read_table(other / name / file).to_pylist()
 
 
-def test_giant_buckets_are_counted(spark, corpus, tmp_path):
+@pytest.mark.parametrize("per_source", [False, True])
+def test_decisions_in_memory_equal_the_spark_stages(spark, corpus, tmp_path, per_source):
+    """A small corpus is decided on the driver after the signatures; a large one by the Spark stages: the
+    same outputs, byte for byte, and the same stats. Two named sources, the second with copies of the
+    first's documents under other ids, so that sources, scopes and earlier-source drops all count."""
+    folder, _, rows = corpus
+    (tmp_path / "b").mkdir()
+    copies = [{**r, "id": f"b-{r['id']}", "text": r["text"] if i % 2 else r["text"].lower()}
+              for i, r in enumerate(rows[:12])]
+    pq.write_table(pa.Table.from_pylist(copies + [{"id": "b-own", "text": "A page of its own " * 30, "lang": "en",
+                                                   "score": 7}]), tmp_path / "b" / "part-0.parquet")
+    sources = {"a": expand_inputs(str(folder)), "b": expand_inputs(str(tmp_path / "b"))}
+    found = {}
+    for name, limit in (("memory", Config().in_memory_documents), ("spark", 0)):
+        found[name] = run(spark, sources, Config(partitions=3, in_memory_documents=limit), str(tmp_path / name),
+                          per_source=per_source)
+    memory, on_spark = found["memory"], found["spark"]
+    assert "decide in memory" in memory["seconds"] and "rank" in on_spark["seconds"]  # each took its path
+    assert memory["sources"]["b"]["in_an_earlier_source"] == (0 if per_source else 12)
+    assert memory["near_duplicates"] + memory["exact_duplicates"] > 0 and memory["clusters"] > 0
+    for stats in (memory, on_spark):
+        del stats["seconds"], stats["signature_seconds"]
+    assert memory == on_spark  # the checksums of every output among them
+
+
+@pytest.mark.parametrize("in_memory_documents", [Config().in_memory_documents, 0])
+def test_giant_buckets_are_counted(spark, corpus, tmp_path, in_memory_documents):
     """Buckets over the giant size are each counted once: the count equals the buckets of the exact
     survivors' signatures, banded on the driver, that have more members than the limit."""
     from collections import Counter
@@ -129,7 +155,9 @@ def test_giant_buckets_are_counted(spark, corpus, tmp_path):
     sizes = Counter((band, int(key)) for doc in keys for band, key in enumerate(doc))
     expected = sum(size > 1 for size in sizes.values())
     assert expected > 0  # the near copies share buckets
-    stats = run(spark, expand_inputs(str(folder)), Config(partitions=3, giant_bucket=1), str(tmp_path / "out"))
+    stats = run(spark, expand_inputs(str(folder)), Config(partitions=3, giant_bucket=1,
+                                                          in_memory_documents=in_memory_documents),
+                str(tmp_path / "out"))
     assert stats["giant_buckets"] == expected
 
 
