@@ -7,6 +7,10 @@ Survivor rule: the longest text (in characters) is kept; ties go to the smaller 
 of the id, then the smaller normalized-text hash. It depends on the data only, so it is the same on
 any number of partitions, cores or machines.
 
+After the signatures, a corpus of at most `in_memory_documents` documents is decided on the driver
+(prep/dedup/in_memory.py) instead of by the Spark stages below (_decided), whose few jobs each are
+mostly fixed cost at that size; the outputs are the same either way.
+
 Named sources (the pipeline's `--input NAME=PATH ...`): a duplicate across sources is kept once, in
 the source named first (the source comes before the rule above), or, `per_source`, sources are
 deduplicated apart. OUT/docs/source=NAME/ then holds each source's documents, OUT/clusters/ has a
@@ -148,9 +152,6 @@ def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
     starred = bands.select("rank", F.min("rank").over(bucket).alias("center"),
                            F.count(F.lit(1)).over(bucket).alias("size")).persist(StorageLevel.DISK_ONLY)
     giant = starred.where((F.col("rank") == F.col("center")) & (F.col("size") > cfg.giant_bucket)).count()
-    if giant:
-        log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
-                    giant, cfg.giant_bucket)
     candidates = (starred.where((F.col("size") > 1) & (F.col("rank") != F.col("center")))
                   .select(F.col("rank").alias("u"), F.col("center").alias("v")).distinct())
     candidates = stages.done("lsh", candidates)
@@ -280,9 +281,6 @@ def _decided_in_memory(features, cfg: Config, per_source: bool, source_count: in
     table = features.select(*columns, "id", SOURCE).toArrow()
     sources = table[SOURCE].to_numpy()
     decisions = decide(table.select(columns), sources, per_source, cfg)
-    if decisions.giant_buckets:
-        log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
-                    decisions.giant_buckets, cfg.giant_bucket)
     decided = pa.table({"row": table["row"], "rank": decisions.rank, "exact_rep": decisions.exact_rep,
                         "id_hash": table["id_hash"], "id": table["id"], SOURCE: table[SOURCE], "kept": decisions.kept,
                         "cluster": decisions.cluster, "cluster_size": decisions.cluster_size,
@@ -323,8 +321,11 @@ def _deduplicate(spark, files, cfg: Config, out: str, per_source: bool) -> dict:
     docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()),
                        persist=len(parsed) < len(sources))
     features = _signatures(docs, cfg, partitions, stages)
-    decide = _decided_in_memory if stages.measured["signatures"]["rows"] <= cfg.in_memory_documents else _decided
-    decided, found, sizes, graph = decide(features, cfg, per_source, len(names or [""]), stages, staging)
+    decided_by = _decided_in_memory if stages.measured["signatures"]["rows"] <= cfg.in_memory_documents else _decided
+    decided, found, sizes, graph = decided_by(features, cfg, per_source, len(names or [""]), stages, staging)
+    if graph["giant_buckets"]:
+        log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
+                    graph["giant_buckets"], cfg.giant_bucket)
 
     outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging, names)
     stages.done("write")
