@@ -44,10 +44,14 @@ def read_input(spark, files: list[InputFile], cfg: ReaderConfig):
 def document_parquet(files: list[InputFile]) -> bool:
     """Whether the input is Parquet with string `id` and `text` columns (a tokenmill stage's output), which
     is read as it is, every column kept with its type; anything else goes through the ingestion readers.
-    Decided from the first file's schema, as Spark infers a Parquet input's schema."""
+    Decided from the first file's schema, as Spark infers a Parquet input's schema (a first file whose
+    schema cannot be read: the readers quarantine it as damaged)."""
     if not files or not all(f.path.endswith(".parquet") for f in files):
         return False
-    schema = pq.read_schema(files[0].path)
+    try:
+        schema = pq.read_schema(files[0].path)
+    except (pa.ArrowInvalid, OSError):
+        return False
     return all(name in schema.names and schema.field(name).type in (pa.string(), pa.large_string())
                for name in ("id", "text"))
 

@@ -65,3 +65,13 @@ def test_only_parquet_with_string_id_and_text_is_read_as_documents(tmp_path):
     assert [document_parquet(expand_inputs(str(tmp_path / name)))
             for name in ("numbers.parquet", "other.parquet", "large.parquet", "docs.jsonl")] == [
         False, False, True, False]
+
+
+def test_a_damaged_parquet_file_first_in_the_input_is_quarantined_not_a_crash(spark, tmp_path):
+    pq.write_table(pa.table({"id": ["a"], "text": ["some text"]}), tmp_path / "b.parquet")
+    (tmp_path / "a.parquet").write_bytes(b"PAR1 not really parquet")  # sorted first
+    files = expand_inputs(str(tmp_path))
+    assert not document_parquet(files)  # its schema cannot be read: the ingestion readers take the input
+    docs, quarantine = load_documents(spark, files)
+    assert [r["id"] for r in docs.collect()] == ["a"]
+    assert [(q["file"], q["error"].split(":")[0]) for q in quarantine.collect()] == [("a.parquet", "damaged file")]
