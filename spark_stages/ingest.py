@@ -84,10 +84,15 @@ def parquet_pieces(files: list[InputFile], tasks: int) -> list[tuple[str, list[i
 
 def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: int = 10_000):
     """Runs in a task: (id, text) record batches of a document_parquet input's pieces, as pyarrow reads
-    them (one thread: the task has one core)."""
+    them (one thread: the task has one core). A file without one of the columns gives nulls for it, as
+    Spark reads the input with the first file's schema."""
     for path, row_groups in pieces:
         parquet = pq.ParquetFile(path)
-        yield from parquet.iter_batches(batch_rows, row_groups, columns=["id", "text"], use_threads=False)
+        names = parquet.schema_arrow.names
+        present = [name for name in ("id", "text") if name in names] or names[:1]  # [:1]: the row count
+        for batch in parquet.iter_batches(batch_rows, row_groups, columns=present, use_threads=False):
+            yield pa.record_batch([batch.column(name) if name in present else pa.nulls(batch.num_rows, pa.string())
+                                   for name in ("id", "text")], names=["id", "text"])
 
 
 def load_documents(spark, files: list[InputFile], keep: list | None = None):

@@ -80,12 +80,15 @@ def test_byte_identical_whatever_the_partitioning_and_the_input_format(shards, o
 
 
 def test_parquet_documents_without_text_are_quarantined(spark, tmp_path, corpus):
+    # A null text, and a second file without the column (read with the first file's schema, as Spark does)
     folder, texts, _ = corpus
-    pq.write_table(pa.table({"id": ["a", "b", "c"], "text": [texts[0], None, texts[1]]}), tmp_path / "part-0.parquet")
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "text": [texts[0], None, texts[1]]}), tmp_path / "in" / "0.parquet")
+    pq.write_table(pa.table({"id": ["d", "e"], "body": ["x", "y"]}), tmp_path / "in" / "1.parquet")
     cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ))
-    index = run(spark, expand_inputs(str(tmp_path / "part-0.parquet")), cfg, str(tmp_path / "shards"))
-    assert index["totals"]["documents"] == 2 and index["totals"]["quarantined"] == 1
-    assert pq.read_table(tmp_path / "shards" / "quarantine").column("error").to_pylist() == ["text is null"]
+    index = run(spark, expand_inputs(str(tmp_path / "in")), cfg, str(tmp_path / "shards"))
+    assert index["totals"]["documents"] == 2 and index["totals"]["quarantined"] == 3
+    assert pq.read_table(tmp_path / "shards" / "quarantine").column("error").to_pylist() == ["text is null"] * 3
     assert validate(tmp_path / "shards") == []
 
 
