@@ -256,11 +256,12 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
     """(encode's task rows, quarantined records), the quarantined written to STAGING/quarantine when any.
     A document Parquet input is read by the encoding tasks themselves, which count its documents without
     text: only if there are any does Spark read it again for them."""
-    if document_parquet(files):
-        # Several tasks per core (a few large tasks leave cores idle at the end), each of at most about
-        # PARTITION_BYTES, as Spark would read it. Partitions never decide the output here: groups do.
+    # Several tasks per core (a few large tasks leave cores idle at the end). Partitions never decide the
+    # output here: groups do.
+    per_core = TASKS_PER_CORE * spark.sparkContext.defaultParallelism
+    if document_parquet(files):  # tasks of at most about PARTITION_BYTES, as Spark would read it
         size = sum(os.path.getsize(f.path) for f in files)
-        count = max(TASKS_PER_CORE * spark.sparkContext.defaultParallelism, math.ceil(size / PARTITION_BYTES))
+        count = max(per_core, math.ceil(size / PARTITION_BYTES))
         tasks = encode_parquet(parquet_pieces(files, count), count, tokenizer, spark, folder)
         quarantined = sum(task.null_texts for task in tasks)
         if quarantined:
@@ -268,6 +269,8 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
         return tasks, quarantined
     with parsed_once() as keep:  # raw input: a task per file (read_input)
         docs, quarantine = load_documents(spark, files, keep)
+        if docs.rdd.getNumPartitions() < per_core:  # a few large files: spread them (a shuffle of the text)
+            docs = docs.repartition(per_core)
         tasks = encode(docs, tokenizer, spark, folder)
         quarantined = quarantine.count()
         if quarantined:
