@@ -49,13 +49,18 @@ class Decisions:
 
 
 def _groups(*keys: np.ndarray) -> tuple[np.ndarray, int]:
-    """(the group of each element: equal keys, one group; the number of groups)."""
-    if not len(keys[0]):
-        return np.zeros(0, np.int64), 0
-    stacked = np.stack([k.view(np.int64) if k.dtype == np.uint64 else k.astype(np.int64) for k in keys], axis=1)
-    _, group = np.unique(stacked, axis=0, return_inverse=True)
-    group = group.reshape(-1)
-    return group, int(group.max()) + 1
+    """(the group of each element: equal keys, one group; the number of groups). By one sort of the keys
+    (NumPy's unique over rows compares them as bytes: ten times slower)."""
+    n = len(keys[0])
+    order = np.lexsort(keys[::-1])
+    starts = np.zeros(n, bool)
+    starts[:1] = True
+    for key in keys:
+        ordered = key[order]
+        starts[1:] |= ordered[1:] != ordered[:-1]
+    group = np.empty(n, np.int64)
+    group[order] = np.cumsum(starts) - 1
+    return group, int(starts.sum())
 
 
 def _group_min(group: np.ndarray, groups: int, values: np.ndarray) -> np.ndarray:
@@ -111,10 +116,12 @@ def _verified_edges(ranks: np.ndarray, scope: np.ndarray, signatures: np.ndarray
     size = np.bincount(bucket, minlength=buckets)
     giant = int((size > cfg.giant_bucket).sum())
     star = (size[bucket] > 1) & (member != center)
-    pairs = np.unique(np.stack([member[star], center[star]], axis=1), axis=0).reshape(-1, 2)
+    span = int(ranks.max()) + 1 if len(ranks) else 1  # ranks are below it: a pair is one integer
+    pairs = np.unique(member[star] * span + center[star])
+    pairs = np.stack([pairs // span, pairs % span], axis=1)
     if not cfg.verify or not len(pairs):
         return pairs, len(pairs), giant
-    at = np.empty(int(ranks.max()) + 1, np.int64)
+    at = np.empty(span, np.int64)
     at[ranks] = np.arange(len(ranks))
     similarity = (signatures[at[pairs[:, 0]]] == signatures[at[pairs[:, 1]]]).mean(axis=1)
     return pairs[similarity >= cfg.threshold], len(pairs), giant
