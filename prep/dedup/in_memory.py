@@ -100,7 +100,7 @@ def decide(features: pa.Table, sources: np.ndarray, per_source: bool, cfg: Dedup
         component[nodes] = components
     kept = (rank == exact_rep) & near_kept[exact_rep]
     cluster = np.where(component[exact_rep] >= 0, component[exact_rep], exact_rep)
-    cluster_size = np.bincount(cluster, minlength=n)[cluster] if n else np.zeros(0, np.int64)
+    cluster_size = np.bincount(cluster, minlength=n)[cluster]
     head_source = _group_min(cluster, n, sources.astype(np.int64))
     return Decisions(rank, exact_rep, kept, cluster, cluster_size, head_source, candidates, len(edges), giant)
 
