@@ -12,7 +12,9 @@ documents, --copies 96).
 The job runs twice in one Spark session (local[cores]): the first run pays the Python workers'
 start, the second is warm; the JVM start is not counted in either. The bare encoder runs in one
 process on one core, over the same texts, the tokens and nothing else (one core: it is single-threaded,
-and the job runs one task per core).
+and the job runs one task per core); then in `--cores` processes at once, each on its share of the
+batches, which is the most the job could do on this machine's cores (it is not always `--cores` times
+one process's rate).
 """
 
 import argparse
@@ -44,6 +46,23 @@ def bare_encode(texts: pa.ChunkedArray, tokenizer_file: str) -> tuple[int, float
         ids, _ = encode(batch)
         tokens += len(ids) + 2 * len(batch)
     return tokens, time.perf_counter() - started
+
+
+def _encode_share(args: tuple[str, str, int, int]) -> float:
+    """In a process of its own: seconds for bare_encode of every `cores`-th text from `k` on."""
+    folder, tokenizer_file, k, cores = args
+    texts = pq.read_table(folder, columns=["text"]).column("text")
+    share = pa.chunked_array([texts.slice(i, BATCH).combine_chunks() for i in range(0, len(texts), BATCH)][k::cores])
+    return bare_encode(share, tokenizer_file)[1]
+
+
+def bare_encode_parallel(folder: str, tokenizer_file: str, cores: int) -> float:
+    """Seconds for `cores` bare encoders at once, each on every `cores`-th batch: the most a job on that
+    many cores could do on this machine (two processes do not run at twice one's speed everywhere)."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(cores) as pool:
+        return max(pool.map(_encode_share, [(folder, tokenizer_file, k, cores) for k in range(cores)]))
 
 
 def copies_of(folder: str, copies: int) -> str:
@@ -78,6 +97,7 @@ def main() -> None:
     texts = pq.read_table(args.input, columns=["text"]).column("text")
     megabytes = pc.sum(pc.binary_length(texts)).as_py() / 1e6
     tokens, bare_seconds = bare_encode(texts, args.tokenizer)
+    parallel_seconds = bare_encode_parallel(args.input, args.tokenizer, args.cores)
     spark = get_spark("tokenmill-bench-tokenize", [f"spark.master=local[{args.cores}]"])
     cfg = shards.Config(tokenizer=args.tokenizer, pack=PackConfig(args.seq_len))
     runs = []
@@ -93,6 +113,9 @@ def main() -> None:
     print("| | seconds | tokens/s per core | vs the bare encoder |\n|---|---|---|---|")
     bare = tokens / bare_seconds
     print(f"| the job's encoder alone, 1 core | {bare_seconds:.1f} | {bare:,.0f} | 1.00x |")
+    rate = tokens / parallel_seconds / args.cores
+    print(f"| the encoder alone in {args.cores} processes at once, each on 1/{args.cores} of the batches | "
+          f"{parallel_seconds:.1f} | {rate:,.0f} | {rate / bare:.2f}x |")
     for name, seconds in zip(("shards job, first run", "shards job, warm run"), runs):
         rate = tokens / seconds / args.cores
         print(f"| {name} | {seconds:.1f} | {rate:,.0f} | {rate / bare:.2f}x (overhead {bare / rate - 1:.0%}) |")
