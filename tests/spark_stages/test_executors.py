@@ -63,9 +63,10 @@ def python_without(module: str, folder: Path) -> Path:
 
 
 @pytest.mark.spark
-# xxhash: the shards stage needs it (schemas/shards.py); pyarrow: Spark's Arrow tasks, the check's own
-# among them, cannot even start without it (the check then asks a plain Python task what is missing).
-@pytest.mark.parametrize("package", ["xxhash", "pyarrow"])
+# xxhash: the shards stage needs it (schemas/shards.py); numba: the compiled kernels (prep/compiled.py);
+# pyarrow: Spark's Arrow tasks, the check's own among them, cannot even start without it (the check then
+# asks a plain Python task what is missing).
+@pytest.mark.parametrize("package", ["xxhash", "numba", "pyarrow"])
 def test_a_job_stops_at_start_when_executors_lack_a_package(tmp_path, package):
     python = python_without(package, tmp_path)
     out = tmp_path / "out"
