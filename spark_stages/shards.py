@@ -258,10 +258,10 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
     text: only if there are any does Spark read it again for them."""
     # Several tasks per core (a few large tasks leave cores idle at the end). Partitions never decide the
     # output here: groups do.
-    per_core = TASKS_PER_CORE * spark.sparkContext.defaultParallelism
+    min_tasks = TASKS_PER_CORE * spark.sparkContext.defaultParallelism
     if document_parquet(files):  # tasks of at most about PARTITION_BYTES, as Spark would read it
         size = sum(os.path.getsize(f.path) for f in files)
-        count = max(per_core, math.ceil(size / PARTITION_BYTES))
+        count = max(min_tasks, math.ceil(size / PARTITION_BYTES))
         tasks = encode_parquet(parquet_pieces(files, count), count, tokenizer, spark, folder)
         quarantined = sum(task.null_texts for task in tasks)
         if quarantined:
@@ -269,8 +269,8 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
         return tasks, quarantined
     with parsed_once() as keep:  # raw input: a task per file (read_input)
         docs, quarantine = load_documents(spark, files, keep)
-        if docs.rdd.getNumPartitions() < per_core:  # a few large files: spread them (a shuffle of the text)
-            docs = docs.repartition(per_core)
+        if docs.rdd.getNumPartitions() < min_tasks:  # a few large files: spread them (a shuffle of the text)
+            docs = docs.repartition(min_tasks)
         tasks = encode(docs, tokenizer, spark, folder)
         quarantined = quarantine.count()
         if quarantined:
