@@ -39,7 +39,7 @@ from prep.dedup.in_memory import decide
 from prep.ingest.inputs import InputFile
 from schemas import FORMAT_VERSION
 from spark_stages.components import connected_components
-from spark_stages.ingest import SOURCE, default_partitions, load_sources
+from spark_stages.ingest import SOURCE, default_partitions, load_sources, spread
 from spark_stages.outputs import SCRATCH, checksums, commit, staging_dir
 from spark_stages.reports import bar_chart
 from spark_stages.runner import Stage
@@ -109,9 +109,7 @@ def _signatures(docs, cfg: DedupConfig, partitions: int, stages: Stages):
         return pa.RecordBatch.from_arrays([*features.columns, batch[SOURCE]], [*features.schema.names, SOURCE])
 
     schema = spark_schema(FEATURES_SCHEMA.append(pa.field(SOURCE, pa.int32())))
-    texts = docs.select(F.col("_row").alias("row"), "id", "text", SOURCE)
-    if texts.rdd.getNumPartitions() < partitions:  # a few large files: spread them (a shuffle of the text)
-        texts = texts.repartition(partitions)
+    texts = spread(docs.select(F.col("_row").alias("row"), "id", "text", SOURCE), partitions)
     features = texts.mapInArrow(lambda batches: map(with_source, batches), schema)
     return stages.done("signatures", features,
                        shingles=F.sum("shingles"), signature_seconds=F.sum("signature_seconds"))

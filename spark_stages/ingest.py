@@ -26,6 +26,12 @@ def default_partitions(files: list[InputFile]) -> int:
     return max(MIN_PARTITIONS, math.ceil(estimated / PARTITION_BYTES))
 
 
+def spread(frame, partitions: int):
+    """`frame` in at least `partitions` partitions: a read of a few large files (a task per file) is
+    spread by a shuffle, so that every core has work; one already spread enough is left as it is."""
+    return frame.repartition(partitions) if frame.rdd.getNumPartitions() < partitions else frame
+
+
 def read_input(spark, files: list[InputFile], cfg: ReaderConfig):
     """A DataFrame in READ_SCHEMA: documents, quarantined records and file errors, with their positions."""
     # Compressed JSON Lines cannot be split, so a file is a task (up to a cap). The tasks get file

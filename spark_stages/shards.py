@@ -37,12 +37,13 @@ from prep.shard_writer import ShardConfig, ShardWriter
 from prep.tokenizer.encode import TokenizerFile, encode_flat
 from schemas.shards import INDEX_FILE, new_index, shard_name
 from spark_stages.ingest import (
-    PARTITION_BYTES,
+    default_partitions,
     document_parquet,
     load_documents,
     parquet_documents,
     parquet_pieces,
     parsed_once,
+    spread,
 )
 from spark_stages.outputs import SCRATCH, commit, content_checksum, staging_dir
 from spark_stages.runner import Stage
@@ -259,9 +260,8 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
     # Several tasks per core (a few large tasks leave cores idle at the end). Partitions never decide the
     # output here: groups do.
     min_tasks = TASKS_PER_CORE * spark.sparkContext.defaultParallelism
-    if document_parquet(files):  # tasks of at most about PARTITION_BYTES, as Spark would read it
-        size = sum(os.path.getsize(f.path) for f in files)
-        count = max(min_tasks, math.ceil(size / PARTITION_BYTES))
+    if document_parquet(files):  # tasks no larger than the default partitions (about 128 MB of input each)
+        count = max(min_tasks, default_partitions(files))
         tasks = encode_parquet(parquet_pieces(files, count), count, tokenizer, spark, folder)
         quarantined = sum(task.null_texts for task in tasks)
         if quarantined:
@@ -269,9 +269,7 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
         return tasks, quarantined
     with parsed_once() as keep:  # raw input: a task per file (read_input)
         docs, quarantine = load_documents(spark, files, keep)
-        if docs.rdd.getNumPartitions() < min_tasks:  # a few large files: spread them (a shuffle of the text)
-            docs = docs.repartition(min_tasks)
-        tasks = encode(docs, tokenizer, spark, folder)
+        tasks = encode(spread(docs, min_tasks), tokenizer, spark, folder)
         quarantined = quarantine.count()
         if quarantined:
             quarantine.write.parquet(str(staging / "quarantine"))
