@@ -127,10 +127,14 @@ class StandaloneCluster:
         for process in self.processes:
             process.wait()
 
-    def executor_jvms(self) -> list[int]:
+    def executor_jvms(self, app_id: str) -> list[int]:
+        """The executor JVMs of application `app_id`: a finished application's executor may still be
+        shutting down beside the next one's, and is not the next test's to kill."""
         return [pid for pid in children(self.worker.pid)
-                if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in command_line(pid)]
+                if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in (line := command_line(pid))
+                and app_id in line]
 
-    def python_workers(self, python: Path) -> list[int]:
-        """The executors' Python daemons and the workers they forked."""
-        return [pid for pid in children(self.worker.pid) if command_line(pid)[0] == str(python)]
+    def python_workers(self, python: Path, app_id: str) -> list[int]:
+        """The Python daemons of application `app_id`'s executors and the workers they forked."""
+        return [pid for jvm in self.executor_jvms(app_id) for pid in children(jvm)
+                if command_line(pid)[0] == str(python)]

@@ -6,6 +6,7 @@ SIGKILLed mid-job or an executor's JVM is killed and the worker starts another."
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -95,6 +96,18 @@ class Run:
             watcher.join()
         assert child.returncode == 0, output[-5000:]
 
+    def app_id(self) -> str:
+        """This run's application id, from its event log (written from the driver's start on)."""
+        ids = {m.group() for log in self.events.iterdir() if (m := re.search(r"app-\d+-\d+", log.name))}
+        assert len(ids) == 1, f"one application per run, found {sorted(ids)}"
+        return ids.pop()
+
+    def executor_jvms(self) -> list[int]:
+        return self.cluster.executor_jvms(self.app_id())
+
+    def python_workers(self, python: Path) -> list[int]:
+        return self.cluster.python_workers(python, self.app_id())
+
     def events_of(self, kind: str) -> list[dict]:
         logs = self.events.rglob("events_*")  # Spark 4: a folder per application, of rolled files
         tag = f'"Event":"{kind}"'  # the log is mostly query plans: parse only the lines asked for
@@ -126,7 +139,7 @@ def test_the_cluster_writes_what_a_local_run_writes(cluster, executor_python, lo
 def test_python_workers_killed_mid_job_change_nothing(cluster, executor_python, local_run, tmp_path):
     run = Run(cluster, executor_python, tmp_path)
     def workers():
-        return cluster.python_workers(executor_python)
+        return run.python_workers(executor_python)
     # While the cleaning tasks run (their output is being written), and in the tokenizer's EM rounds.
     run.run(run.kill_when("clean/_staging", 2.0, workers), run.kill_when("dedup/stats.json", 8.0, workers))
     assert run.killed, "no Python worker was running when the kills came"
@@ -137,7 +150,7 @@ def test_python_workers_killed_mid_job_change_nothing(cluster, executor_python, 
 def test_a_killed_executor_jvm_is_restarted_and_changes_nothing(cluster, executor_python, local_run, tmp_path):
     run = Run(cluster, executor_python, tmp_path)
     # In dedup's stages: persisted frames, shuffle files and checkpoints of the lost executor are gone.
-    run.run(run.kill_when("dedup/_staging", 6.0, cluster.executor_jvms))
+    run.run(run.kill_when("dedup/_staging", 6.0, run.executor_jvms))
     assert len(run.killed) == 1
     assert run.events_of("SparkListenerExecutorRemoved") and len(run.events_of("SparkListenerExecutorAdded")) >= 2
     assert_same_outputs(local_run, run.out)
