@@ -6,8 +6,11 @@ complete) and checked there. Every problem raises ShardError naming the shard: m
 checksum mismatch, unreadable Arrow, wrong schema. Never garbage, never a silent end.
 """
 
+import contextlib
 import json
+import mmap
 import os
+import struct
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -15,7 +18,8 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from schemas.shards import INDEX_FILE, SHARD_SCHEMA, ShardFileError, check_shard_file, open_shard
+from loaders.arrow_ipc import RecordBatchLayout, read_region, shard_layout
+from schemas.shards import INDEX_FILE, SHARD_SCHEMA, ShardFileError, check_shard_file, read_checked_shard
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tokenmill"  # remote shards fetched here; disk-backed L2 if needed
 
@@ -93,15 +97,84 @@ class ShardArrays(NamedTuple):
         return cls(*_offsets_values(batch.column(0)), *_offsets_values(batch.column(1)))
 
 
-def read_shard(source: ShardSource, shard: int) -> list[ShardArrays]:
-    """Checks and decompresses one shard: its record batches' arrays."""
+class DecodedShard:
+    """A shard pyarrow decompressed: its record batches' arrays, copied into an L2 run by write_into."""
+
+    def __init__(self, batches: list[ShardArrays]):
+        self.batches = batches
+        self.rows = sum(len(b.token_offsets) - 1 for b in batches)
+        self.tokens = sum(int(b.token_offsets[-1] - b.token_offsets[0]) for b in batches)
+        self.cu = sum(int(b.cu_offsets[-1] - b.cu_offsets[0]) for b in batches)
+
+    def write_into(self, run: ShardArrays) -> None:
+        """Fills `run` (arrays of rows, tokens and cu sized by this shard, see shm_arena.run_views)."""
+        _concatenate([(b.token_offsets, b.tokens) for b in self.batches], run.token_offsets, run.tokens)
+        _concatenate([(b.cu_offsets, b.cu_seqlens) for b in self.batches], run.cu_offsets, run.cu_seqlens)
+
+
+class CompressedShard:
+    """A shard laid out as the shards job writes it (arrow_ipc.shard_layout): write_into decompresses
+    its buffers straight into the L2 run, the one write of those bytes."""
+
+    def __init__(self, where: str, mapped: mmap.mmap, batches: list[RecordBatchLayout]):
+        self.where, self.mapped, self.batches = where, mapped, batches
+        self.rows = sum(b.rows for b in batches)
+        self.tokens = sum(b.tokens.values for b in batches)
+        self.cu = sum(b.cu_seqlens.values for b in batches)
+
+    def write_into(self, run: ShardArrays) -> None:
+        data = memoryview(self.mapped)
+        try:
+            row = token = cu = 0
+            for number, batch in enumerate(self.batches):
+                for column, offsets_out, values_out, value in ((batch.tokens, run.token_offsets, run.tokens, token),
+                                                               (batch.cu_seqlens, run.cu_offsets, run.cu_seqlens, cu)):
+                    offsets = np.empty(batch.rows + 1, np.int32)
+                    read_region(data, column.offsets, memoryview(offsets).cast("B"))
+                    if offsets[0] != 0 or offsets[-1] != column.values or np.any(np.diff(offsets) < 0):
+                        raise ShardError(f"{self.where}: record batch {number} has list offsets that do not rise "
+                                         f"from 0 to its {column.values} values")
+                    np.add(offsets, value, out=offsets_out[row:row + batch.rows + 1], casting="unsafe")
+                    read_region(data, column.data, memoryview(values_out[value:value + column.values]).cast("B"))
+                row, token, cu = row + batch.rows, token + batch.tokens.values, cu + batch.cu_seqlens.values
+        except ValueError as e:  # read_region's, zstd's among them
+            raise ShardError(f"{self.where}: {e}") from None
+        finally:
+            data.release()
+            with contextlib.suppress(BufferError):  # an error's traceback still holds a slice: the GC unmaps
+                self.mapped.close()
+
+
+def read_shard(source: ShardSource, shard: int) -> DecodedShard | CompressedShard:
+    """Checks one shard (size, checksum, schema, rows) and says how to decompress it into L2."""
     entry = source.entries[shard]
-    path = source.local_path(shard)
+    path, where = source.local_path(shard), f"{source.location}/{entry['file']}"
     try:
-        table = open_shard(path, entry, source.index["checksum_algorithm"])
+        check_shard_file(path, entry, source.index["checksum_algorithm"])
+        if (compressed := _compressed_shard(path, where)) is not None and compressed.rows == entry["rows"]:
+            return compressed
+        table = read_checked_shard(path, entry)
     except ShardFileError as e:
-        raise ShardError(f"{source.location}/{entry['file']}: {e}") from None
-    return [ShardArrays.of_batch(batch) for batch in table.to_batches()]
+        raise ShardError(f"{where}: {e}") from None
+    return DecodedShard([ShardArrays.of_batch(batch) for batch in table.to_batches()])
+
+
+def _compressed_shard(path: Path, where: str) -> CompressedShard | None:
+    """The shard read the fast way, or None for pyarrow's (another layout, or damage it will name)."""
+    with open(path, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        with pa.memory_map(str(path)) as source:
+            reader = pa.ipc.open_file(source)  # the footer only: the schema, and a check of our reading
+            schema, count = reader.schema, reader.num_record_batches
+        with memoryview(mapped) as data:
+            batches = shard_layout(data)
+        if batches is not None and schema.equals(SHARD_SCHEMA) and len(batches) == count:
+            return CompressedShard(where, mapped, batches)
+    except (pa.ArrowInvalid, OSError, ValueError, struct.error):
+        pass
+    mapped.close()
+    return None
 
 
 def _offsets_values(lists: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
@@ -181,3 +254,14 @@ class Prefetcher:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _concatenate(batches: list[tuple[np.ndarray, np.ndarray]], offsets_out: np.ndarray,
+                 values_out: np.ndarray) -> None:
+    """Record batches' (offsets, values), offsets starting anywhere, as one (offsets from 0, values)."""
+    row = value = 0
+    for offsets, values in batches:
+        n, length = len(offsets) - 1, int(offsets[-1] - offsets[0])
+        np.add(offsets, value - offsets[0], out=offsets_out[row:row + n + 1], casting="unsafe")
+        values_out[value:value + length] = values[offsets[0]:offsets[-1]]
+        row, value = row + n, value + length

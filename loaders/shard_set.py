@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from loaders import shm_arena
-from loaders.collate import collate_runs, finish, gather
+from loaders.collate import collate_runs, finish, gather, load_kernel
 from loaders.fetch_workers import FetchWorkers
 from loaders.order import GlobalOrder, OrderConfig
 from loaders.shard_reader import DEFAULT_CACHE_DIR, Prefetcher, RecordBatchReader, ShardSource, read_shard
@@ -81,6 +81,7 @@ class ShardSet:
                 self._prefetch_blocks(positions.start)  # after: the first batch has the cores to itself
                 return written
         self._prefetch_blocks(positions.start)
+        load_kernel()  # once, before waiting for the shards: while L3 decompresses them
         distinct = set(shards.tolist())
         for _ in range(MAX_RETRIES):
             cached = [self._cached(shard) for shard in distinct]

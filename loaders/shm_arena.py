@@ -265,7 +265,7 @@ class SharedArena:
     # -- writing ----------------------------------------------------------------------------------
 
     def fill(self, shard: int, decode) -> tuple[CachedShard, bool]:
-        """The cached shard, decompressing it with `decode()` (chunks, see publish) unless cached or
+        """The cached shard, decompressing it with `decode()` (contents, see _publish) unless cached or
         being written by another process (then wait). Also says whether this call decompressed it."""
         decompressed = False
         while True:
@@ -296,21 +296,17 @@ class SharedArena:
             if row[Field.STATE] == State.WRITING and row[Field.PID] == os.getpid():
                 self._free(row)
 
-    def _publish(self, shard: int, batches: list[ShardArrays]) -> None:
-        """Copies a shard's record batches (offsets starting anywhere) into one run of the arena and
-        marks it ready."""
-        rows = sum(len(b.token_offsets) - 1 for b in batches)
-        tokens = sum(int(b.token_offsets[-1] - b.token_offsets[0]) for b in batches)
-        cu = sum(int(b.cu_offsets[-1] - b.cu_offsets[0]) for b in batches)
+    def _publish(self, shard: int, contents) -> None:
+        """Writes a shard's `contents` (shard_reader.DecodedShard or CompressedShard) into one run of the
+        arena and marks it ready."""
+        rows, tokens, cu = contents.rows, contents.tokens, contents.cu
         nbytes = entry_bytes(rows, tokens, cu)
         with self._locked():
             offset = self._allocate(shard, nbytes)
             self.table[shard, [Field.OFFSET, Field.NBYTES, Field.ROWS, Field.TOKENS, Field.CU]] = [
                 offset, nbytes, rows, tokens, cu]
         self._populate_for_write(self._data + offset, nbytes)
-        run = run_views(self._mm, self._data + offset, rows, tokens, cu)
-        _concatenate([(b.token_offsets, b.tokens) for b in batches], run.token_offsets, run.tokens)
-        _concatenate([(b.cu_offsets, b.cu_seqlens) for b in batches], run.cu_offsets, run.cu_seqlens)
+        contents.write_into(run_views(self._mm, self._data + offset, rows, tokens, cu))
         with self._locked():
             self.table[shard, Field.STATE] = State.READY
             self.table[shard, Field.GENERATION] += 1
@@ -366,17 +362,6 @@ class SharedArena:
             os.close(self._fd)
             self._fd = -1
         atexit.unregister(self.close)
-
-
-def _concatenate(batches: list[tuple[np.ndarray, np.ndarray]], offsets_out: np.ndarray,
-                 values_out: np.ndarray) -> None:
-    """Record batches' (offsets, values), offsets starting anywhere, as one (offsets from 0, values)."""
-    row = value = 0
-    for offsets, values in batches:
-        n, length = len(offsets) - 1, int(offsets[-1] - offsets[0])
-        np.add(offsets, value - offsets[0], out=offsets_out[row:row + n + 1], casting="unsafe")
-        values_out[value:value + length] = values[offsets[0]:offsets[-1]]
-        row, value = row + n, value + length
 
 
 def sweep_stale_arenas(folder: Path, keep: Path) -> list[Path]:

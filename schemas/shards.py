@@ -86,6 +86,12 @@ def open_shard(path: Path, entry: dict, algorithm: str = CHECKSUM_ALGORITHM) -> 
     """The shard's rows, after checking the file against its index entry: present, size, checksum,
     readable Arrow IPC, schema, row count. Raises ShardFileError saying what is wrong."""
     check_shard_file(path, entry, algorithm)
+    return read_checked_shard(path, entry)
+
+
+def read_checked_shard(path: Path, entry: dict) -> pa.Table:
+    """The rows of a shard whose bytes check_shard_file passed: readable Arrow IPC of the shard schema
+    and the indexed row count, else ShardFileError."""
     try:
         with pa.memory_map(str(path)) as source:
             table = pa.ipc.open_file(source).read_all()

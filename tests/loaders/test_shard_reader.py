@@ -7,10 +7,19 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from loaders.shard_reader import Prefetcher, ShardError, ShardSource, read_shard
-from loaders.shm_arena import SharedArena, arena_key
-from schemas.shards import file_checksum, shard_name
-from tests.shard_fixtures import write_shards
+from loaders.arrow_ipc import shard_layout
+from loaders.shard_reader import (
+    CompressedShard,
+    DecodedShard,
+    Prefetcher,
+    ShardArrays,
+    ShardError,
+    ShardSource,
+    read_shard,
+)
+from loaders.shm_arena import SharedArena, arena_key, entry_bytes, run_views
+from schemas.shards import SHARD_SCHEMA, file_checksum, read_checked_shard, shard_name
+from tests.shard_fixtures import write_shards, write_text_shards
 
 
 def arena_for(source, folder):
@@ -19,6 +28,14 @@ def arena_for(source, folder):
 
 def decode(source, shard, arena):
     return arena.fill(shard, lambda: read_shard(source, shard))[0]
+
+
+def unpacked(contents) -> ShardArrays:
+    """What read_shard's contents write into L2, written into a plain buffer laid out as an L2 run."""
+    buffer = bytearray(entry_bytes(contents.rows, contents.tokens, contents.cu))
+    run = run_views(buffer, 0, contents.rows, contents.tokens, contents.cu)
+    contents.write_into(run)
+    return run
 
 
 def rows_of(folder, shard):
@@ -54,7 +71,7 @@ def test_remote_shards_are_fetched_once_into_the_cache(tmp_path, private_shm):
     cached = source.local_path(1)
     assert cached.is_file() and str(cached).startswith(str(tmp_path / "cache"))
     memory.rm("/bucket/shards/" + shard_name(1))  # now served from the cache
-    assert read_shard(source, 1)[0].tokens[:4].tolist() == decoded.arrays.row(0)[0][:4].tolist()
+    assert unpacked(read_shard(source, 1)).row(0)[0].tolist() == decoded.arrays.row(0)[0].tolist()
     with pytest.raises(ShardError, match=f"{shard_name(0)}: missing"):
         memory.rm("/bucket/shards/" + shard_name(0))
         read_shard(source, 0)
@@ -101,3 +118,69 @@ def test_damage_raises_an_error_naming_the_shard(tmp_path, private_shm, damage, 
 def test_a_folder_without_an_index_is_refused(tmp_path):
     with pytest.raises(ShardError, match="index.json: missing"):
         ShardSource(str(tmp_path))
+
+
+def pyarrows_contents(source, shard) -> DecodedShard:
+    entry = source.entries[shard]
+    table = read_checked_shard(source.local_path(shard), entry)
+    return DecodedShard([ShardArrays.of_batch(batch) for batch in table.to_batches()])
+
+
+def test_shards_the_job_writes_are_decompressed_straight_into_l2_as_pyarrow_reads_them(tmp_path):
+    write_text_shards(tmp_path, parts=2)
+    source = ShardSource(str(tmp_path))
+    for shard in range(2):
+        contents = read_shard(source, shard)
+        assert isinstance(contents, CompressedShard) and len(contents.batches) > 1
+        ours, theirs = unpacked(contents), unpacked(pyarrows_contents(source, shard))
+        assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(ours, theirs))
+
+
+def replace_shard(folder, shard, table, **options):
+    """Shard `shard` rewritten as `table` with IPC write `options`, its index entry made to match."""
+    path = folder / shard_name(shard)
+    with pa.ipc.new_file(str(path), table.schema, options=pa.ipc.IpcWriteOptions(**options)) as writer:
+        writer.write_table(table)
+    reindex(folder, shard, rows=table.num_rows)
+
+
+def reindex(folder, shard, **fields):
+    """The index entry of shard `shard` made to match its file (which then passes the size and checksum)."""
+    path = folder / shard_name(shard)
+    index = json.loads((folder / "index.json").read_text())
+    index["shards"][shard].update(bytes=path.stat().st_size, checksum=file_checksum(path), **fields)
+    (folder / "index.json").write_text(json.dumps(index))
+
+
+def test_a_shard_of_another_layout_is_read_by_pyarrow(tmp_path):
+    write_shards(tmp_path)
+    rows = rows_of(tmp_path, 1)
+    replace_shard(tmp_path, 1, pa.ipc.open_file(pa.memory_map(str(tmp_path / shard_name(1)))).read_all())  # plain
+    contents = read_shard(ShardSource(str(tmp_path)), 1)
+    assert isinstance(contents, DecodedShard)
+    run = unpacked(contents)
+    assert [(t.tolist(), c.tolist()) for t, c in map(run.row, range(len(rows)))] == rows
+
+
+def test_damage_behind_a_valid_checksum_raises_an_error_naming_the_shard(tmp_path, private_shm):
+    write_shards(tmp_path)
+    falling = pa.ListArray.from_arrays(pa.array(np.array([0, 5, 3, 8], np.int32)),
+                                       pa.array(np.arange(8, dtype=np.uint32)))
+    cu = pa.array([[0, 5], [0, 3], [0, 5]], pa.list_(pa.int32()))
+    replace_shard(tmp_path, 1, pa.Table.from_arrays([falling, cu], schema=SHARD_SCHEMA), compression="zstd")
+    source = ShardSource(str(tmp_path))
+    with pytest.raises(ShardError, match=f"{shard_name(1)}: record batch 0 has list offsets that do not rise"):
+        unpacked(read_shard(source, 1))
+    with pytest.raises(ShardError, match=shard_name(1)):  # through L2, as the loader meets it
+        decode(source, 1, arena_for(source, private_shm))
+
+    write_shards(tmp_path)  # a zstd frame that does not decode: its magic number overwritten
+    path = tmp_path / shard_name(1)
+    with open(path, "rb") as f:
+        tokens = shard_layout(memoryview(f.read()))[0].tokens.data
+    data = bytearray(path.read_bytes())
+    data[tokens.offset:tokens.offset + 4] = b"\0\0\0\0"
+    path.write_bytes(bytes(data))
+    reindex(tmp_path, 1)
+    with pytest.raises(ShardError, match=shard_name(1)):
+        unpacked(read_shard(ShardSource(str(tmp_path)), 1))

@@ -27,8 +27,7 @@ def tokens(loader, steps):
 def test_eviction_takes_the_least_recently_used_and_readers_notice(tmp_path, private_shm):
     write_shards(tmp_path, parts=4)
     source = ShardSource(str(tmp_path))
-    sizes = [entry_bytes(e["rows"], e["tokens"], sum(int(b.cu_offsets[-1]) for b in read_shard(source, i)))
-             for i, e in enumerate(source.entries)]
+    sizes = [entry_bytes(e["rows"], e["tokens"], read_shard(source, i).cu) for i, e in enumerate(source.entries)]
     arena = SharedArena(arena_key(source.location, source.index), 4, sum(sorted(sizes)[-2:]), private_shm)
     fill = lambda shard: arena.fill(shard, lambda: read_shard(source, shard))  # noqa: E731
     first, decompressed = fill(0)
