@@ -85,6 +85,8 @@ class Schedule:
 
     def rows(self, counts: list[int], rows: int) -> list[int]:
         """Rows each source gets of the next `rows`, each having had `counts` since the weights took effect."""
+        if len(self.weights) == 1:  # one folder: no schedule
+            return [rows]
         if self._table is None:
             return allocate(self.weights, counts, rows)
         served = sum(counts)

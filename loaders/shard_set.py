@@ -85,8 +85,6 @@ class ShardSet:
         distinct = set(shards.tolist())
         for _ in range(MAX_RETRIES):
             cached = [self._cached(shard) for shard in distinct]
-            for entry in cached:
-                self._runs[entry.shard] = entry.run
             written = collate_runs(self.arena.words, self._runs[shards], rows, self.seq_len, self.pad_id, out,
                                    first_row, pieces)
             if all(map(self.arena.still_valid, cached)):
@@ -119,11 +117,13 @@ class ShardSet:
         return pieces + len(boundaries)
 
     def _cached(self, shard: int) -> CachedShard:
+        """The shard's L2 entry, its run in self._runs (for collate_runs)."""
         cached = self._views.get(shard)
         if cached is not None and self.arena.still_valid(cached):
             self.arena.touch(shard)
-        else:
-            cached = self.arena.lookup(shard)
+            self.counters["cache_hits"] += 1
+            return cached
+        cached = self.arena.lookup(shard)
         if cached is not None:
             self.counters["cache_hits"] += 1
         else:
@@ -133,6 +133,7 @@ class ShardSet:
                 self.counters["decompressions"] += 1
                 self.counters["bytes_decompressed"] += cached.nbytes
         self._views[shard] = cached
+        self._runs[shard] = cached.run
         return cached
 
     def _prefetch_blocks(self, position: int) -> None:
