@@ -54,7 +54,7 @@ class _FlatBuffer:
         self.data, self.start, self.end = data, start, end
 
     def _check(self, at: int, size: int) -> int:
-        if not self.start <= at and at + size <= self.end:
+        if not (self.start <= at and at + size <= self.end):
             raise ValueError(f"offset {at} outside the metadata [{self.start}, {self.end})")
         return at
 

@@ -72,9 +72,20 @@ def test_other_layouts_are_left_to_pyarrow(tmp_path, table, options):
     lambda _: b"not an arrow file" * 8,
     lambda data: data[:len(data) // 2] + data[-6:],  # magic at both ends, the footer length from elsewhere
     lambda data: data[:-10] + (len(data) * 2).to_bytes(4, "little") + data[-6:],  # a footer longer than the file
+    lambda data: data[:-10] + (8).to_bytes(4, "little") + data[-6:],  # its offsets lead out of an 8-byte footer
 ])
 def test_what_is_not_an_arrow_file_is_refused(tmp_path, damage):
     write_table(tmp_path / "ours.arrow", rows_table(), compression="zstd")
     (tmp_path / "bad.arrow").write_bytes(damage((tmp_path / "ours.arrow").read_bytes()))
     with pytest.raises(ValueError):
         shard_layout(mapped(tmp_path / "bad.arrow"))
+
+
+def test_metadata_is_read_only_inside_its_own_bounds():
+    from loaders.arrow_ipc import _FlatBuffer
+
+    metadata = _FlatBuffer(memoryview(bytes(64)), 8, 24)  # the file goes on both sides
+    assert metadata.scalar(8, 0, "<I", 7) == 7  # an empty vtable: the default
+    for at in (4, 22, 24):
+        with pytest.raises(ValueError, match="outside the metadata"):
+            metadata.table(at, 0)
