@@ -50,8 +50,22 @@ def features_batch(batch: pa.RecordBatch, cfg: DedupConfig) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict({"row": batch["row"], "id": batch["id"], **features}, schema=FEATURES_SCHEMA)
 
 
-def signature_array(column: pa.Array, num_perm: int) -> np.ndarray:
-    return np.frombuffer(b"".join(column.to_pylist()), dtype=np.uint32).reshape(-1, num_perm)
+def signature_array(column: pa.Array | pa.ChunkedArray, num_perm: int) -> np.ndarray:
+    return fixed_width_values(column, np.uint32, num_perm)
+
+
+def fixed_width_values(column: pa.Array | pa.ChunkedArray, dtype, width: int) -> np.ndarray:
+    """A binary column whose every value is `width` items of `dtype` (signatures, hashes), as a read-only
+    array [rows, width] over its data buffer: no Python object per value."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not len(array):
+        return np.empty((0, width), dtype)
+    nbytes = np.dtype(dtype).itemsize * width
+    offset_type = np.dtype(np.int64 if pa.types.is_large_binary(array.type) else np.int32)
+    offsets = np.frombuffer(array.buffers()[1], offset_type, len(array) + 1, array.offset * offset_type.itemsize)
+    if array.null_count or np.any(np.diff(offsets) != nbytes):
+        raise ValueError(f"a binary column of {len(array)} values that are not all {nbytes} bytes")
+    return np.frombuffer(array.buffers()[2], dtype, len(array) * width, int(offsets[0])).reshape(-1, width)
 
 
 def bands_batch(batch: pa.RecordBatch, params: LshParams, num_perm: int) -> pa.RecordBatch:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from prep.dedup.batches import DedupConfig, signature_array, survivors_batches
+from prep.dedup.batches import DedupConfig, fixed_width_values, signature_array, survivors_batches
 from prep.dedup.lsh import band_hashes
 from prep.dedup.near_clusters import connected_components_in_memory
 
@@ -76,7 +76,7 @@ def decide(features: pa.Table, sources: np.ndarray, per_source: bool, cfg: Dedup
     n = features.num_rows
     row, id_hash, text_len = (features[name].to_numpy() for name in ("row", "id_hash", "text_len"))
     # 16 bytes as two big-endian words: their unsigned order is Spark's order of the binary column.
-    exact = np.frombuffer(b"".join(features["exact_hash"].to_pylist()), ">u8").reshape(-1, 2).astype(np.uint64)
+    exact = fixed_width_values(features["exact_hash"], ">u8", 2).astype(np.uint64)
     exact_hi, exact_lo = exact[:, 0], exact[:, 1]
     rank = np.empty(n, np.int64)
     rank[np.lexsort((row, exact_lo, exact_hi, id_hash, -text_len, sources))] = np.arange(n)

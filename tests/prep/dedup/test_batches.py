@@ -1,7 +1,8 @@
 import numpy as np
 import pyarrow as pa
+import pytest
 
-from prep.dedup.batches import SURVIVORS_SCHEMA, DedupConfig, survivors_batches
+from prep.dedup.batches import SURVIVORS_SCHEMA, DedupConfig, fixed_width_values, survivors_batches
 from prep.dedup.near_clusters import select_survivors
 
 
@@ -33,3 +34,16 @@ def test_survivors_of_components_that_span_batches_are_decided_whole():
         got = {r: (k, c) for r, k, c in zip(*(out[n].to_pylist() for n in ("rank", "near_kept", "copy_of")))}
         assert got == expected
     assert not all(k for k, _ in expected.values()) and any(k for k, _ in list(expected.values())[1:])
+
+
+def test_fixed_width_values_read_the_data_buffer_of_any_slice_and_refuse_other_widths():
+    values = [np.arange(i, i + 4, dtype=np.uint32).tobytes() for i in range(6)]
+    for column in (pa.array(values, pa.binary()), pa.array(values, pa.large_binary())):
+        sliced = column.slice(2, 3)
+        assert fixed_width_values(sliced, np.uint32, 4).tolist() == [list(range(i, i + 4)) for i in range(2, 5)]
+        chunked = pa.chunked_array([column.slice(0, 2), column.slice(4)])
+        assert fixed_width_values(chunked, np.uint32, 4)[:, 0].tolist() == [0, 1, 4, 5]
+    assert fixed_width_values(pa.array([], pa.binary()), np.uint32, 4).shape == (0, 4)
+    for bad in (pa.array([values[0], values[1][:12]]), pa.array([values[0], None])):
+        with pytest.raises(ValueError, match="not all 16 bytes"):
+            fixed_width_values(bad, np.uint32, 4)
