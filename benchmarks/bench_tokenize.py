@@ -72,9 +72,10 @@ def copies_of(folder: str, copies: int) -> str:
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     table = pq.read_table(folder)  # every column, as the dedup job wrote them
+    at = table.schema.get_field_index("id")
     for i in range(copies):
         ids = pc.binary_join_element_wise(table.column("id"), pa.scalar(f"#copy{i}"), "")
-        pq.write_table(table.set_column(0, "id", ids), target / f"part-{i:05d}.parquet")
+        pq.write_table(table.set_column(at, "id", ids), target / f"part-{i:05d}.parquet")
     return str(target)
 
 
