@@ -14,7 +14,8 @@ SAMPLE_VOCAB := 32768
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+# loaders/_collate.c is compiled by the editable install: a change to it installs again.
+$(STAMP): pyproject.toml Makefile loaders/_collate.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q '$(TORCH)'

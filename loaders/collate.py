@@ -11,10 +11,13 @@ For rows of `tokens` (length a multiple of 128, at most seq_len) with their `cu_
 
 import functools
 
-import numba
 import numpy as np
 
-from loaders.shm_arena import ArenaWords
+try:  # built by `pip install -e .` from loaders/_collate.c
+    from loaders import _collate
+except ImportError:  # installed without a C compiler: ShardSet collates with gather and finish instead
+    _collate = None
+KERNEL_BUILT = _collate is not None
 
 IGNORE = -100  # PyTorch's cross-entropy ignore_index
 
@@ -80,80 +83,31 @@ def empty_batch(batch: int, seq_len: int) -> dict[str, np.ndarray]:
     return out
 
 
-def collate_runs(words, runs: np.ndarray, rows: np.ndarray, seq_len: int, pad_id: int, out: dict[str, np.ndarray],
+def collate_runs(memory: np.ndarray, runs: np.ndarray, rows: np.ndarray, seq_len: int, pad_id: int,
+                 out: dict[str, np.ndarray], first_row: int = 0, pieces: int = 1) -> int:
+    """Rows of a batch in one compiled pass (loaders/_collate.c, the GIL released), straight out of L2,
+    into `out` (empty_batch) from row `first_row` on, their boundaries after the first `pieces` of out's
+    cu_seqlens: `runs` gives, per row, the (base, rows, tokens, cu) of its shard's run in the arena
+    (`memory`: SharedArena.memory) and `rows` the row in that shard. Returns the boundaries written so
+    far, or -1 when an offset read points outside its run (the shard was evicted and rewritten
+    meanwhile; the caller checks and reads again)."""
+    return _collate.collate_runs(memory, runs, rows, seq_len, pad_id, out["input_ids"], out["labels"],
+                                 out["position_ids"], out["cu_seqlens"], first_row, pieces)
+
+
+def collate_into(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int, pad_id: int, out: dict[str, np.ndarray],
                  first_row: int = 0, pieces: int = 1) -> int:
-    """Rows of a batch in one compiled pass, straight out of L2, into `out` (empty_batch) from row
-    `first_row` on, their boundaries after the first `pieces` of out's cu_seqlens: `runs` gives, per
-    row, the (base, rows, tokens, cu) of its shard's run in the arena (`words`: SharedArena.words) and
-    `rows` the row in that shard. Returns the boundaries written so far, or -1 when an offset read
-    points outside its run (the shard was evicted and rewritten meanwhile; the caller checks and reads
-    again)."""
-    return _collate_kernel(words.int64, words.uint32, words.int32, runs, rows, seq_len, pad_id, out["input_ids"],
-                           out["labels"], out["position_ids"], out["cu_seqlens"], first_row, pieces)
-
-
-@functools.cache
-def load_kernel() -> None:
-    """Loads the compiled pass now (from numba's cache, else compiling it) with the argument types of
-    every real call: a fresh process's first load takes ~0.3 s, better spent while L3 decompresses
-    the first shuffle block than after it, on the way to the second batch."""
-    words = ArenaWords(np.zeros(2, np.int64), np.zeros(4, np.uint32), np.zeros(4, np.int32))
-    collate_runs(words, np.zeros((0, 4), np.int64), np.zeros(0, np.int64), 1, 0, empty_batch(1, 1))
+    """collate_runs' result from rows given as (tokens, cu_seqlens) views, by gather and finish: the
+    first batch after a start reads its rows this way, and every batch where the kernel is not built."""
+    batch = collate(rows, seq_len, pad_id)
+    end = first_row + len(rows)
+    for key in ("input_ids", "labels", "position_ids"):
+        out[key][first_row:end] = batch[key]
+    boundaries = batch["cu_seqlens"][1:] + first_row * seq_len
+    out["cu_seqlens"][pieces:pieces + len(boundaries)] = boundaries
+    return pieces + len(boundaries)
 
 
 def batch_of(out: dict[str, np.ndarray], pieces: int) -> dict[str, np.ndarray]:
     """The finished batch: out with cu_seqlens cut to its `pieces` boundaries."""
     return {**out, "cu_seqlens": out["cu_seqlens"][:pieces].copy()}
-
-
-@numba.njit(cache=True, nogil=True)
-def _collate_kernel(words64, words32u, words32i, runs, rows, seq_len, pad_id, input_ids, labels, position_ids,
-                    cu_seqlens, first_row, count):
-    """gather + finish for every row: tokens widened to int64, padding, labels, positions and the
-    boundaries over the flattened batch. Every index is checked against its run first: a run being
-    rewritten under us gives -1, never a read outside it."""
-    for i_row in range(len(rows)):
-        b = first_row + i_row
-        base, nrows, ntokens, ncu = runs[i_row, 0], runs[i_row, 1], runs[i_row, 2], runs[i_row, 3]
-        r = rows[i_row]
-        token_offsets = base // 8  # int64[nrows + 1], then cu_offsets int64[nrows + 1]
-        cu_offsets = token_offsets + nrows + 1
-        tokens_at = (base + 16 * (nrows + 1)) // 4  # uint32[ntokens], then cu_seqlens int32[ncu]
-        cu_at = tokens_at + ntokens
-        if r < 0 or r >= nrows:
-            return -1
-        t0, t1 = words64[token_offsets + r], words64[token_offsets + r + 1]
-        c0, c1 = words64[cu_offsets + r], words64[cu_offsets + r + 1]
-        if not (0 <= t0 <= t1 <= ntokens and t1 - t0 <= seq_len and 0 <= c0 and c0 + 2 <= c1 <= ncu):
-            return -1
-        if words32i[cu_at + c0] != 0:
-            return -1
-        length = t1 - t0
-        # Whole-row loops over 1-D views, each simple enough for LLVM to vectorize: widen the tokens,
-        # shift them for the labels, count positions up; then the few boundary fixes.
-        src = words32u[tokens_at + t0:tokens_at + t1]
-        ids, lab, pos = input_ids[b], labels[b], position_ids[b]
-        for i in range(length):
-            ids[i] = src[i]
-        for i in range(length, seq_len):
-            ids[i] = pad_id
-        for i in range(length - 1):
-            lab[i] = src[i + 1]
-        start = 0
-        for k in range(c0 + 1, c1):  # the row's document pieces
-            end = words32i[cu_at + k]
-            if end <= start or end > length:
-                return -1
-            for i in range(start, end):
-                pos[i] = i - start
-            lab[end - 1] = IGNORE  # no label across a document boundary
-            cu_seqlens[count] = b * seq_len + end
-            count += 1
-            start = end
-        if start < seq_len:  # the padding, a piece of its own
-            for i in range(start, seq_len):
-                lab[i] = IGNORE
-                pos[i] = i - start
-            cu_seqlens[count] = b * seq_len + seq_len
-            count += 1
-    return count

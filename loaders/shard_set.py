@@ -7,13 +7,14 @@ for whole shards; later batches are collated in one compiled pass straight out o
 
 import os
 import shutil
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from loaders import shm_arena
-from loaders.collate import collate_runs, finish, gather, load_kernel
+from loaders.collate import KERNEL_BUILT, collate_into, collate_runs
 from loaders.fetch_workers import FetchWorkers
 from loaders.order import GlobalOrder, OrderConfig
 from loaders.shard_reader import DEFAULT_CACHE_DIR, Prefetcher, RecordBatchReader, ShardSource, read_shard
@@ -37,6 +38,9 @@ class ShardSet:
     """`share`: this set's part of the node's L2 (a mixture splits it by the sources' sizes)."""
 
     def __init__(self, source: ShardSource, seed: int, options: ReadOptions, share: float = 1.0):
+        if not KERNEL_BUILT:
+            warnings.warn("loaders/_collate.c is not built (tokenmill was installed without a C compiler): batches are "
+                          "collated by NumPy, ~3x slower; reinstall with one (pip install -e .)", stacklevel=3)
         self.source = source
         index, entries = self.source.index, self.source.entries
         self.seq_len, self.pad_id = index["seq_len"], index["pad_id"]
@@ -81,12 +85,12 @@ class ShardSet:
                 self._prefetch_blocks(positions.start)  # after: the first batch has the cores to itself
                 return written
         self._prefetch_blocks(positions.start)
-        load_kernel()  # once, before waiting for the shards: while L3 decompresses them
         distinct = set(shards.tolist())
         for _ in range(MAX_RETRIES):
             cached = [self._cached(shard) for shard in distinct]
-            written = collate_runs(self.arena.words, self._runs[shards], rows, self.seq_len, self.pad_id, out,
-                                   first_row, pieces)
+            written = (collate_runs(self.arena.memory, self._runs[shards], rows, self.seq_len, self.pad_id, out,
+                                    first_row, pieces) if KERNEL_BUILT else self._collate_views(shards, rows, out,
+                                                                                                 first_row, pieces))
             if all(map(self.arena.still_valid, cached)):
                 if written < 0:
                     raise ValueError(f"shards {sorted(distinct)} hold a row that does not fit seq_len {self.seq_len} "
@@ -104,17 +108,21 @@ class ShardSet:
         parts = [cached[s].arrays.row(r) if cached[s] is not None else self._direct.row(s, r)
                  for s, r in zip(shards, rows)]
         self.counters["direct_rows"] += sum(cached[s] is None for s in shards)
-        gathered = gather(parts, self.seq_len, self.pad_id)  # copies: no view outlives this
+        written = collate_into(parts, self.seq_len, self.pad_id, out, first_row, pieces)  # copies: no view outlives it
         self._direct.clear()
         if not all(self.arena.still_valid(c) for c in cached.values() if c is not None):
             return self.collate(positions, out, first_row, pieces)  # evicted meanwhile: the usual way
-        batch = finish(*gathered)
-        end = first_row + len(positions)
-        for key in ("input_ids", "labels", "position_ids"):
-            out[key][first_row:end] = batch[key]
-        boundaries = batch["cu_seqlens"][1:] + first_row * self.seq_len
-        out["cu_seqlens"][pieces:pieces + len(boundaries)] = boundaries
-        return pieces + len(boundaries)
+        return written
+
+    def _collate_views(self, shards: np.ndarray, rows: np.ndarray, out: dict[str, np.ndarray], first_row: int,
+                       pieces: int) -> int:
+        """collate_runs' work by gather and finish, where the kernel is not built; -1 for a row that does
+        not fit (read while evicted: the caller checks and reads again, else raises)."""
+        try:
+            return collate_into([self._views[s].arrays.row(r) for s, r in zip(shards.tolist(), rows.tolist())],
+                                self.seq_len, self.pad_id, out, first_row, pieces)
+        except ValueError:
+            return -1
 
     def _cached(self, shard: int) -> CachedShard:
         """The shard's L2 entry, its run in self._runs (for collate_runs)."""

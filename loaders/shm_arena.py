@@ -42,7 +42,6 @@ import warnings
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -98,13 +97,6 @@ PAGE = mmap.PAGESIZE
 # madvise advice (Linux 5.14+): map a range's pages in one call instead of one fault per page. First
 # touch of fresh shared pages runs at ~0.7 GB/s here, ~2 GB/s populated; reused pages ~8 GB/s.
 MADV_POPULATE_WRITE = 23
-
-
-class ArenaWords(NamedTuple):
-    """The arena file as arrays of words (views): offsets are int64, tokens uint32, cu_seqlens int32."""
-    int64: np.ndarray
-    uint32: np.ndarray
-    int32: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -201,10 +193,8 @@ class SharedArena:
             self.capacity, self._data = int(self.header[Header.CAPACITY]), int(self.header[Header.DATA_OFFSET])
             self.table = np.frombuffer(self._mm, np.int64, shards * len(Field), 8 * len(Header)).reshape(
                 shards, len(Field))
-            # The whole file as 8- and 4-byte words, for kernels that read runs by offset (loaders/collate.py)
-            self.words = ArenaWords(np.frombuffer(self._mm, np.int64, len(self._mm) // 8),
-                                    np.frombuffer(self._mm, np.uint32, len(self._mm) // 4),
-                                    np.frombuffer(self._mm, np.int32, len(self._mm) // 4))
+            # The whole file, for the batch kernel that reads runs by their offset (loaders/collate.py)
+            self.memory = np.frombuffer(self._mm, np.uint8)
             self._reclaim_dead_writers()
         atexit.register(self.close)  # a normal exit detaches too; only a kill leaves the arena for the next start
 
@@ -349,7 +339,7 @@ class SharedArena:
         if self._fd < 0:
             return
         with self._locked():
-            self.header = self.table = self.words = None
+            self.header = self.table = self.memory = None
             with contextlib.suppress(BufferError):  # views still held elsewhere: the GC unmaps later
                 self._mm.close()
             fcntl.flock(self._fd, fcntl.LOCK_UN)

@@ -57,15 +57,21 @@ def test_the_compiled_pass_over_l2_gives_what_gather_and_finish_give_in_one_or_t
         rows = np.array([rng.integers(0, len(cached[s].arrays.token_offsets) - 1) for s in shards])
         expected = collate([cached[s].arrays.row(r) for s, r in zip(shards, rows)], SEQ, FIXTURE_PAD)
         whole = empty_batch(8, SEQ)
-        got = batch_of(whole, collate_runs(arena.words, runs_of(cached, shards), rows, SEQ, FIXTURE_PAD, whole))
+        got = batch_of(whole, collate_runs(arena.memory, runs_of(cached, shards), rows, SEQ, FIXTURE_PAD, whole))
         split, parts = int(rng.integers(1, 8)), empty_batch(8, SEQ)  # two sources' rows, one after the other
-        pieces = collate_runs(arena.words, runs_of(cached, shards[:split]), rows[:split], SEQ, FIXTURE_PAD, parts)
-        pieces = collate_runs(arena.words, runs_of(cached, shards[split:]), rows[split:], SEQ, FIXTURE_PAD, parts,
+        pieces = collate_runs(arena.memory, runs_of(cached, shards[:split]), rows[:split], SEQ, FIXTURE_PAD, parts)
+        pieces = collate_runs(arena.memory, runs_of(cached, shards[split:]), rows[split:], SEQ, FIXTURE_PAD, parts,
                               split, pieces)
         for batch in (got, batch_of(parts, pieces)):
             assert all(np.array_equal(batch[key], expected[key]) and batch[key].dtype == expected[key].dtype
                        for key in expected)
     arena.close()
+
+
+def test_the_install_builds_the_compiled_pass():
+    from loaders.collate import KERNEL_BUILT
+
+    assert KERNEL_BUILT, "loaders/_collate.c did not build: `make install` needs a C compiler and Python's headers"
 
 
 def test_the_compiled_pass_refuses_offsets_outside_a_run(tmp_path, private_shm):
@@ -76,8 +82,29 @@ def test_the_compiled_pass_refuses_offsets_outside_a_run(tmp_path, private_shm):
     arena, cached = arena_with_shards(tmp_path, private_shm)
     runs = runs_of(cached, [0, 1])
     out = empty_batch(2, SEQ)
-    assert collate_runs(arena.words, runs, np.array([0, len(cached[1].arrays.token_offsets)]), SEQ, FIXTURE_PAD,
+    assert collate_runs(arena.memory, runs, np.array([0, len(cached[1].arrays.token_offsets)]), SEQ, FIXTURE_PAD,
                         out) == -1
     cached[0].arrays.cu_offsets[1] = 10**9  # as a run rewritten under the reader would look
-    assert collate_runs(arena.words, runs, np.array([0, 0]), SEQ, FIXTURE_PAD, out) == -1
+    assert collate_runs(arena.memory, runs, np.array([0, 0]), SEQ, FIXTURE_PAD, out) == -1
+    arena.close()
+
+
+def test_the_compiled_pass_never_reads_outside_the_arena_nor_writes_outside_its_outputs(tmp_path, private_shm):
+    from loaders.collate import collate_runs, empty_batch
+    from tests.shard_fixtures import PAD as FIXTURE_PAD
+    from tests.shard_fixtures import SEQ
+
+    arena, cached = arena_with_shards(tmp_path, private_shm)
+    size = len(arena.memory)
+    base, rows, tokens, cu = cached[0].run
+    for run in [(size, rows, tokens, cu), (base, rows, size, cu), (base, 2**62, tokens, cu), (-8, rows, tokens, cu),
+                (base + 4, rows, tokens, cu), (base, rows, tokens, -1)]:
+        assert collate_runs(arena.memory, np.array([run], np.int64), np.array([0]), SEQ, FIXTURE_PAD,
+                            empty_batch(1, SEQ)) == -1, run
+    too_short = empty_batch(1, SEQ)
+    too_short["labels"] = too_short["labels"][:, :SEQ // 2].copy()
+    with pytest.raises(ValueError, match="labels"):
+        collate_runs(arena.memory, runs_of(cached, [0]), np.array([0]), SEQ, FIXTURE_PAD, too_short)
+    with pytest.raises(ValueError, match="input_ids"):  # one row past the end of `out`
+        collate_runs(arena.memory, runs_of(cached, [0]), np.array([0]), SEQ, FIXTURE_PAD, empty_batch(1, SEQ), 1)
     arena.close()

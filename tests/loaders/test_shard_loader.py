@@ -170,6 +170,21 @@ def test_batches_do_not_depend_on_prefetch_depth_workers_or_cache_size(tmp_path)
         ShardLoader(str(tmp_path / "c"), GLOBAL_BATCH, cache_bytes=smallest // 2, shuffle_block_shards=1)
 
 
+def test_without_the_built_kernel_numpy_gives_the_same_batches_and_a_warning_says_so(shards, monkeypatch):
+    from loaders import shard_set
+
+    path, rows = shards
+    steps = rows // GLOBAL_BATCH + 2  # into the second epoch
+    compiled = ShardLoader(path, GLOBAL_BATCH, seed=3)
+    expected = [next(compiled) for _ in range(steps)]
+    monkeypatch.setattr(shard_set, "KERNEL_BUILT", False)
+    with pytest.warns(UserWarning, match="without a C compiler"):
+        fallback = ShardLoader(path, GLOBAL_BATCH, seed=3)
+    for want in expected:
+        got = next(fallback)
+        assert all(torch.equal(got[key], want[key]) for key in want)
+
+
 def test_resume_after_prefetching_continues_from_the_batches_handed_out(shards):
     path, _ = shards
     ahead = ShardLoader(path, GLOBAL_BATCH, seed=3, prefetch_batches=4)
