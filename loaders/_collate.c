@@ -1,19 +1,24 @@
 /* The loader's batch kernel (loaders/collate.py collate_runs), in C: a CPython extension imports in a
  * millisecond, where numba's first load of a cached kernel takes ~0.3 s of Python holding the GIL
- * (its typing registries, scipy's BLAS check) on the way to a fresh process's second batch.
+ * (its typing registries, scipy's BLAS check) on the way to a fresh process's second batch. It also
+ * checks the shards' generations itself, so a batch costs one call from Python.
  *
- * collate_runs(arena, runs, rows, seq_len, pad_id, input_ids, labels, position_ids, cu_seqlens,
- *              first_row, count) -> int
+ * collate_runs(arena, table, runs, generations, shards, rows, seq_len, pad_id, input_ids, labels,
+ *              position_ids, cu_seqlens, first_row, count, state_field, generation_field, ready) -> int
  *   arena         the L2 file (any contiguous buffer); a run at byte `base` holds token_offsets
  *                 int64[nrows + 1], cu_offsets int64[nrows + 1], tokens uint32[ntokens],
  *                 cu_seqlens int32[ncu] (loaders/shm_arena.py run_views)
- *   runs, rows    int64 [n, 4] (base, nrows, ntokens, ncu) and int64 [n]: the row of each batch row
+ *   table         int64 [n_shards, fields]: the arena's shard table (shared, written by other processes)
+ *   runs          int64 [n_shards, 4]: (base, nrows, ntokens, ncu) of each shard's run as the caller last
+ *                 looked it up, at `generations` int64 [n_shards]
+ *   shards, rows  int64 [n]: the shard and the row of each batch row
  *   input_ids, labels, position_ids   int64 [>= first_row + n, seq_len], written from row first_row
  *   cu_seqlens    int32, boundaries written after its first `count`
- * Returns the boundaries written so far, or -1 when anything read points outside its run (a run
- * rewritten under the reader: the caller checks the generation and reads again). Runs the loop
- * without the GIL. Nothing is read outside `arena` and nothing written outside the outputs,
- * whatever the runs say.
+ * Returns the boundaries written so far; STALE (-2) before reading when a shard's entry is not
+ * `ready` at the generation looked up (look it up again); CHANGED (-3) when one changed while its rows
+ * were copied (a seqlock: read again); BAD_ROW (-1) when an offset points outside its run. Runs
+ * without the GIL. Nothing is read outside `arena` nor written outside the outputs, whatever the
+ * table and the runs say.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,6 +26,9 @@
 #include <string.h>
 
 #define IGNORE (-100)
+#define BAD_ROW (-1)
+#define STALE (-2)
+#define CHANGED (-3)
 
 static int check(Py_buffer *view, Py_ssize_t bytes, const char *name) {
     if (view->len < bytes) {
@@ -30,7 +38,7 @@ static int check(Py_buffer *view, Py_ssize_t bytes, const char *name) {
     return 0;
 }
 
-/* One row; 0, or -1 when the run does not hold what its offsets say. */
+/* One row; 0, or BAD_ROW when the run does not hold what its offsets say. */
 static int collate_row(const char *arena, int64_t arena_bytes, const int64_t *run, int64_t r, int64_t seq_len,
                        int64_t pad_id, int64_t *ids, int64_t *lab, int64_t *pos, int32_t *cu_out, int64_t b,
                        int64_t *count, int64_t cu_room) {
@@ -39,18 +47,18 @@ static int collate_row(const char *arena, int64_t arena_bytes, const int64_t *ru
     if (base < 0 || base % 8 || nrows < 0 || ntokens < 0 || ncu < 0 || base > arena_bytes ||
         nrows >= arena_bytes / 16 || ntokens > arena_bytes / 4 || ncu > arena_bytes / 4 ||
         16 * (nrows + 1) + 4 * (ntokens + ncu) > arena_bytes - base)
-        return -1;
+        return BAD_ROW;
     if (r < 0 || r >= nrows)
-        return -1;
+        return BAD_ROW;
     const int64_t *token_offsets = (const int64_t *)(arena + base);
     const int64_t *cu_offsets = token_offsets + nrows + 1;
     const uint32_t *tokens = (const uint32_t *)(cu_offsets + nrows + 1);
     const int32_t *cu = (const int32_t *)(tokens + ntokens);
     int64_t t0 = token_offsets[r], t1 = token_offsets[r + 1], c0 = cu_offsets[r], c1 = cu_offsets[r + 1];
     if (!(0 <= t0 && t0 <= t1 && t1 <= ntokens && t1 - t0 <= seq_len && 0 <= c0 && c0 + 2 <= c1 && c1 <= ncu))
-        return -1;
+        return BAD_ROW;
     if (cu[c0] != 0 || *count + (c1 - c0) > cu_room)
-        return -1;
+        return BAD_ROW;
     int64_t length = t1 - t0;
     const uint32_t *src = tokens + t0;
     /* whole-row loops, simple enough for the compiler to vectorize; then the few boundary fixes */
@@ -64,7 +72,7 @@ static int collate_row(const char *arena, int64_t arena_bytes, const int64_t *ru
     for (int64_t k = c0 + 1; k < c1; k++) { /* the row's document pieces */
         int64_t end = cu[k];
         if (end <= start || end > length)
-            return -1;
+            return BAD_ROW;
         for (int64_t i = start; i < end; i++)
             pos[i] = i - start;
         lab[end - 1] = IGNORE; /* no label across a document boundary */
@@ -81,39 +89,64 @@ static int collate_row(const char *arena, int64_t arena_bytes, const int64_t *ru
     return 0;
 }
 
+/* Whether every row's shard is `ready` at the generation its run was looked up at. */
+static int current(const int64_t *table, Py_ssize_t fields, const int64_t *generations, const int64_t *shards,
+                   Py_ssize_t n, Py_ssize_t state_field, Py_ssize_t generation_field, int64_t ready) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t *entry = table + shards[i] * fields;
+        if (__atomic_load_n(entry + generation_field, __ATOMIC_ACQUIRE) != generations[shards[i]] ||
+            __atomic_load_n(entry + state_field, __ATOMIC_ACQUIRE) != ready)
+            return 0;
+    }
+    return 1;
+}
+
 static PyObject *collate_runs(PyObject *Py_UNUSED(module), PyObject *args) {
-    Py_buffer arena, runs, rows, ids, lab, pos, cu;
-    Py_ssize_t seq_len, first_row, count;
-    long long pad_id;
-    if (!PyArg_ParseTuple(args, "y*y*y*nLw*w*w*w*nn", &arena, &runs, &rows, &seq_len, &pad_id, &ids, &lab, &pos, &cu,
-                          &first_row, &count))
+    Py_buffer arena, table, runs, gens, shards, rows, ids, lab, pos, cu;
+    Py_ssize_t seq_len, first_row, count, state_field, generation_field;
+    long long pad_id, ready;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*nLw*w*w*w*nnnnL", &arena, &table, &runs, &gens, &shards, &rows, &seq_len,
+                          &pad_id, &ids, &lab, &pos, &cu, &first_row, &count, &state_field, &generation_field, &ready))
         return NULL;
-    Py_buffer *views[] = {&arena, &runs, &rows, &ids, &lab, &pos, &cu};
-    Py_ssize_t n = rows.len / 8, result = -2;
-    Py_ssize_t out_bytes = (first_row + n) * seq_len * 8;
-    if (seq_len < 1 || first_row < 0 || count < 1) {
-        PyErr_SetString(PyExc_ValueError, "collate_runs: seq_len and count must be positive, first_row >= 0");
-    } else if (!(check(&runs, 32 * n, "runs") || check(&ids, out_bytes, "input_ids") ||
+    Py_buffer *views[] = {&arena, &table, &runs, &gens, &shards, &rows, &ids, &lab, &pos, &cu};
+    Py_ssize_t n = rows.len / 8, n_shards = gens.len / 8, result = INT64_MIN;
+    Py_ssize_t fields = n_shards ? table.len / 8 / n_shards : 0, out_bytes = (first_row + n) * seq_len * 8;
+    if (seq_len < 1 || first_row < 0 || count < 1 || n_shards < 1 || table.len != 8 * fields * n_shards ||
+        state_field < 0 || state_field >= fields || generation_field < 0 || generation_field >= fields) {
+        PyErr_SetString(PyExc_ValueError, "collate_runs: seq_len and count must be positive, first_row >= 0, the "
+                                          "table one row per shard of generations, the fields inside its rows");
+    } else if (!(check(&runs, 32 * n_shards, "runs") ||
+                 check(&shards, 8 * n, "shards") || check(&ids, out_bytes, "input_ids") ||
                  check(&lab, out_bytes, "labels") || check(&pos, out_bytes, "position_ids") ||
                  check(&cu, 4 * count, "cu_seqlens"))) {
-        const char *base = arena.buf;
-        const int64_t *run_table = runs.buf, *row_of = rows.buf;
+        const int64_t *shard_of = shards.buf, *row_of = rows.buf, *gen = gens.buf, *entries = table.buf;
         int64_t cu_room = cu.len / 4, written = count;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int64_t b = first_row + i, at = b * seq_len;
-            if (collate_row(base, arena.len, run_table + 4 * i, row_of[i], seq_len, pad_id, (int64_t *)ids.buf + at,
-                            (int64_t *)lab.buf + at, (int64_t *)pos.buf + at, cu.buf, b, &written, cu_room)) {
-                written = -1;
-                break;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (shard_of[i] < 0 || shard_of[i] >= n_shards)
+                written = BAD_ROW;
+        if (written >= 0 && !current(entries, fields, gen, shard_of, n, state_field, generation_field, ready))
+            written = STALE;
+        if (written >= 0) {
+            for (Py_ssize_t i = 0; i < n && written >= 0; i++) {
+                int64_t b = first_row + i, at = b * seq_len;
+                if (collate_row(arena.buf, arena.len, (const int64_t *)runs.buf + 4 * shard_of[i], row_of[i], seq_len,
+                                pad_id, (int64_t *)ids.buf + at, (int64_t *)lab.buf + at, (int64_t *)pos.buf + at,
+                                cu.buf, b, &written, cu_room))
+                    written = BAD_ROW;
             }
+            /* the seqlock's second look: what was copied is what the entries held only if they are unchanged
+             * (a row that looked bad may have been read while its shard was rewritten: CHANGED too) */
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            if (!current(entries, fields, gen, shard_of, n, state_field, generation_field, ready))
+                written = CHANGED;
         }
         Py_END_ALLOW_THREADS
         result = written;
     }
     for (size_t v = 0; v < sizeof views / sizeof *views; v++)
         PyBuffer_Release(views[v]);
-    return result == -2 ? NULL : PyLong_FromSsize_t(result);
+    return result == INT64_MIN ? NULL : PyLong_FromSsize_t(result);
 }
 
 static PyMethodDef methods[] = {

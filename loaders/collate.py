@@ -13,11 +13,15 @@ import functools
 
 import numpy as np
 
+from loaders.shm_arena import Field, SharedArena, State
+
 try:  # built by `pip install -e .` from loaders/_collate.c
     from loaders import _collate
 except ImportError:  # installed without a C compiler: ShardSet collates with gather and finish instead
     _collate = None
 KERNEL_BUILT = _collate is not None
+BAD_ROW, STALE, CHANGED = -1, -2, -3  # collate_runs' answers that are not a count (loaders/_collate.c)
+_ENTRY_FIELDS = (int(Field.STATE), int(Field.GENERATION), int(State.READY))  # plain ints: enums cost ~1 µs a call
 
 IGNORE = -100  # PyTorch's cross-entropy ignore_index
 
@@ -83,16 +87,17 @@ def empty_batch(batch: int, seq_len: int) -> dict[str, np.ndarray]:
     return out
 
 
-def collate_runs(memory: np.ndarray, runs: np.ndarray, rows: np.ndarray, seq_len: int, pad_id: int,
-                 out: dict[str, np.ndarray], first_row: int = 0, pieces: int = 1) -> int:
+def collate_runs(arena: SharedArena, runs: np.ndarray, generations: np.ndarray, shards: np.ndarray, rows: np.ndarray,
+                 seq_len: int, pad_id: int, out: dict[str, np.ndarray], first_row: int = 0, pieces: int = 1) -> int:
     """Rows of a batch in one compiled pass (loaders/_collate.c, the GIL released), straight out of L2,
     into `out` (empty_batch) from row `first_row` on, their boundaries after the first `pieces` of out's
-    cu_seqlens: `runs` gives, per row, the (base, rows, tokens, cu) of its shard's run in the arena
-    (`memory`: SharedArena.memory) and `rows` the row in that shard. Returns the boundaries written so
-    far, or -1 when an offset read points outside its run (the shard was evicted and rewritten
-    meanwhile; the caller checks and reads again)."""
-    return _collate.collate_runs(memory, runs, rows, seq_len, pad_id, out["input_ids"], out["labels"],
-                                 out["position_ids"], out["cu_seqlens"], first_row, pieces)
+    cu_seqlens. Row i is row `rows[i]` of shard `shards[i]` (int64 arrays), whose run in the arena is
+    `runs[shard]` (CachedShard.run) as looked up at `generations[shard]`. Returns the boundaries written
+    so far, else STALE (a shard's entry is not the one looked up: look it up again), CHANGED (it changed
+    while its rows were copied: read again) or BAD_ROW (a row that does not fit its run)."""
+    return _collate.collate_runs(arena.memory, arena.table, runs, generations, shards, rows, seq_len, pad_id,
+                                 out["input_ids"], out["labels"], out["position_ids"], out["cu_seqlens"], first_row,
+                                 pieces, *_ENTRY_FIELDS)
 
 
 def collate_into(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int, pad_id: int, out: dict[str, np.ndarray],

@@ -38,6 +38,7 @@ class GlobalOrder:
         # class would have them evict each other on every batch.
         self._epoch = functools.lru_cache(maxsize=4)(self._epoch)
         self._block = functools.lru_cache(maxsize=8)(self._block)
+        self._last_block = (0, 0, None, None)  # (first position, stop, shard_of, row_of) of the block last read
 
     def _epoch(self, epoch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(shards in this epoch's order, first position of each block, block -> first shard slot)."""
@@ -82,14 +83,20 @@ class GlobalOrder:
 
     def locate_many(self, positions: range) -> tuple[np.ndarray, np.ndarray]:
         """(shard, row) arrays for consecutive positions; slices of cached per-block tables."""
+        first, stop, shard_of, row_of = self._last_block
+        if first <= positions.start and positions.stop <= stop:  # a batch inside the block of the last one
+            return shard_of[positions.start - first:positions.stop - first], row_of[positions.start - first:
+                                                                                    positions.stop - first]
         shards, rows = [], []
         position, end = positions.start, positions.stop
         while position < end:
             epoch, block = self.block_of(position)
             starts = self._epoch(epoch)[1]
             first = epoch * self.epoch_size + int(starts[block])
-            take = min(end, epoch * self.epoch_size + int(starts[block + 1])) - position
+            stop = epoch * self.epoch_size + int(starts[block + 1])
+            take = min(end, stop) - position
             shard_of, row_of = self._block(epoch, block)
+            self._last_block = (first, stop, shard_of, row_of)
             shards.append(shard_of[position - first:position - first + take])
             rows.append(row_of[position - first:position - first + take])
             position += take

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from loaders import shm_arena
-from loaders.collate import KERNEL_BUILT, collate_into, collate_runs
+from loaders.collate import BAD_ROW, CHANGED, KERNEL_BUILT, STALE, collate_into, collate_runs
 from loaders.fetch_workers import FetchWorkers
 from loaders.order import GlobalOrder, OrderConfig
 from loaders.shard_reader import DEFAULT_CACHE_DIR, Prefetcher, RecordBatchReader, ShardSource, read_shard
@@ -47,7 +47,8 @@ class ShardSet:
         self.order = GlobalOrder([e["rows"] for e in entries], OrderConfig(seed, options.shuffle_block_shards))
         self._block_span = (0, 0)  # the positions of the shuffle block last entered
         self._views: dict[int, CachedShard] = {}  # L2 entries this process has looked up (checked on use)
-        self._runs = np.zeros((len(entries), 4), np.int64)  # each shard's CachedShard.run, as last looked up
+        self._runs = np.zeros((len(entries), 4), np.int64)  # each shard's CachedShard.run, as last looked up ...
+        self._generations = np.full(len(entries), -1, np.int64)  # ... at this generation (-1: never)
         self._direct = RecordBatchReader(self.source)  # for the first batch after a start or a resume
         self._first = True
         key = arena_key(self.source.location, index)
@@ -85,18 +86,20 @@ class ShardSet:
                 self._prefetch_blocks(positions.start)  # after: the first batch has the cores to itself
                 return written
         self._prefetch_blocks(positions.start)
-        distinct = set(shards.tolist())
         for _ in range(MAX_RETRIES):
-            cached = [self._cached(shard) for shard in distinct]
-            written = (collate_runs(self.arena.memory, self._runs[shards], rows, self.seq_len, self.pad_id, out,
-                                    first_row, pieces) if KERNEL_BUILT else self._collate_views(shards, rows, out,
-                                                                                                 first_row, pieces))
-            if all(map(self.arena.still_valid, cached)):
-                if written < 0:
-                    raise ValueError(f"shards {sorted(distinct)} hold a row that does not fit seq_len {self.seq_len} "
-                                     "or boundaries that do not rise (not written by the shards job?)")
+            written = (collate_runs(self.arena, self._runs, self._generations, shards, rows, self.seq_len, self.pad_id,
+                                    out, first_row, pieces) if KERNEL_BUILT
+                       else self._collate_views(shards, rows, out, first_row, pieces))
+            if written >= 0:
                 return written
-            self.counters["rereads"] += 1  # a shard was evicted while we read it: read again
+            stale = [shard for shard in dict.fromkeys(shards.tolist()) if not self._is_current(shard)]
+            if written == BAD_ROW and not stale:
+                raise ValueError(f"shards {sorted(set(shards.tolist()))} hold a row that does not fit seq_len "
+                                 f"{self.seq_len} or boundaries that do not rise (not written by the shards job?)")
+            if written == CHANGED:
+                self.counters["rereads"] += 1  # a shard was evicted while we read it: read again
+            for shard in stale:  # first use, or evicted since: look up again (waiting for L3 if needed)
+                self._look_up(shard)
         raise RuntimeError(f"shards are evicted from the {self.arena.capacity / 2**20:.0f} MiB cache faster than "
                            "a batch can be read from them: raise cache_bytes")
 
@@ -116,21 +119,25 @@ class ShardSet:
 
     def _collate_views(self, shards: np.ndarray, rows: np.ndarray, out: dict[str, np.ndarray], first_row: int,
                        pieces: int) -> int:
-        """collate_runs' work by gather and finish, where the kernel is not built; -1 for a row that does
-        not fit (read while evicted: the caller checks and reads again, else raises)."""
+        """collate_runs' work and answers by gather and finish, where the kernel is not built."""
+        distinct = list(dict.fromkeys(shards.tolist()))
+        if not all(map(self._is_current, distinct)):
+            return STALE
         try:
-            return collate_into([self._views[s].arrays.row(r) for s, r in zip(shards.tolist(), rows.tolist())],
-                                self.seq_len, self.pad_id, out, first_row, pieces)
+            written = collate_into([self._views[s].arrays.row(r) for s, r in zip(shards.tolist(), rows.tolist())],
+                                   self.seq_len, self.pad_id, out, first_row, pieces)
         except ValueError:
-            return -1
+            written = BAD_ROW
+        return written if all(map(self._is_current, distinct)) else CHANGED
 
-    def _cached(self, shard: int) -> CachedShard:
-        """The shard's L2 entry, its run in self._runs (for collate_runs)."""
+    def _is_current(self, shard: int) -> bool:
+        """Whether the shard's L2 entry is still the one this process last looked up."""
         cached = self._views.get(shard)
-        if cached is not None and self.arena.still_valid(cached):
-            self.arena.touch(shard)
-            self.counters["cache_hits"] += 1
-            return cached
+        return cached is not None and self.arena.still_valid(cached)
+
+    def _look_up(self, shard: int) -> None:
+        """The shard's L2 entry (decompressed here, or waited for, when L3 has not put it there yet), its
+        run and generation in self._runs and self._generations, for collate_runs."""
         cached = self.arena.lookup(shard)
         if cached is not None:
             self.counters["cache_hits"] += 1
@@ -141,20 +148,22 @@ class ShardSet:
                 self.counters["decompressions"] += 1
                 self.counters["bytes_decompressed"] += cached.nbytes
         self._views[shard] = cached
-        self._runs[shard] = cached.run
-        return cached
+        self._runs[shard], self._generations[shard] = cached.run, cached.generation
 
     def _prefetch_blocks(self, position: int) -> None:
-        """On entering a shuffle block, ask L3 for its shards and then the next block's."""
+        """On entering a shuffle block, ask L3 for its shards and then the next block's (batches check
+        their shards' entries in the compiled pass; they are marked used here, once a block)."""
         if self._block_span[0] <= position < self._block_span[1]:
             return
         block = self.order.block_of(position)
         self._block_span = self.order.block_span(*block)
-        upcoming = self.order.block_shards(*block) + self.order.block_shards(*self.order.next_block(*block))
-        for shard in dict.fromkeys(upcoming):
+        current = self.order.block_shards(*block)
+        for shard in dict.fromkeys(current + self.order.block_shards(*self.order.next_block(*block))):
             if not self.arena.is_ready(shard):
                 self.fetcher.request(shard)
-
+        for shard in current:  # in use for the whole block: recently used for L2's eviction order
+            if self.arena.is_ready(shard):
+                self.arena.touch(shard)
 
     def close(self) -> None:
         self.fetcher.close()

@@ -41,8 +41,9 @@ def arena_with_shards(folder, shm):
     return arena, cached
 
 
-def runs_of(cached, shards):
-    return np.array([cached[s].run for s in shards], np.int64)
+def looked_up(cached):
+    """(runs, generations) of the shards as ShardSet passes them to collate_runs."""
+    return np.array([c.run for c in cached], np.int64), np.array([c.generation for c in cached], np.int64)
 
 
 def test_the_compiled_pass_over_l2_gives_what_gather_and_finish_give_in_one_or_two_parts(tmp_path, private_shm):
@@ -51,17 +52,18 @@ def test_the_compiled_pass_over_l2_gives_what_gather_and_finish_give_in_one_or_t
     from tests.shard_fixtures import SEQ
 
     arena, cached = arena_with_shards(tmp_path, private_shm)
+    runs, generations = looked_up(cached)
     rng = np.random.default_rng(0)
     for _ in range(20):
         shards = rng.integers(0, 2, 8)
         rows = np.array([rng.integers(0, len(cached[s].arrays.token_offsets) - 1) for s in shards])
         expected = collate([cached[s].arrays.row(r) for s, r in zip(shards, rows)], SEQ, FIXTURE_PAD)
         whole = empty_batch(8, SEQ)
-        got = batch_of(whole, collate_runs(arena.memory, runs_of(cached, shards), rows, SEQ, FIXTURE_PAD, whole))
+        got = batch_of(whole, collate_runs(arena, runs, generations, shards, rows, SEQ, FIXTURE_PAD, whole))
         split, parts = int(rng.integers(1, 8)), empty_batch(8, SEQ)  # two sources' rows, one after the other
-        pieces = collate_runs(arena.memory, runs_of(cached, shards[:split]), rows[:split], SEQ, FIXTURE_PAD, parts)
-        pieces = collate_runs(arena.memory, runs_of(cached, shards[split:]), rows[split:], SEQ, FIXTURE_PAD, parts,
-                              split, pieces)
+        pieces = collate_runs(arena, runs, generations, shards[:split], rows[:split], SEQ, FIXTURE_PAD, parts)
+        pieces = collate_runs(arena, runs, generations, shards[split:], rows[split:], SEQ, FIXTURE_PAD, parts, split,
+                              pieces)
         for batch in (got, batch_of(parts, pieces)):
             assert all(np.array_equal(batch[key], expected[key]) and batch[key].dtype == expected[key].dtype
                        for key in expected)
@@ -74,37 +76,62 @@ def test_the_install_builds_the_compiled_pass():
     assert KERNEL_BUILT, "loaders/_collate.c did not build: `make install` needs a C compiler and Python's headers"
 
 
-def test_the_compiled_pass_refuses_offsets_outside_a_run(tmp_path, private_shm):
-    from loaders.collate import collate_runs, empty_batch
+def test_the_compiled_pass_reads_only_entries_at_the_generation_looked_up(tmp_path, private_shm):
+    from loaders.collate import STALE, collate_runs, empty_batch
+    from loaders.shm_arena import Field
     from tests.shard_fixtures import PAD as FIXTURE_PAD
     from tests.shard_fixtures import SEQ
 
     arena, cached = arena_with_shards(tmp_path, private_shm)
-    runs = runs_of(cached, [0, 1])
+    runs, generations = looked_up(cached)
+    shards, rows = np.array([0, 1]), np.array([0, 0])
+    assert collate_runs(arena, runs, generations, shards, rows, SEQ, FIXTURE_PAD, empty_batch(2, SEQ)) > 0
+    never = np.array([-1, generations[1]])  # shard 0 never looked up
+    assert collate_runs(arena, runs, never, shards, rows, SEQ, FIXTURE_PAD, empty_batch(2, SEQ)) == STALE
+    arena.table[1, Field.GENERATION] += 1  # shard 1 evicted or rewritten since
+    assert collate_runs(arena, runs, generations, shards, rows, SEQ, FIXTURE_PAD, empty_batch(2, SEQ)) == STALE
+    arena.close()
+
+
+def test_the_compiled_pass_refuses_offsets_outside_a_run(tmp_path, private_shm):
+    from loaders.collate import BAD_ROW, collate_runs, empty_batch
+    from tests.shard_fixtures import PAD as FIXTURE_PAD
+    from tests.shard_fixtures import SEQ
+
+    arena, cached = arena_with_shards(tmp_path, private_shm)
+    runs, generations = looked_up(cached)
     out = empty_batch(2, SEQ)
-    assert collate_runs(arena.memory, runs, np.array([0, len(cached[1].arrays.token_offsets)]), SEQ, FIXTURE_PAD,
-                        out) == -1
+    past_the_end = np.array([0, len(cached[1].arrays.token_offsets)])
+    assert collate_runs(arena, runs, generations, np.array([0, 1]), past_the_end, SEQ, FIXTURE_PAD, out) == BAD_ROW
+    assert collate_runs(arena, runs, generations, np.array([0, 2]), np.array([0, 0]), SEQ, FIXTURE_PAD,
+                        out) == BAD_ROW  # no shard 2
     cached[0].arrays.cu_offsets[1] = 10**9  # as a run rewritten under the reader would look
-    assert collate_runs(arena.memory, runs, np.array([0, 0]), SEQ, FIXTURE_PAD, out) == -1
+    assert collate_runs(arena, runs, generations, np.array([0, 0]), np.array([0, 0]), SEQ, FIXTURE_PAD,
+                        out) == BAD_ROW
     arena.close()
 
 
 def test_the_compiled_pass_never_reads_outside_the_arena_nor_writes_outside_its_outputs(tmp_path, private_shm):
-    from loaders.collate import collate_runs, empty_batch
+    from loaders.collate import BAD_ROW, collate_runs, empty_batch
     from tests.shard_fixtures import PAD as FIXTURE_PAD
     from tests.shard_fixtures import SEQ
 
     arena, cached = arena_with_shards(tmp_path, private_shm)
+    runs, generations = looked_up(cached)
     size = len(arena.memory)
     base, rows, tokens, cu = cached[0].run
+    one = (np.array([0]), np.array([0]))
     for run in [(size, rows, tokens, cu), (base, rows, size, cu), (base, 2**62, tokens, cu), (-8, rows, tokens, cu),
                 (base + 4, rows, tokens, cu), (base, rows, tokens, -1)]:
-        assert collate_runs(arena.memory, np.array([run], np.int64), np.array([0]), SEQ, FIXTURE_PAD,
-                            empty_batch(1, SEQ)) == -1, run
+        bad = runs.copy()
+        bad[0] = run
+        assert collate_runs(arena, bad, generations, *one, SEQ, FIXTURE_PAD, empty_batch(1, SEQ)) == BAD_ROW, run
     too_short = empty_batch(1, SEQ)
     too_short["labels"] = too_short["labels"][:, :SEQ // 2].copy()
     with pytest.raises(ValueError, match="labels"):
-        collate_runs(arena.memory, runs_of(cached, [0]), np.array([0]), SEQ, FIXTURE_PAD, too_short)
+        collate_runs(arena, runs, generations, *one, SEQ, FIXTURE_PAD, too_short)
     with pytest.raises(ValueError, match="input_ids"):  # one row past the end of `out`
-        collate_runs(arena.memory, runs_of(cached, [0]), np.array([0]), SEQ, FIXTURE_PAD, empty_batch(1, SEQ), 1)
+        collate_runs(arena, runs, generations, *one, SEQ, FIXTURE_PAD, empty_batch(1, SEQ), 1)
+    with pytest.raises(ValueError, match="runs"):  # a run for each shard of the table
+        collate_runs(arena, runs[:1], generations, *one, SEQ, FIXTURE_PAD, empty_batch(1, SEQ))
     arena.close()
