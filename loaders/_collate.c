@@ -38,10 +38,16 @@ static int check(Py_buffer *view, Py_ssize_t bytes, const char *name) {
     return 0;
 }
 
-/* One row; 0, or BAD_ROW when the run does not hold what its offsets say. */
-static int collate_row(const char *arena, int64_t arena_bytes, const int64_t *run, int64_t r, int64_t seq_len,
-                       int64_t pad_id, int64_t *ids, int64_t *lab, int64_t *pos, int32_t *cu_out, int64_t b,
-                       int64_t *count, int64_t cu_room) {
+/* Where a row is in the arena: its tokens and its boundaries cu[c0:c1]. */
+typedef struct {
+    const uint32_t *tokens;
+    const int32_t *cu;
+    int64_t length, c0, c1;
+} row_view;
+
+/* Row r of the run; 0, or BAD_ROW when the run does not hold what its offsets say. */
+static int find_row(const char *arena, int64_t arena_bytes, const int64_t *run, int64_t r, int64_t seq_len,
+                    row_view *row) {
     int64_t base = run[0], nrows = run[1], ntokens = run[2], ncu = run[3];
     /* the run inside the arena (each term bounded before the sum, so nothing overflows) */
     if (base < 0 || base % 8 || nrows < 0 || ntokens < 0 || ncu < 0 || base > arena_bytes ||
@@ -57,10 +63,26 @@ static int collate_row(const char *arena, int64_t arena_bytes, const int64_t *ru
     int64_t t0 = token_offsets[r], t1 = token_offsets[r + 1], c0 = cu_offsets[r], c1 = cu_offsets[r + 1];
     if (!(0 <= t0 && t0 <= t1 && t1 <= ntokens && t1 - t0 <= seq_len && 0 <= c0 && c0 + 2 <= c1 && c1 <= ncu))
         return BAD_ROW;
-    if (cu[c0] != 0 || *count + (c1 - c0) > cu_room)
+    if (cu[c0] != 0)
         return BAD_ROW;
-    int64_t length = t1 - t0;
-    const uint32_t *src = tokens + t0;
+    *row = (row_view){tokens + t0, cu, t1 - t0, c0, c1};
+    return 0;
+}
+
+#define PREFETCH_ROWS 2 /* rows whose tokens are asked for ahead of the one being written */
+
+static void prefetch(const row_view *row) {
+    for (int64_t k = 0; k < row->length; k += 16) /* a cache line holds 16 tokens */
+        __builtin_prefetch(row->tokens + k);
+}
+
+/* Writes batch row b; 0, or BAD_ROW when its boundaries do not rise inside it or do not fit cu_out. */
+static int write_row(const row_view *row, int64_t seq_len, int64_t pad_id, int64_t *ids, int64_t *lab, int64_t *pos,
+                     int32_t *cu_out, int64_t b, int64_t *count, int64_t cu_room) {
+    const uint32_t *src = row->tokens;
+    int64_t length = row->length;
+    if (*count + (row->c1 - row->c0) > cu_room)
+        return BAD_ROW;
     /* whole-row loops, simple enough for the compiler to vectorize; then the few boundary fixes */
     for (int64_t i = 0; i < length; i++)
         ids[i] = src[i];
@@ -69,8 +91,8 @@ static int collate_row(const char *arena, int64_t arena_bytes, const int64_t *ru
     for (int64_t i = 0; i + 1 < length; i++)
         lab[i] = src[i + 1];
     int64_t start = 0;
-    for (int64_t k = c0 + 1; k < c1; k++) { /* the row's document pieces */
-        int64_t end = cu[k];
+    for (int64_t k = row->c0 + 1; k < row->c1; k++) { /* the row's document pieces */
+        int64_t end = row->cu[k];
         if (end <= start || end > length)
             return BAD_ROW;
         for (int64_t i = start; i < end; i++)
@@ -128,11 +150,27 @@ static PyObject *collate_runs(PyObject *Py_UNUSED(module), PyObject *args) {
         if (written >= 0 && !current(entries, fields, gen, shard_of, n, state_field, generation_field, ready))
             written = STALE;
         if (written >= 0) {
+            const int64_t *run_of = runs.buf;
+            row_view next;
+            /* rows lie anywhere in L2: the next rows' tokens are asked for while this one is written */
+            for (Py_ssize_t i = 0; i < n && i < PREFETCH_ROWS && written >= 0; i++)
+                if (find_row(arena.buf, arena.len, run_of + 4 * shard_of[i], row_of[i], seq_len, &next))
+                    written = BAD_ROW;
+                else
+                    prefetch(&next);
             for (Py_ssize_t i = 0; i < n && written >= 0; i++) {
                 int64_t b = first_row + i, at = b * seq_len;
-                if (collate_row(arena.buf, arena.len, (const int64_t *)runs.buf + 4 * shard_of[i], row_of[i], seq_len,
-                                pad_id, (int64_t *)ids.buf + at, (int64_t *)lab.buf + at, (int64_t *)pos.buf + at,
-                                cu.buf, b, &written, cu_room))
+                row_view row;
+                if (find_row(arena.buf, arena.len, run_of + 4 * shard_of[i], row_of[i], seq_len, &row)) {
+                    written = BAD_ROW;
+                    break;
+                }
+                if (i + PREFETCH_ROWS < n &&
+                    !find_row(arena.buf, arena.len, run_of + 4 * shard_of[i + PREFETCH_ROWS], row_of[i + PREFETCH_ROWS],
+                              seq_len, &next))
+                    prefetch(&next);
+                if (write_row(&row, seq_len, pad_id, (int64_t *)ids.buf + at, (int64_t *)lab.buf + at,
+                              (int64_t *)pos.buf + at, cu.buf, b, &written, cu_room))
                     written = BAD_ROW;
             }
             /* the seqlock's second look: what was copied is what the entries held only if they are unchanged
