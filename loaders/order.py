@@ -38,7 +38,8 @@ class GlobalOrder:
         # class would have them evict each other on every batch.
         self._epoch = functools.lru_cache(maxsize=4)(self._epoch)
         self._block = functools.lru_cache(maxsize=8)(self._block)
-        self._last_block = (0, 0, None, None)  # (first position, stop, shard_of, row_of) of the block last read
+        # (first position, stop, shard_of, row_of) of the block last read
+        self._last_block = (0, 0, np.zeros(0, np.int64), np.zeros(0, np.int64))
 
     def _epoch(self, epoch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(shards in this epoch's order, first position of each block, block -> first shard slot)."""

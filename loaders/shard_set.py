@@ -40,7 +40,7 @@ class ShardSet:
     def __init__(self, source: ShardSource, seed: int, options: ReadOptions, share: float = 1.0):
         if not KERNEL_BUILT:
             warnings.warn("loaders/_collate.c is not built (tokenmill was installed without a C compiler): batches are "
-                          "collated by NumPy, ~3x slower; reinstall with one (pip install -e .)", stacklevel=3)
+                          "collated by NumPy, ~4x slower; reinstall with one (pip install -e .)", stacklevel=3)
         self.source = source
         index, entries = self.source.index, self.source.entries
         self.seq_len, self.pad_id = index["seq_len"], index["pad_id"]

@@ -185,6 +185,29 @@ def test_without_the_built_kernel_numpy_gives_the_same_batches_and_a_warning_say
         assert all(torch.equal(got[key], want[key]) for key in want)
 
 
+def test_a_shard_rewritten_while_its_rows_are_copied_is_read_again(shards, monkeypatch):
+    from loaders import shard_set
+    from loaders.collate import CHANGED
+    from loaders.shm_arena import Field
+
+    path, _ = shards
+    expected = tokens(ShardLoader(path, GLOBAL_BATCH, seed=3), 4)
+    loader = ShardLoader(path, GLOBAL_BATCH, seed=3)
+    real, changed = shard_set.collate_runs, []
+
+    def rewritten_once(arena, *args):
+        written = real(arena, *args)
+        if written >= 0 and not changed:  # as the seqlock's second look sees an eviction and a rewrite
+            changed.append(written)
+            arena.table[:, Field.GENERATION] += 2
+            return CHANGED
+        return written
+
+    monkeypatch.setattr(shard_set, "collate_runs", rewritten_once)
+    assert tokens(loader, 4) == expected
+    assert changed and loader.stats()["rereads"] == 1
+
+
 def test_resume_after_prefetching_continues_from_the_batches_handed_out(shards):
     path, _ = shards
     ahead = ShardLoader(path, GLOBAL_BATCH, seed=3, prefetch_batches=4)
