@@ -23,7 +23,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
-#include <string.h>
 
 #define IGNORE (-100)
 #define BAD_ROW (-1)
@@ -71,9 +70,13 @@ static int find_row(const char *arena, int64_t arena_bytes, const int64_t *run, 
 
 #define PREFETCH_ROWS 2 /* rows whose tokens are asked for ahead of the one being written */
 
-static void prefetch(const row_view *row) {
-    for (int64_t k = 0; k < row->length; k += 16) /* a cache line holds 16 tokens */
-        __builtin_prefetch(row->tokens + k);
+/* Rows lie anywhere in L2: their tokens are asked for (a cache line holds 16) a few rows before they
+ * are written. A row that is not where its run says is skipped here and refused when written. */
+static void prefetch_row(const char *arena, int64_t arena_bytes, const int64_t *run, int64_t r, int64_t seq_len) {
+    row_view row;
+    if (!find_row(arena, arena_bytes, run, r, seq_len, &row))
+        for (int64_t k = 0; k < row.length; k += 16)
+            __builtin_prefetch(row.tokens + k);
 }
 
 /* Writes batch row b; 0, or BAD_ROW when its boundaries do not rise inside it or do not fit cu_out. */
@@ -151,25 +154,16 @@ static PyObject *collate_runs(PyObject *Py_UNUSED(module), PyObject *args) {
             written = STALE;
         if (written >= 0) {
             const int64_t *run_of = runs.buf;
-            row_view next;
-            /* rows lie anywhere in L2: the next rows' tokens are asked for while this one is written */
-            for (Py_ssize_t i = 0; i < n && i < PREFETCH_ROWS && written >= 0; i++)
-                if (find_row(arena.buf, arena.len, run_of + 4 * shard_of[i], row_of[i], seq_len, &next))
-                    written = BAD_ROW;
-                else
-                    prefetch(&next);
+            for (Py_ssize_t i = 0; i < PREFETCH_ROWS && i < n; i++)
+                prefetch_row(arena.buf, arena.len, run_of + 4 * shard_of[i], row_of[i], seq_len);
             for (Py_ssize_t i = 0; i < n && written >= 0; i++) {
+                Py_ssize_t ahead = i + PREFETCH_ROWS;
+                if (ahead < n)
+                    prefetch_row(arena.buf, arena.len, run_of + 4 * shard_of[ahead], row_of[ahead], seq_len);
                 int64_t b = first_row + i, at = b * seq_len;
                 row_view row;
-                if (find_row(arena.buf, arena.len, run_of + 4 * shard_of[i], row_of[i], seq_len, &row)) {
-                    written = BAD_ROW;
-                    break;
-                }
-                if (i + PREFETCH_ROWS < n &&
-                    !find_row(arena.buf, arena.len, run_of + 4 * shard_of[i + PREFETCH_ROWS], row_of[i + PREFETCH_ROWS],
-                              seq_len, &next))
-                    prefetch(&next);
-                if (write_row(&row, seq_len, pad_id, (int64_t *)ids.buf + at, (int64_t *)lab.buf + at,
+                if (find_row(arena.buf, arena.len, run_of + 4 * shard_of[i], row_of[i], seq_len, &row) ||
+                    write_row(&row, seq_len, pad_id, (int64_t *)ids.buf + at, (int64_t *)lab.buf + at,
                               (int64_t *)pos.buf + at, cu.buf, b, &written, cu_room))
                     written = BAD_ROW;
             }
