@@ -19,7 +19,14 @@ import numpy as np
 import pyarrow as pa
 
 from loaders.arrow_ipc import RecordBatchLayout, read_region, shard_layout
-from schemas.shards import INDEX_FILE, SHARD_SCHEMA, ShardFileError, check_shard_file, read_checked_shard
+from schemas.shards import (
+    INDEX_FILE,
+    SHARD_SCHEMA,
+    ShardFileError,
+    check_shard_file,
+    checked_shard_mapping,
+    read_checked_shard,
+)
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tokenmill"  # remote shards fetched here; disk-backed L2 if needed
 
@@ -150,31 +157,29 @@ def read_shard(source: ShardSource, shard: int) -> DecodedShard | CompressedShar
     entry = source.entries[shard]
     path, where = source.local_path(shard), f"{source.location}/{entry['file']}"
     try:
-        check_shard_file(path, entry, source.index["checksum_algorithm"])
-        if (compressed := _compressed_shard(path, where)) is not None and compressed.rows == entry["rows"]:
-            return compressed
+        mapped = checked_shard_mapping(path, entry, source.index["checksum_algorithm"])
+        if mapped is not None:  # the bytes just checked, mapped once for the checksum and the decompression
+            batches = _compressed_layout(mapped)
+            if batches is not None and sum(b.rows for b in batches) == entry["rows"]:
+                return CompressedShard(where, mapped, batches)
+            mapped.close()
         table = read_checked_shard(path, entry)
     except ShardFileError as e:
         raise ShardError(f"{where}: {e}") from None
     return DecodedShard([ShardArrays.of_batch(batch) for batch in table.to_batches()])
 
 
-def _compressed_shard(path: Path, where: str) -> CompressedShard | None:
-    """The shard read the fast way, or None for pyarrow's (another layout, or damage it will name)."""
-    with open(path, "rb") as f:
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+def _compressed_layout(mapped: mmap.mmap) -> list[RecordBatchLayout] | None:
+    """The record batches of a shard laid out as the fast path reads it, else None (another layout, or
+    damage pyarrow will name)."""
     try:
-        with pa.memory_map(str(path)) as source:
-            reader = pa.ipc.open_file(source)  # the footer only: the schema, and a check of our reading
-            schema, count = reader.schema, reader.num_record_batches
+        reader = pa.ipc.open_file(pa.py_buffer(mapped))  # the footer only: the schema, and a check of ours
+        schema, count = reader.schema, reader.num_record_batches
         with memoryview(mapped) as data:
             batches = shard_layout(data)
-        if batches is not None and schema.equals(SHARD_SCHEMA) and len(batches) == count:
-            return CompressedShard(where, mapped, batches)
     except (pa.ArrowInvalid, OSError, ValueError, struct.error):
-        pass
-    mapped.close()
-    return None
+        return None
+    return batches if batches is not None and schema.equals(SHARD_SCHEMA) and len(batches) == count else None
 
 
 def _offsets_values(lists: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:

@@ -50,14 +50,28 @@ def shard_name(index: int) -> str:
 
 def file_checksum(path: Path, algorithm: str = CHECKSUM_ALGORITHM) -> str:
     """The index's checksum of a file (hex), by one of CHECKSUM_ALGORITHMS."""
+    mapped = _mapped(path)
+    try:
+        return buffer_checksum(mapped if mapped is not None else b"", algorithm)
+    finally:
+        if mapped is not None:
+            mapped.close()
+
+
+def buffer_checksum(data, algorithm: str = CHECKSUM_ALGORITHM) -> str:
+    """file_checksum of bytes already in memory or mapped."""
     if algorithm not in CHECKSUM_ALGORITHMS:
         raise ShardFileError(f"unknown checksum algorithm {algorithm!r} (known: {', '.join(CHECKSUM_ALGORITHMS)})")
     digest = CHECKSUM_ALGORITHMS[algorithm]()
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size:  # hashed where it lies (a read would copy it first: 3x the time)
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                digest.update(mapped)
+    digest.update(data)
     return digest.hexdigest()
+
+
+def _mapped(path: Path) -> mmap.mmap | None:
+    """The file mapped read-only (hashed and read where it lies: a read would copy it first, 3x the
+    time), None when empty (nothing to map)."""
+    with open(path, "rb") as f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else None
 
 
 def new_index(shards: list[dict], *, tokenizer_sha256: str, vocab_size: int, seq_len: int, pad_id: int, bos_id: int,
@@ -106,10 +120,22 @@ def read_checked_shard(path: Path, entry: dict) -> pa.Table:
 
 def check_shard_file(path: Path, entry: dict, algorithm: str = CHECKSUM_ALGORITHM) -> None:
     """Present, of the indexed size and checksum; else ShardFileError."""
+    mapped = checked_shard_mapping(path, entry, algorithm)
+    if mapped is not None:
+        mapped.close()
+
+
+def checked_shard_mapping(path: Path, entry: dict, algorithm: str = CHECKSUM_ALGORITHM) -> mmap.mmap | None:
+    """check_shard_file, returning the file's read-only mapping it checked (None for an empty file), so
+    that a reader goes on from the bytes it checked instead of mapping the file again. Close it."""
     if not path.is_file():
         raise ShardFileError("missing")
     if path.stat().st_size != entry["bytes"]:
         raise ShardFileError(f"size {path.stat().st_size} bytes, index says {entry['bytes']} (truncated?)")
-    checksum = file_checksum(path, algorithm)
+    mapped = _mapped(path)
+    checksum = buffer_checksum(mapped if mapped is not None else b"", algorithm)
     if checksum != entry["checksum"]:
+        if mapped is not None:
+            mapped.close()
         raise ShardFileError(f"checksum mismatch: {checksum}, index says {entry['checksum']} (corrupt)")
+    return mapped

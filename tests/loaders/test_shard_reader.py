@@ -134,6 +134,7 @@ def test_shards_the_job_writes_are_decompressed_straight_into_l2_as_pyarrow_read
         assert isinstance(contents, CompressedShard) and len(contents.batches) > 1
         ours, theirs = unpacked(contents), unpacked(pyarrows_contents(source, shard))
         assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(ours, theirs))
+        assert contents.mapped.closed  # the one mapping of the file, closed once written (nothing held it)
 
 
 def replace_shard(folder, shard, table, **options):
