@@ -23,7 +23,6 @@ from schemas.shards import (
     INDEX_FILE,
     SHARD_SCHEMA,
     ShardFileError,
-    check_shard_file,
     checked_shard_mapping,
     read_checked_shard,
 )
@@ -220,8 +219,8 @@ class RecordBatchReader:
             entry = self.source.entries[shard]
             path = self.source.local_path(shard)
             try:
-                check_shard_file(path, entry, self.source.index["checksum_algorithm"])
-                reader = pa.ipc.open_file(pa.memory_map(str(path)))
+                mapped = checked_shard_mapping(path, entry, self.source.index["checksum_algorithm"])
+                reader = pa.ipc.open_file(pa.py_buffer(b"" if mapped is None else mapped))  # the bytes checked
             except ShardFileError as e:
                 raise ShardError(f"{self.source.location}/{entry['file']}: {e}") from None
             except (pa.ArrowInvalid, OSError) as e:
