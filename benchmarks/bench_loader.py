@@ -2,7 +2,7 @@
 litdata and mosaicml-streaming, on the same tokens, in one run.
 
     python -m benchmarks.bench_loader [--shards out/sample/shards] [--copies N] [--work .bench/loader]
-                                      [--peers-python .bench/loader-venv/bin/python]
+                                      [--repeats 3] [--peers-python .bench/loader-venv/bin/python]
 
 The shards are copied `--copies` times (renamed, one index; by default as many as make 1 GB or more
 of uint32 tokens). Every reader delivers shuffled int64 batches [8, seq_len] (seq_len from the
@@ -10,12 +10,17 @@ index; make the shards with --seq-len 2048 for the issue's [8, 2048]). The files
 cache after the copy, so "cold" means not yet decompressed, not read from SSD. litdata and
 mosaicml-streaming run in their own venv (created under .bench/ the first time, see loader_peers.py)
 over the same rows written in their formats with zstd.
+
+pyarrow, ShardLoader (threads, then 2 workers) and the memmap take turns `--repeats` times, each
+loader in a fresh L2: on a machine of 2 cores one pass varies by ~10% from run to run, so the table
+shows each one's median and the ratios of the medians, and the ratio of every turn is printed below.
 """
 
 import argparse
 import json
 import multiprocessing
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -50,6 +55,15 @@ def replicate(shards: Path, work: Path, copies: int) -> dict:
     index["totals"]["shards"] = len(entries)
     (work / "index.json").write_text(json.dumps(index, indent=2))
     return index
+
+
+def read_files(folder: Path) -> None:
+    """Reads every file once, so that every turn finds the shards in the page cache (the copy is skipped
+    when a previous run made it)."""
+    for path in sorted(folder.iterdir()):
+        with open(path, "rb") as f:
+            while f.read(1 << 24):
+                pass
 
 
 def pyarrow_pass(folder: Path, index: dict) -> float:
@@ -101,6 +115,12 @@ def loader_passes(folder: Path, index: dict, workers: int) -> dict:
     loader.close()  # the last one attached: L2 is gone
     return {"cold": cold, "warm": warm, "first": first, "resume_warm": resume_warm,
             "resume_cold": time_to_resume(folder, state, workers), "stats": stats}
+
+
+def median_passes(runs: list[dict]) -> dict:
+    """Each timing's median over repeated loader_passes; the last run's stats."""
+    return {**{key: statistics.median(run[key] for run in runs) for key in runs[0] if key != "stats"},
+            "stats": runs[-1]["stats"]}
 
 
 def time_to_resume(folder: Path, state: dict, workers: int) -> float:
@@ -171,16 +191,19 @@ def main() -> None:
     parser.add_argument("--shards", default="out/sample/shards")
     parser.add_argument("--copies", type=int, help="default: enough for 1 GB of uint32 tokens")
     parser.add_argument("--work", default=".bench/loader")
+    parser.add_argument("--repeats", type=int, default=3, help="turns of pyarrow and the loaders (medians shown)")
     parser.add_argument("--peers-python", default=str(PEERS_VENV / "bin" / "python"))
     args = parser.parse_args()
     work = Path(args.work)
     tokens = json.loads((Path(args.shards) / "index.json").read_text())["totals"]["tokens"]
     index = replicate(Path(args.shards), work / "shards", args.copies or -(-GIGABYTE // (4 * tokens)))
     total, seq_len, folder = index["totals"]["tokens"], index["seq_len"], work / "shards"
-    pyarrow_rate = total / pyarrow_pass(folder, index)
     write_token_rows(folder, index, work / "tokens.bin")
-    alone, with_workers = loader_passes(folder, index, 0), loader_passes(folder, index, 2)
-    memmap = memmap_pass(work / "tokens.bin", seq_len, index["totals"]["rows"] // BATCH)
+    read_files(folder)
+    turns = [(total / pyarrow_pass(folder, index), loader_passes(folder, index, 0), loader_passes(folder, index, 2),
+              memmap_pass(work / "tokens.bin", seq_len, index["totals"]["rows"] // BATCH)) for _ in range(args.repeats)]
+    pyarrow_rate, memmap = (statistics.median(turn[k] for turn in turns) for k in (0, 3))
+    alone, with_workers = median_passes([turn[1] for turn in turns]), median_passes([turn[2] for turn in turns])
     peak = node_peak_memory(folder)
     others = peers(args.peers_python, work / "tokens.bin", seq_len, work / "peers")
     litdata = {r["workers"]: r for r in others if r.get("loader") == "litdata"}
@@ -204,7 +227,10 @@ def main() -> None:
             print(f"| {name}, first pass | {workers} | {run['tokens_per_s'] / 1e6:.1f} | ShardLoader cold is "
                   f"{ours / run['tokens_per_s']:.1f}x | {run['first_batch_s']:.3f} | "
                   f"{run['disk_bytes'] / 1e9:.2f} GB |")
-    print(f"\nShardLoader resume to the first batch: {alone['resume_warm']:.3f} s with L2 warm, "
+    ratios = [", ".join(f"{turn[k]['cold'] / turn[0]:.2f}" for turn in turns) for k in (1, 2)]
+    print(f"\nmedians of {args.repeats} turns; first pass x of pyarrow in each turn: {ratios[0]} (threads), "
+          f"{ratios[1]} (2 workers)")
+    print(f"ShardLoader resume to the first batch: {alone['resume_warm']:.3f} s with L2 warm, "
           f"{alone['resume_cold']:.3f} s cold (workers 2: {with_workers['resume_warm']:.3f} / "
           f"{with_workers['resume_cold']:.3f} s)")
     print(f"decompressed once: {decoded / 1e9:.2f} GB in L2 ({alone['stats']['node_decompressions']} shards, "
