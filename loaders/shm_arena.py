@@ -30,6 +30,7 @@ Why this shape:
 
 import atexit
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import json
@@ -97,6 +98,10 @@ PAGE = mmap.PAGESIZE
 # madvise advice (Linux 5.14+): map a range's pages in one call instead of one fault per page. First
 # touch of fresh shared pages runs at ~0.7 GB/s here, ~2 GB/s populated; reused pages ~8 GB/s.
 MADV_POPULATE_WRITE = 23
+# libc's madvise, called through ctypes because that releases the GIL: mmap.madvise holds it for the
+# whole call (~1 ms per 4 MB of fresh pages), and the reader and the other L3 thread stood still.
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 
 
 @dataclass(frozen=True)
@@ -237,12 +242,13 @@ class SharedArena:
         self.header[_CLOCK] += 1
         self.table[shard, _LAST_USE] = self.header[_CLOCK]
 
-    def _populate_for_write(self, start: int, length: int) -> None:
+    def _populate_for_write(self, start: int, length: int) -> bool:
+        """Maps the pages of [start, start + length) of the file, the GIL released; False where the kernel
+        refuses the advice (before 5.14: the pages then fault in as they are written)."""
+        memory = self.memory  # held: the mapping cannot be closed under the call
         first = start // PAGE * PAGE
-        try:
-            self._mm.madvise(MADV_POPULATE_WRITE, first, min(start + length, len(self._mm)) - first)
-        except OSError:  # a kernel before 5.14: pages fault in as they are written
-            pass
+        end = min(start + length, len(memory))
+        return _libc.madvise(memory.ctypes.data + first, end - first, MADV_POPULATE_WRITE) == 0
 
     def is_ready(self, shard: int) -> bool:
         return self.table[shard, _STATE] == _READY
@@ -291,10 +297,14 @@ class SharedArena:
         arena and marks it ready."""
         rows, tokens, cu = contents.rows, contents.tokens, contents.cu
         nbytes = entry_bytes(rows, tokens, cu)
-        with self._locked():
-            offset = self._allocate(shard, nbytes)
-            self.table[shard, [Field.OFFSET, Field.NBYTES, Field.ROWS, Field.TOKENS, Field.CU]] = [
-                offset, nbytes, rows, tokens, cu]
+        while True:
+            with self._locked():
+                offset = self._allocate(shard, nbytes)
+                if offset is not None:
+                    self.table[shard, [Field.OFFSET, Field.NBYTES, Field.ROWS, Field.TOKENS, Field.CU]] = [
+                        offset, nbytes, rows, tokens, cu]
+                    break
+            time.sleep(0.002)  # the room is held by shards being written: evictable once they are ready
         self._populate_for_write(self._data + offset, nbytes)
         contents.write_into(run_views(self._mm, self._data + offset, rows, tokens, cu))
         with self._locked():
@@ -302,8 +312,10 @@ class SharedArena:
             self.table[shard, Field.GENERATION] += 1
             self.header[Header.DECOMPRESSIONS] += 1
 
-    def _allocate(self, shard: int, nbytes: int) -> int:
-        """First fit in the data region, evicting least recently used shards until one fits. Locked."""
+    def _allocate(self, shard: int, nbytes: int) -> int | None:
+        """First fit in the data region, evicting least recently used shards until one fits; None while
+        the room is held by shards other writers (threads or processes) are still writing: the smallest
+        cache holds the reader's blocks and the writes in flight, not always all at once. Locked."""
         if nbytes > self.capacity:
             raise ArenaTooSmall(f"shard {shard} needs {nbytes / 2**20:.1f} MiB decompressed; the shard cache holds "
                                 f"{self.capacity / 2**20:.1f} MiB (raise cache_bytes)")
@@ -316,17 +328,20 @@ class SharedArena:
                     return cursor
                 cursor = max(cursor, start + length)
             ready = np.nonzero(self.table[:, Field.STATE] == State.READY)[0]
-            if len(ready) == 0:
-                raise ArenaTooSmall(f"shard {shard} ({nbytes / 2**20:.1f} MiB) does not fit beside the shards being "
-                                    f"written into the {self.capacity / 2**20:.1f} MiB cache (raise cache_bytes)")
+            if len(ready) == 0:  # every run in use is being written: wait for one, unless its writer died
+                if self._reclaim_dead_writers():
+                    continue
+                return None
             self._free(self.table[ready[np.argmin(self.table[ready, Field.LAST_USE])]])
             self.header[Header.EVICTIONS] += 1
 
-    def _reclaim_dead_writers(self) -> None:
-        """Claims left by killed processes become free again. Locked."""
-        for shard in np.nonzero(self.table[:, Field.STATE] == State.WRITING)[0]:
-            if not _alive(int(self.table[shard, Field.PID])):
-                self._free(self.table[shard])
+    def _reclaim_dead_writers(self) -> bool:
+        """Claims left by killed processes become free again; says whether there were any. Locked."""
+        dead = [shard for shard in np.nonzero(self.table[:, Field.STATE] == State.WRITING)[0]
+                if not _alive(int(self.table[shard, Field.PID]))]
+        for shard in dead:
+            self._free(self.table[shard])
+        return bool(dead)
 
     @staticmethod
     def _free(row: np.ndarray) -> None:

@@ -3,10 +3,12 @@ readers notice, and what SIGKILLed processes leave behind reclaimed by the next 
 
 import multiprocessing
 import os
+import resource
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,7 @@ import pytest
 
 from loaders.shard_loader import ShardLoader
 from loaders.shard_reader import ShardSource, read_shard
-from loaders.shm_arena import SHM, SharedArena, arena_key, arena_name, entry_bytes
+from loaders.shm_arena import PAGE, SHM, SharedArena, arena_key, arena_name, entry_bytes
 from tests.shard_fixtures import write_shards
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,6 +41,74 @@ def test_eviction_takes_the_least_recently_used_and_readers_notice(tmp_path, pri
     again, decompressed = fill(1)
     assert decompressed and again.generation != second.generation and arena.decompressions == 4
     assert fill(1)[1] is False  # a hit
+
+
+class HeldWrite:
+    """A shard's contents whose write into L2 waits for `go`: its run is allocated, still being written."""
+
+    def __init__(self, contents):
+        self.contents, self.allocated, self.go = contents, threading.Event(), threading.Event()
+        self.rows, self.tokens, self.cu = contents.rows, contents.tokens, contents.cu
+
+    def write_into(self, run):
+        self.allocated.set()
+        self.go.wait()
+        self.contents.write_into(run)
+
+
+def test_a_shard_that_fits_only_after_the_writes_in_flight_waits_for_them(tmp_path, private_shm):
+    """The smallest cache can have every byte held by shards other threads are still writing (none ready,
+    so nothing to evict): a writer then waits for them instead of failing with ArenaTooSmall."""
+    write_shards(tmp_path, parts=2)
+    source = ShardSource(str(tmp_path))
+    contents = [read_shard(source, shard) for shard in (0, 1)]
+    capacity = max(entry_bytes(c.rows, c.tokens, c.cu) for c in contents)  # one shard at a time
+    arena = SharedArena(arena_key(source.location, source.index), 2, capacity, private_shm)
+    held = HeldWrite(contents[0])
+    writer = threading.Thread(target=arena.fill, args=(0, lambda: held))
+    writer.start()
+    held.allocated.wait()
+    refused = threading.Event()
+    allocate = arena._allocate
+
+    def allocate_and_release(shard, nbytes):
+        offset = allocate(shard, nbytes)
+        if offset is None:  # shard 1 found no room: the write in flight may finish now
+            refused.set()
+            held.go.set()
+        return offset
+
+    arena._allocate = allocate_and_release
+    try:
+        cached, decompressed = arena.fill(1, lambda: read_shard(source, 1))
+    finally:
+        held.go.set()
+        writer.join()
+    assert refused.is_set() and decompressed
+    assert cached.arrays.tokens.size == source.entries[1]["tokens"] and arena.evictions == 1
+    arena.close()
+
+
+@pytest.mark.skipif(not SHM.is_dir(), reason="needs /dev/shm")
+def test_a_run_is_mapped_before_it_is_written():
+    """L3 populates a run's pages in one call (the GIL released) instead of taking a fault per page: the
+    writes that follow fault only where nothing was populated (the control half)."""
+    pages = 2048
+    arena = SharedArena(f"populate-test-{os.getpid()}", 1, 2 * pages * PAGE, SHM)
+    try:
+        populated, control = arena._data, arena._data + pages * PAGE
+        if not arena._populate_for_write(populated, pages * PAGE):
+            pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14+)")
+
+        def faults_writing(start):
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            arena.memory[start:start + pages * PAGE] = 1
+            return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+        assert faults_writing(populated) < pages // 8
+        assert faults_writing(control) > pages // 2
+    finally:
+        arena.close()
 
 
 def read_epoch(path, shm, rank, world, barrier, results):
