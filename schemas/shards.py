@@ -133,9 +133,12 @@ def checked_shard_mapping(path: Path, entry: dict, algorithm: str = CHECKSUM_ALG
     if path.stat().st_size != entry["bytes"]:
         raise ShardFileError(f"size {path.stat().st_size} bytes, index says {entry['bytes']} (truncated?)")
     mapped = _mapped(path)
-    checksum = buffer_checksum(mapped if mapped is not None else b"", algorithm)
-    if checksum != entry["checksum"]:
+    try:
+        checksum = buffer_checksum(mapped if mapped is not None else b"", algorithm)
+        if checksum != entry["checksum"]:
+            raise ShardFileError(f"checksum mismatch: {checksum}, index says {entry['checksum']} (corrupt)")
+    except BaseException:  # a refused file is not left mapped for as long as the error is held
         if mapped is not None:
             mapped.close()
-        raise ShardFileError(f"checksum mismatch: {checksum}, index says {entry['checksum']} (corrupt)")
+        raise
     return mapped

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 import xxhash
 
-from schemas.shards import SHARD_SCHEMA, file_checksum, shard_name
+from schemas.shards import SHARD_SCHEMA, ShardFileError, checked_shard_mapping, file_checksum, shard_name
 from schemas.validate import main, validate
 from tests.shard_fixtures import write_shards
 
@@ -143,3 +143,15 @@ def test_a_file_checksum_is_the_digest_of_its_bytes(tmp_path, size):
     data = path.read_bytes()
     assert file_checksum(path) == xxhash.xxh3_128(data).hexdigest()
     assert file_checksum(path, "blake2b-128") == hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@pytest.mark.parametrize("refusal", ["checksum mismatch", "unknown checksum algorithm"])
+def test_a_refused_shard_leaves_no_mapping_of_its_file(tmp_path, refusal):
+    path = tmp_path / "f.arrow"
+    path.write_bytes(bytes(range(256)) * 64)
+    entry = {"bytes": path.stat().st_size, "checksum": "0" * 32}
+    algorithm = "md5" if refusal.startswith("unknown") else "xxh3-128"
+    with pytest.raises(ShardFileError, match=refusal) as refused:
+        checked_shard_mapping(path, entry, algorithm)
+    with open("/proc/self/maps") as maps:  # while the error (its traceback, its frames) is still held
+        assert str(path) not in maps.read(), refused.value
