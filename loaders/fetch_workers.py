@@ -24,8 +24,10 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 class FetchWorkers:
     """The same request()/close() as the thread Prefetcher, in processes (requests go round robin)."""
 
-    def __init__(self, location: str, cache_dir: str | None, folder: Path, capacity: int, workers: int):
-        config = json.dumps({"location": location, "cache_dir": cache_dir, "folder": str(folder), "capacity": capacity})
+    def __init__(self, location: str, cache_dir: str | None, folder: Path, capacity: int, workers: int,
+                 claim_timeout: float):
+        config = json.dumps({"location": location, "cache_dir": cache_dir, "folder": str(folder), "capacity": capacity,
+                             "claim_timeout": claim_timeout})
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT),
                                                                           os.environ.get("PYTHONPATH")]))}
         self.processes = [subprocess.Popen([sys.executable, "-m", "loaders.fetch_workers", config], env=env,
@@ -53,7 +55,7 @@ class FetchWorkers:
 def work(config: dict) -> None:
     source = ShardSource(config["location"], config["cache_dir"])
     arena = SharedArena(arena_key(source.location, source.index), len(source.entries), config["capacity"],
-                        Path(config["folder"]))
+                        Path(config["folder"]), config["claim_timeout"])
     try:
         for line in sys.stdin:  # ends when the loader closes the pipe or dies
             shard = int(line)

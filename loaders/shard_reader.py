@@ -1,9 +1,12 @@
 """L3, the SSD decompressor: find shards (a local folder or any fsspec URL), check them and decompress
 them, ahead of need in background threads (zstd and the checksum release the GIL), into L2.
 
-Remote shards are fetched once into a local cache folder (written as NAME.part, renamed when
-complete) and checked there. Every problem raises ShardError naming the shard: missing, wrong size,
-checksum mismatch, unreadable Arrow, wrong schema. Never garbage, never a silent end.
+Remote shards are fetched once into a local cache folder of this user's alone (schemas/trust.py),
+each under a name of the fetching process's own, checked (size, checksum) and only then renamed into
+place: ranks fetching one shard at once each succeed. The index is checked before any of its names is
+opened or its numbers size anything (schemas.shards.index_problems). Every problem raises ShardError
+naming the shard: missing, wrong size, checksum mismatch, unreadable Arrow, wrong schema, rows or
+tokens other than the index says. Never garbage, never a silent end.
 """
 
 import contextlib
@@ -11,6 +14,7 @@ import json
 import mmap
 import os
 import struct
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -24,8 +28,11 @@ from schemas.shards import (
     SHARD_SCHEMA,
     ShardFileError,
     checked_shard_mapping,
+    file_checksum,
+    index_problems,
     read_checked_shard,
 )
+from schemas.trust import is_url, private_folder
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tokenmill"  # remote shards fetched here; disk-backed L2 if needed
 
@@ -34,22 +41,18 @@ class ShardError(RuntimeError):
     """A shard (or the index) that cannot be used; the message names it and says why."""
 
 
-def _is_url(location: str) -> bool:
-    return "://" in location and not location.startswith("file://")
-
-
 class ShardSource:
     """The index and the local path of each shard of one shards folder or URL."""
 
     def __init__(self, location: str, cache_dir: str | None = None):
         self.location = location.rstrip("/")
-        self.remote = _is_url(self.location)
+        self.remote = is_url(self.location)
         if self.remote:
             import fsspec
 
             self.fs, self.root = fsspec.core.url_to_fs(self.location)
-            self.cache = Path(cache_dir or DEFAULT_CACHE_DIR) / "shards" / self.root.strip("/").replace("/", "_")
-            self.cache.mkdir(parents=True, exist_ok=True)
+            shards = private_folder(Path(cache_dir or DEFAULT_CACHE_DIR) / "shards", "the shards cache")
+            self.cache = private_folder(shards / self.root.strip("/").replace("/", "_"), "the shards cache")
         else:
             self.local = Path(self.location.removeprefix("file://"))
         self.index = self._read_index()
@@ -60,27 +63,48 @@ class ShardSource:
         try:
             if self.remote:
                 with self.fs.open(f"{self.root}/{INDEX_FILE}", "rb") as f:
-                    return json.loads(f.read())
-            return json.loads((self.local / INDEX_FILE).read_text(encoding="utf-8"))
+                    index = json.loads(f.read())
+            else:
+                index = json.loads((self.local / INDEX_FILE).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ShardError(f"{where}: missing (not a shards folder?)") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
             raise ShardError(f"{where}: not JSON: {e}") from None
+        if problems := index_problems(index):
+            raise ShardError(f"{where}: {'; '.join(problems[:3])}" + (f" (and {len(problems) - 3} more)"
+                                                                         if len(problems) > 3 else ""))
+        if not index["shards"]:
+            raise ShardError(f"{where}: lists no shards: there is nothing to read")
+        return index
 
     def local_path(self, shard: int) -> Path:
         """The shard on local disk (fetched into the cache first when remote)."""
-        name = self.entries[shard]["file"]
+        entry = self.entries[shard]
         if not self.remote:
-            return self.local / name
-        target = self.cache / name
-        if not target.exists() or target.stat().st_size != self.entries[shard]["bytes"]:
-            partial = target.with_suffix(".part")
-            try:
-                self.fs.get(f"{self.root}/{name}", str(partial))
-            except FileNotFoundError:
-                raise ShardError(f"{self.location}/{name}: missing") from None
-            os.replace(partial, target)
+            return self.local / entry["file"]
+        target = self.cache / entry["file"]
+        if not target.exists() or target.stat().st_size != entry["bytes"]:
+            self._fetch(entry, target)
         return target
+
+    def _fetch(self, entry: dict, target: Path) -> None:
+        """The shard copied into the cache under a name of this call's own (others may fetch it too),
+        checked against its entry, then renamed into place (atomic: a reader sees all of it or none)."""
+        where = f"{self.location}/{entry['file']}"
+        partial = self.cache / f".{entry['file']}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part"
+        try:
+            self.fs.get(f"{self.root}/{entry['file']}", str(partial))
+            size = partial.stat().st_size
+            if size != entry["bytes"]:
+                raise ShardError(f"{where}: fetched {size} bytes, index says {entry['bytes']}")
+            checksum = file_checksum(partial, self.index["checksum_algorithm"])
+            if checksum != entry["checksum"]:
+                raise ShardError(f"{where}: checksum mismatch: {checksum}, index says {entry['checksum']} (corrupt)")
+            os.replace(partial, target)
+        except FileNotFoundError:
+            raise ShardError(f"{where}: missing") from None
+        finally:
+            partial.unlink(missing_ok=True)
 
 
 class ShardArrays(NamedTuple):
@@ -160,12 +184,19 @@ def read_shard(source: ShardSource, shard: int) -> DecodedShard | CompressedShar
         if mapped is not None:  # the bytes just checked, mapped once for the checksum and the decompression
             batches = _compressed_layout(mapped)
             if batches is not None and sum(b.rows for b in batches) == entry["rows"]:
+                if sum(b.tokens.values for b in batches) != entry["tokens"]:
+                    mapped.close()
+                    raise ShardError(f"{where}: {sum(b.tokens.values for b in batches)} tokens, index says "
+                                     f"{entry['tokens']}")
                 return CompressedShard(where, mapped, batches)
             mapped.close()
         table = read_checked_shard(path, entry)
     except ShardFileError as e:
         raise ShardError(f"{where}: {e}") from None
-    return DecodedShard([ShardArrays.of_batch(batch) for batch in table.to_batches()])
+    decoded = DecodedShard([ShardArrays.of_batch(batch) for batch in table.to_batches()])
+    if decoded.tokens != entry["tokens"]:
+        raise ShardError(f"{where}: {decoded.tokens} tokens, index says {entry['tokens']}")
+    return decoded
 
 
 def _compressed_layout(mapped: mmap.mmap) -> list[RecordBatchLayout] | None:
@@ -211,7 +242,13 @@ class RecordBatchReader:
         reader, starts = self._open(shard)
         number = int(np.searchsorted(starts, row, side="right")) - 1
         if (shard, number) not in self.batches:
-            self.batches[(shard, number)] = ShardArrays.of_batch(reader.get_batch(number))
+            try:
+                batch = reader.get_batch(number)
+                batch.validate(full=True)  # offsets inside the values: this batch is read as it is
+            except (pa.ArrowInvalid, OSError) as e:
+                raise ShardError(f"{self.source.location}/{self.source.entries[shard]['file']}: record batch "
+                                 f"{number} cannot be read: {e}") from None
+            self.batches[(shard, number)] = ShardArrays.of_batch(batch)
         return self.batches[(shard, number)].row(row - starts[number])
 
     def _open(self, shard: int):

@@ -32,6 +32,7 @@ class ReadOptions:
     shm_dir: str | None = None  # where L2 lives: $TOKENMILL_SHM_DIR, else /dev/shm (one folder per node)
     num_workers: int = 0  # L3 decompression processes; 0: prefetch_threads threads
     prefetch_threads: int = 2
+    claim_timeout: float = shm_arena.CLAIM_TIMEOUT  # seconds to wait for a shard another process is writing
 
 
 class ShardSet:
@@ -56,8 +57,9 @@ class ShardSet:
         capacity = cache_capacity(entries, options.shuffle_block_shards, options.cache_bytes, shm, share)
         folder = arena_folder(key, arena_bytes(len(entries), capacity),
                               Path(options.cache_dir or DEFAULT_CACHE_DIR) / "arena", shm)
-        self.arena = SharedArena(key, len(entries), capacity, folder)
-        self.fetcher = (FetchWorkers(source.location, options.cache_dir, folder, capacity, options.num_workers)
+        self.arena = SharedArena(key, len(entries), capacity, folder, options.claim_timeout)
+        self.fetcher = (FetchWorkers(source.location, options.cache_dir, folder, capacity, options.num_workers,
+                                     options.claim_timeout)
                         if options.num_workers else Prefetcher(self.source, self.arena, options.prefetch_threads))
         self.counters = {"decompressions": 0, "cache_hits": 0, "cache_misses": 0, "bytes_decompressed": 0,
                          "rereads": 0, "direct_rows": 0}

@@ -1,13 +1,13 @@
 """L2, the node-wide shared-memory cache: one preallocated arena per shards folder per node.
 
-Every rank and worker process on a node that reads the same shards maps the same file,
-/dev/shm/tokenmill-KEY.arena (KEY from the shards' location and checksums), so each shard is
-decompressed at most once per node while it stays cached:
+Every rank and worker process of one user on a node that reads the same shards maps the same file,
+/dev/shm/tokenmill-UID/tokenmill-KEY.arena (KEY from the shards' location and checksums), so each
+shard is decompressed at most once per node while it stays cached:
 
     header   int64s named by Header: magic, version, capacity, shards, decompressions, evictions, clock,
              data offset
     table    one row of int64s per shard, named by Field: state (State), generation, offset, bytes,
-             rows, tokens, cu, last use, pid
+             rows, tokens, cu, last use, and the writer's pid, start time and PID namespace
     data     `capacity` bytes; a cached shard is one contiguous run of it (run_views)
 
 Why this shape:
@@ -19,13 +19,21 @@ Why this shape:
   tracker unlinks SharedMemory segments when any attaching process exits; it never sees this file.
 - Table changes take a lock file (flock: the kernel drops it when a holder dies). Readers take no
   lock: they note an entry's generation, copy what they need, and check the generation again
-  (a seqlock); eviction bumps it. A shard being written is claimed with the writer's pid, so
-  another process waits instead of decompressing it again, and a dead writer's claim is taken over.
+  (a seqlock); eviction bumps it. A shard being written is claimed: its table row says WRITING, and
+  the writer holds a lock on byte SHARD of the arena file (an open-file-description lock, released by
+  the kernel when the writer dies, whatever PID namespace it runs in), so another process waits
+  instead of decompressing it again, a dead writer's claim is taken over, and a reused pid means
+  nothing. A claim held past `claim_timeout` is reported, naming the writer's pid.
 - Every attached process holds a shared flock on the arena file. The last one to close unlinks it;
   after SIGKILL nobody does, so each start reuses its own arena (what finished writing is still
   valid) and unlinks any other tokenmill arena that no live process holds.
 - Where /dev/shm cannot hold the arena (Docker's default is 64 MB), the same file lives in a disk
-  folder instead: a disk-backed memory map, slower only when the page cache is short.
+  folder instead: a disk-backed memory map, slower only when the page cache is short. Neither may be
+  asked for more than it has free: a hostile index cannot fill a disk.
+- Private to its user: arenas live in a folder of the user's own (0700, checked: schemas/trust.py),
+  are created with O_EXCL and opened with O_NOFOLLOW, and are attached only when this user owns
+  them, nobody else can write them and their header agrees with their size. Another user's arena
+  or lock file is passed over, never opened.
 """
 
 import atexit
@@ -37,6 +45,8 @@ import json
 import mmap
 import os
 import shutil
+import stat
+import struct
 import threading
 import time
 import warnings
@@ -47,9 +57,11 @@ from pathlib import Path
 import numpy as np
 
 from loaders.shard_reader import ShardArrays
+from schemas.trust import UntrustedPath, owner_name, private_folder
 
 SHM = Path("/dev/shm")
-MAGIC, VERSION = 0x544D41524E4131, 1  # "TMARNA1"
+MAGIC, VERSION = 0x544D41524E4131, 2  # "TMARNA1"; 2: claims held by byte locks, with the writer's identity
+CLAIM_TIMEOUT = 600.0  # seconds a claimed shard may stay unwritten before the wait for it is an error
 
 
 class Header(IntEnum):
@@ -74,7 +86,9 @@ class Field(IntEnum):
     TOKENS = 5
     CU = 6  # cu_seqlens values
     LAST_USE = 7  # the CLOCK at the last lookup
-    PID = 8  # the writer's, while WRITING
+    PID = 8  # the writer's, while WRITING: for the report of a stalled claim (liveness is the byte lock)
+    STARTED = 9  # ... its start time (clock ticks after boot)
+    PID_NAMESPACE = 10  # ... and its PID namespace (inode), so that a pid from another one is named as such
 
 
 class State(IntEnum):
@@ -93,6 +107,8 @@ class State(IntEnum):
 # to look up on Python 3.11).
 _STATE, _GENERATION, _LAST_USE, _READY, _CLOCK = (int(x) for x in (Field.STATE, Field.GENERATION, Field.LAST_USE,
                                                                      State.READY, Header.CLOCK))
+# struct flock, for open-file-description locks (fcntl.lockf takes process-wide locks, which threads share)
+_FLOCK = struct.Struct("hhqqi4x")
 ALIGN = 64
 PAGE = mmap.PAGESIZE
 # madvise advice (Linux 5.14+): map a range's pages in one call instead of one fault per page. First
@@ -128,18 +144,29 @@ def arena_key(location: str, index: dict) -> str:
     return hashlib.blake2b(identity.encode(), digest_size=8).hexdigest()
 
 
+def user_folder(shm: Path) -> Path:
+    """This user's arena folder in the shared-memory folder `shm` (/dev/shm is everyone's)."""
+    return shm / f"tokenmill-{os.getuid()}"
+
+
 def arena_folder(key: str, needed: int, fallback: Path, shm: Path = SHM) -> Path:
-    """Where the arena of `key` is, else /dev/shm when it can hold `needed` more bytes, else the disk
-    folder `fallback` (every process of the node must choose the same: an existing arena wins)."""
-    for folder in (shm, fallback):
+    """Where the arena of `key` is, else this user's folder in /dev/shm when it can hold `needed` more
+    bytes, else the disk folder `fallback` when it can (every process of the node must choose the same:
+    an existing arena wins); else ArenaTooSmall. Both folders are this user's own (private_folder)."""
+    mine = private_folder(user_folder(shm), "the shard cache's folder") if shm.is_dir() else None
+    fallback = private_folder(fallback, "the shard cache's disk folder")
+    for folder in filter(None, (mine, fallback)):
         if (folder / arena_name(key)).exists():
             return folder
-    if shm.is_dir() and shutil.disk_usage(shm).free >= needed:
-        return shm
+    if mine is not None and shutil.disk_usage(mine).free >= needed:
+        return mine
+    free = shutil.disk_usage(fallback).free
+    if free < needed:
+        raise ArenaTooSmall(f"the shard cache needs {needed / 2**30:.2f} GiB, more than {shm} and {fallback} "
+                            f"({free / 2**30:.2f} GiB) have free: lower cache_bytes, or check the shards' index")
     warnings.warn(f"{shm} has less than {needed / 2**20:.0f} MiB free: the shard cache is a memory-mapped "
                   f"file in {fallback} instead (give the container a larger --shm-size to keep it in memory)",
                   stacklevel=3)
-    fallback.mkdir(parents=True, exist_ok=True)
     return fallback
 
 
@@ -167,41 +194,70 @@ def data_offset(shards: int) -> int:
 
 
 class ArenaTooSmall(ValueError):
-    """A shard does not fit in the cache's byte limit."""
+    """A shard does not fit in the cache's byte limit, or the cache in the free space of its folder."""
+
+
+class StalledClaim(TimeoutError):
+    """A shard claimed by a live writer that has not finished it within the claim timeout."""
 
 
 class SharedArena:
-    """Opens (or creates) the arena of `key` in `folder` (see arena_folder)."""
+    """Opens (or creates) the arena of `key` in `folder` (see arena_folder). `claim_timeout`: seconds
+    to wait for a shard another live process claimed before StalledClaim."""
 
-    def __init__(self, key: str, shards: int, capacity: int, folder: Path):
-        total = arena_bytes(shards, capacity)
+    def __init__(self, key: str, shards: int, capacity: int, folder: Path, claim_timeout: float = CLAIM_TIMEOUT):
         self.path = folder / arena_name(key)
+        self.claim_timeout = claim_timeout
         self._thread_lock = threading.RLock()  # flock does not exclude threads sharing one lock file
         self._lock_path = self.path.with_suffix(".lock")
+        self._claims: dict[int, int] = {}  # shard → the descriptor holding its claim's byte lock
         with self._locked():
             sweep_stale_arenas(folder, keep=self.path)
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            fcntl.flock(self._fd, fcntl.LOCK_SH)  # "attached"; the kernel drops it when we die
-            if os.fstat(self._fd).st_size == 0:
-                os.ftruncate(self._fd, total)
-            self._mm = mmap.mmap(self._fd, os.fstat(self._fd).st_size)
-            self.header = np.frombuffer(self._mm, np.int64, len(Header))
-            if self.header[Header.MAGIC] == 0:  # new, or its creator died before writing the header
-                self.header[:] = 0
-                self.header[[Header.MAGIC, Header.VERSION, Header.CAPACITY, Header.SHARDS, Header.DATA_OFFSET]] = [
-                    MAGIC, VERSION, capacity, shards, data_offset(shards)]
-                # arena_folder checked that the space is free; the reservation makes sure it stays so
-                threading.Thread(target=_reserve, args=(os.dup(self._fd), len(self._mm), folder), daemon=True).start()
-            elif (self.header[Header.MAGIC] != MAGIC or self.header[Header.VERSION] != VERSION
-                  or self.header[Header.SHARDS] != shards):
-                raise RuntimeError(f"{self.path} is not a tokenmill arena of {shards} shards (remove it)")
-            self.capacity, self._data = int(self.header[Header.CAPACITY]), int(self.header[Header.DATA_OFFSET])
-            self.table = np.frombuffer(self._mm, np.int64, shards * len(Field), 8 * len(Header)).reshape(
-                shards, len(Field))
-            # The whole file, for the batch kernel that reads runs by their offset (loaders/collate.py)
-            self.memory = np.frombuffer(self._mm, np.uint8)
-            self._reclaim_dead_writers()
+            self._fd = _open_own(self.path, create=True)
+            try:
+                self._attach(shards, capacity, folder)
+            except BaseException:
+                os.close(self._fd)
+                self._fd = -1
+                raise
         atexit.register(self.close)  # a normal exit detaches too; only a kill leaves the arena for the next start
+
+    def _attach(self, shards: int, capacity: int, folder: Path) -> None:
+        """Maps the arena file (sizing and heading it when new) and checks its header. Locked."""
+        total = arena_bytes(shards, capacity)
+        fcntl.flock(self._fd, fcntl.LOCK_SH)  # "attached"; the kernel drops it when we die
+        if os.fstat(self._fd).st_size == 0:  # new, or its creator died before sizing it
+            os.ftruncate(self._fd, total)
+        size = os.fstat(self._fd).st_size
+        if size < data_offset(shards):
+            raise RuntimeError(f"{self.path} holds {size} bytes, too few for a tokenmill arena of {shards} shards "
+                               "(remove it)")
+        self._mm = mmap.mmap(self._fd, size)
+        self.header = np.frombuffer(self._mm, np.int64, len(Header))
+        if self.header[Header.MAGIC] == 0 and size == total:  # new, or its creator died before the header
+            self.header[:] = 0
+            self.header[[Header.MAGIC, Header.VERSION, Header.CAPACITY, Header.SHARDS, Header.DATA_OFFSET]] = [
+                MAGIC, VERSION, capacity, shards, data_offset(shards)]
+            # arena_folder checked that the space is free; the reservation makes sure it stays so
+            threading.Thread(target=_reserve, args=(os.dup(self._fd), size, folder), daemon=True).start()
+        elif not self._header_fits(shards):
+            self.header = None
+            self._mm.close()
+            raise RuntimeError(f"{self.path} is not a tokenmill arena of {shards} shards whose header agrees with "
+                               f"its {size} bytes (remove it)")
+        self.capacity, self._data = int(self.header[Header.CAPACITY]), int(self.header[Header.DATA_OFFSET])
+        self.table = np.frombuffer(self._mm, np.int64, shards * len(Field), 8 * len(Header)).reshape(
+            shards, len(Field))
+        # The whole file, for the batch kernel that reads runs by their offset (loaders/collate.py)
+        self.memory = np.frombuffer(self._mm, np.uint8)
+        self._reclaim_dead_writers()
+
+    def _header_fits(self, shards: int) -> bool:
+        """An existing arena's header: this format, `shards` rows, and sizes that are the file's."""
+        h = self.header
+        return (h[Header.MAGIC] == MAGIC and h[Header.VERSION] == VERSION and h[Header.SHARDS] == shards
+                and h[Header.DATA_OFFSET] == data_offset(shards) and h[Header.CAPACITY] >= 0
+                and arena_bytes(shards, int(h[Header.CAPACITY])) == len(self._mm))
 
     @contextlib.contextmanager
     def _locked(self):
@@ -263,7 +319,7 @@ class SharedArena:
     def fill(self, shard: int, decode) -> tuple[CachedShard, bool]:
         """The cached shard, decompressing it with `decode()` (contents, see _publish) unless cached or
         being written by another process (then wait). Also says whether this call decompressed it."""
-        decompressed = False
+        decompressed, waiting_since = False, None
         while True:
             if (cached := self.lookup(shard)) is not None:
                 return cached, decompressed
@@ -273,24 +329,52 @@ class SharedArena:
                 except BaseException:
                     self._release(shard)
                     raise
-                decompressed = True
-            else:
-                time.sleep(0.002)
+                decompressed, waiting_since = True, None
+                continue
+            waiting_since = waiting_since or time.monotonic()
+            if time.monotonic() - waiting_since > self.claim_timeout:
+                raise StalledClaim(self._stalled(shard))
+            time.sleep(0.002)
 
     def _claim(self, shard: int) -> bool:
+        """Claims a shard to write it: under the table lock, unless it is ready or a live writer holds it."""
         with self._locked():
             row = self.table[shard]
-            if row[Field.STATE] == State.READY or (row[Field.STATE] == State.WRITING and _alive(int(row[Field.PID]))):
+            if row[Field.STATE] == State.READY or (row[Field.STATE] == State.WRITING and self._claim_held(shard)):
                 return False
-            row[[Field.STATE, Field.PID, Field.NBYTES]] = [State.WRITING, os.getpid(), 0]
+            fd = _open_own(self.path)
+            if not _byte_lock(fd, shard, fcntl.F_WRLCK):
+                os.close(fd)  # a writer still holds it: its table row was freed under it (cannot happen)
+                return False
+            self._claims[shard] = fd
+            row[[Field.STATE, Field.PID, Field.STARTED, Field.PID_NAMESPACE, Field.NBYTES]] = [
+                State.WRITING, os.getpid(), _started(), _pid_namespace(), 0]
             row[Field.GENERATION] += 1
             return True
+
+    def _claim_held(self, shard: int) -> bool:
+        """Whether some live process (this one's other threads included) holds the claim's byte lock."""
+        query = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, shard, 1, 0)
+        return _FLOCK.unpack(fcntl.fcntl(self._fd, fcntl.F_OFD_GETLK, query))[0] != fcntl.F_UNLCK
+
+    def _drop_claim(self, shard: int) -> None:
+        fd = self._claims.pop(shard, None)
+        if fd is not None:
+            os.close(fd)  # the byte lock goes with the descriptor
+
+    def _stalled(self, shard: int) -> str:
+        row = self.table[shard]
+        where = "" if row[Field.PID_NAMESPACE] == _pid_namespace() else " of another PID namespace"
+        return (f"shard {shard} of {self.path} has been claimed for over {self.claim_timeout:.0f} s by pid "
+                f"{int(row[Field.PID])}{where} (started {int(row[Field.STARTED])} clock ticks after boot), which "
+                "holds its lock and has not written it: that process is stuck (kill it, and the next start takes over)")
 
     def _release(self, shard: int) -> None:
         with self._locked():
             row = self.table[shard]
-            if row[Field.STATE] == State.WRITING and row[Field.PID] == os.getpid():
+            if row[Field.STATE] == State.WRITING and shard in self._claims:
                 self._free(row)
+            self._drop_claim(shard)
 
     def _publish(self, shard: int, contents) -> None:
         """Writes a shard's `contents` (shard_reader.DecodedShard or CompressedShard) into one run of the
@@ -311,6 +395,7 @@ class SharedArena:
             self.table[shard, Field.STATE] = State.READY
             self.table[shard, Field.GENERATION] += 1
             self.header[Header.DECOMPRESSIONS] += 1
+            self._drop_claim(shard)
 
     def _allocate(self, shard: int, nbytes: int) -> int | None:
         """First fit in the data region, evicting least recently used shards until one fits; None while
@@ -336,9 +421,9 @@ class SharedArena:
             self.header[Header.EVICTIONS] += 1
 
     def _reclaim_dead_writers(self) -> bool:
-        """Claims left by killed processes become free again; says whether there were any. Locked."""
-        dead = [shard for shard in np.nonzero(self.table[:, Field.STATE] == State.WRITING)[0]
-                if not _alive(int(self.table[shard, Field.PID]))]
+        """Claims left by killed processes (no lock held) become free again; says whether there were any. Locked."""
+        dead = [shard for shard in np.nonzero(self.table[:, Field.STATE] == State.WRITING)[0].tolist()
+                if not self._claim_held(shard)]
         for shard in dead:
             self._free(self.table[shard])
         return bool(dead)
@@ -354,6 +439,8 @@ class SharedArena:
         if self._fd < 0:
             return
         with self._locked():
+            for shard in list(self._claims):  # a thread still writing: its claim is released with the arena
+                self._drop_claim(shard)
             self.header = self.table = self.memory = None
             with contextlib.suppress(BufferError):  # views still held elsewhere: the GC unmaps later
                 self._mm.close()
@@ -373,13 +460,16 @@ def sweep_stale_arenas(folder: Path, keep: Path) -> list[Path]:
     """Unlinks every other tokenmill arena in `folder` that no live process holds (left by SIGKILL)."""
     removed = []
     for path in folder.glob("tokenmill-*.arena"):
-        if path == keep:
+        if path == keep or not _is_own_file(path) or not _is_own_file(path.with_suffix(".lock"), missing=True):
+            continue  # another user's (in a shared folder the user chose): theirs to keep
+        try:
+            lock_fd = lock_exclusive(path.with_suffix(".lock"), blocking=False)
+        except OSError:
             continue
-        lock_fd = lock_exclusive(path.with_suffix(".lock"), blocking=False)
         if lock_fd is None:  # busy: someone is opening or closing it
             continue
         try:
-            fd = os.open(path, os.O_RDWR)
+            fd = _open_own(path)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 path.unlink()
@@ -387,11 +477,67 @@ def sweep_stale_arenas(folder: Path, keep: Path) -> list[Path]:
                 removed.append(path)
             finally:
                 os.close(fd)
-        except (BlockingIOError, FileNotFoundError):
+        except OSError:  # busy (BlockingIOError), gone meanwhile, or not ours after all
             pass
         finally:
             os.close(lock_fd)
     return removed
+
+
+def _is_own_file(path: Path, missing: bool = False) -> bool:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return missing
+    return stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
+
+
+def _open_own(path: Path, create: bool = False) -> int:
+    """A descriptor of this user's file at `path`, never through a symlink: created (O_EXCL, 0600) when
+    `create` and absent, else opened and checked (owner, a regular file, nobody else may write it)."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        if create:
+            try:
+                return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                pass
+        fd = os.open(path, flags)
+    except OSError as e:
+        if os.path.islink(path):
+            raise UntrustedPath(f"{path} is a symbolic link: refusing to follow it (remove it)") from None
+        raise e
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        os.close(fd)
+        raise UntrustedPath(f"{path} belongs to {owner_name(info.st_uid)} (mode {stat.S_IMODE(info.st_mode):o}): "
+                            "tokenmill attaches only this user's own files that nobody else can write (remove it)")
+    return fd
+
+
+def _byte_lock(fd: int, offset: int, kind: int) -> bool:
+    """An open-file-description lock of `kind` on one byte of the file (not waiting); False when held."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _FLOCK.pack(kind, os.SEEK_SET, offset, 1, 0))
+    except (BlockingIOError, PermissionError):
+        return False
+    return True
+
+
+def _started() -> int:
+    """This process's start time in clock ticks after boot (/proc/self/stat, field 22)."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _pid_namespace() -> int:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def lock_exclusive(path: Path, blocking: bool = True) -> int | None:
@@ -399,7 +545,7 @@ def lock_exclusive(path: Path, blocking: bool = True) -> int | None:
     when busy and not `blocking`. Lock files are unlinked with their arena, so after waiting, check
     that the file locked is still the one at `path`, else start over with the new one."""
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = _open_own(path, create=True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -424,12 +570,3 @@ def _reserve(fd: int, total: int, folder: Path) -> None:
     finally:
         os.close(fd)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -2,7 +2,9 @@
 what they share: text as code points (from Python strings or straight from Arrow's UTF-8), and UTF-8 out.
 
 Compilations are cached on disk in NUMBA_CACHE_DIR, which tokenmill sets (unless the user did) to a
-folder of its own under the system's temporary folder: executors often have no writable home. A
+folder of its own under the system's temporary folder: executors often have no writable home. That
+folder is this user's alone (0700, checked: schemas/trust.py): numba reads its index files with
+pickle, so a folder another user made or can write would run their code in this user's process. A
 kernel whose module runs from a real file (the driver, local mode, a node with tokenmill installed)
 is compiled once and loaded from that cache by every later process; one shipped to executors inside
 the job's zip cannot be cached (numba's cache for zipped code lives under ~), so each Python worker
@@ -13,7 +15,11 @@ import inspect
 import os
 import tempfile
 
-os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"tokenmill-numba-{os.getuid()}"))
+from schemas.trust import private_folder
+
+DEFAULT_CACHE_DIR = os.path.join(tempfile.gettempdir(), f"tokenmill-numba-{os.getuid()}")
+if os.environ.setdefault("NUMBA_CACHE_DIR", DEFAULT_CACHE_DIR) == DEFAULT_CACHE_DIR:  # a user's own choice is theirs
+    private_folder(DEFAULT_CACHE_DIR, "numba's cache folder")
 
 import numba  # noqa: E402  (reads NUMBA_CACHE_DIR when first imported)
 import numpy as np  # noqa: E402

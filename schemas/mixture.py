@@ -1,8 +1,9 @@
 """Mixtures: SHARDS/mixture.json, several shards folders (sources) read together with weights.
 
 mixture.json (MIXTURE_VERSION), written by the pipeline beside its sources' folders:
-  format_version, sources: {NAME: {path (the source's shards folder, relative to mixture.json, or a
-  URL), weight (positive), rows, tokens (its index totals)}}, in the order the sources were named.
+  format_version, sources: {NAME: {path (the source's shards folder, relative to mixture.json and
+  inside its folder, or a URL), weight (positive), rows, tokens (its index totals)}}, in the order
+  the sources were named.
 
 Every source is a normal shards folder (index.json) written with the same tokenizer and seq_len.
 """
@@ -10,6 +11,8 @@ Every source is a normal shards folder (index.json) written with the same tokeni
 import json
 from fractions import Fraction
 from pathlib import Path
+
+from schemas.trust import is_url, relative_inside
 
 MIXTURE_FILE = "mixture.json"
 MIXTURE_VERSION = "1"
@@ -71,12 +74,16 @@ def read_mixture_file(path: Path) -> dict:
         absent = [k for k in SOURCE_KEYS if not isinstance(entry, dict) or k not in entry]
         if absent:
             raise MixtureError(f"{path}: source {name!r} lacks {', '.join(absent)}")
-        if not isinstance(entry["path"], str) or not entry["path"]:
-            raise MixtureError(f"{path}: source {name!r}: path must be a folder name")
+        if not is_url(entry["path"]):
+            try:
+                relative_inside(entry["path"], f"source {name!r}: path")
+            except ValueError as e:
+                raise MixtureError(f"{path}: {e}") from None
         exact_weight(name, entry["weight"])
     return data
 
 
 def source_location(mixture_path: Path, entry: dict) -> str:
-    """Where a source's shards are: its path, relative to mixture.json unless it is a URL."""
-    return entry["path"] if "://" in entry["path"] else str(mixture_path.parent / entry["path"])
+    """Where a source's shards are: its path, relative to mixture.json unless it is a URL (read_mixture_file
+    checked that a relative one stays inside mixture.json's folder)."""
+    return entry["path"] if is_url(entry["path"]) else str(mixture_path.parent / entry["path"])

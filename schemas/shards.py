@@ -23,6 +23,8 @@ from pathlib import Path
 import pyarrow as pa
 import xxhash
 
+from schemas.trust import plain_file_name
+
 INDEX_VERSION = "1"
 INDEX_FILE = "index.json"
 # xxh3 hashes at ~7 GB/s a core here, BLAKE2b at ~0.5: the loader checks every shard before its first
@@ -42,6 +44,82 @@ INDEX_KEYS = ("format_version", "tokenizer_sha256", "vocab_size", "embedding_siz
               "eos_id", "compression", "compression_level", "checksum_algorithm", "shards", "totals")
 SHARD_KEYS = ("file", "rows", "tokens", "real_tokens", "bytes", "checksum")
 TOTAL_KEYS = ("shards", "rows", "tokens", "real_tokens", "bytes", "documents", "padding_waste")
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def index_problems(index, counts: bool = True) -> list[str]:
+    """What makes an index.json unusable, before any of its numbers sizes anything or any of its names
+    is opened: keys, version, algorithm, the special ids and sizes, and each shard's entry (a plain file
+    name, counts of the right types and, with `counts`, that agree with each other and with seq_len:
+    entry_count_problems). Empty when it can be read."""
+    if not isinstance(index, dict):
+        return [f"index.json holds a JSON {type(index).__name__}, not an object"]
+    if missing := [k for k in INDEX_KEYS if k not in index]:
+        return [f"keys missing: {', '.join(missing)}"]
+    if index["format_version"] != INDEX_VERSION:
+        return [f"format_version {index['format_version']!r}, this tokenmill reads {INDEX_VERSION!r}"]
+    problems = []
+    if index["checksum_algorithm"] not in CHECKSUM_ALGORITHMS:
+        problems.append(f"checksum_algorithm must be one of {', '.join(CHECKSUM_ALGORITHMS)}")
+    vocab, embedding, seq_len = index["vocab_size"], index["embedding_size"], index["seq_len"]
+    if not (_count(vocab) and vocab > 0 and _count(embedding) and embedding >= vocab and embedding % ROW_MULTIPLE == 0):
+        problems.append(f"vocab_size {vocab!r} and embedding_size {embedding!r} must be positive integers, the "
+                        f"embedding size at least the vocabulary and a multiple of {ROW_MULTIPLE}")
+        return problems
+    if not (_count(seq_len) and seq_len > 0 and seq_len % ROW_MULTIPLE == 0):
+        problems.append(f"seq_len {seq_len!r} must be a positive multiple of {ROW_MULTIPLE}")
+        return problems
+    problems += [f"{key} {index[key]!r} is not an id below vocab_size {vocab}" for key in ("pad_id", "bos_id", "eos_id")
+                 if not (_count(index[key]) and index[key] < vocab)]
+    if not isinstance(index["totals"], dict):
+        problems.append("totals must be an object")
+    if not isinstance(index["shards"], list):
+        return problems + ["shards must be a list of shard entries"]
+    names = set()
+    for number, entry in enumerate(index["shards"]):
+        found = _entry_problems(entry)
+        found = found or [f"{entry['file']}: {p}" for p in (entry_count_problems(entry, seq_len) if counts else [])]
+        problems += [f"shards[{number}]: {p}" for p in found]
+        if isinstance(entry, dict) and entry.get("file") in names:
+            problems.append(f"shards[{number}]: file {entry['file']!r} is listed twice")
+        names.add(entry.get("file") if isinstance(entry, dict) else None)
+    return problems
+
+
+def _entry_problems(entry) -> list[str]:
+    if not isinstance(entry, dict):
+        return ["not an object"]
+    if absent := [k for k in SHARD_KEYS if k not in entry]:
+        return [f"lacks {', '.join(absent)}"]
+    try:
+        plain_file_name(entry["file"], "file")
+    except ValueError as e:
+        return [str(e)]
+    if not all(_count(entry[k]) for k in ("rows", "tokens", "real_tokens", "bytes")) or not isinstance(
+            entry["checksum"], str):
+        return [f"{entry['file']}: rows, tokens, real_tokens and bytes must be counts and checksum a string"]
+    return []
+
+
+def entry_count_problems(entry: dict, seq_len: int) -> list[str]:
+    """Whether a shard entry's counts can describe rows of seq_len (an entry _entry_problems passed)."""
+    rows, tokens, real, size = entry["rows"], entry["tokens"], entry["real_tokens"], entry["bytes"]
+    problems = []
+    # Every row holds a multiple of 128 tokens, at most seq_len of them, and pads fewer than 128.
+    if rows == 0 or tokens % ROW_MULTIPLE or not ROW_MULTIPLE * rows <= tokens <= seq_len * rows:
+        problems.append(f"{tokens} tokens cannot fill {rows} rows of 128 to {seq_len} tokens each")
+    elif not tokens - (ROW_MULTIPLE - 1) * rows <= real <= tokens:
+        problems.append(f"{real} real tokens of {tokens} pads 128 or more tokens in a row")
+    if size == 0:
+        problems.append("bytes must be positive")
+    batch_rows = entry.get("batch_rows")
+    if batch_rows is not None and not (isinstance(batch_rows, list) and all(_count(b) and b > 0 for b in batch_rows)
+                                       and sum(batch_rows) == rows):
+        problems.append(f"batch_rows must be positive counts adding up to its {rows} rows")
+    return problems
 
 
 def shard_name(index: int) -> str:
@@ -109,6 +187,7 @@ def read_checked_shard(path: Path, entry: dict) -> pa.Table:
     try:
         with pa.memory_map(str(path)) as source:
             table = pa.ipc.open_file(source).read_all()
+        table.validate(full=True)  # list offsets inside their values: readers index by them
     except (pa.ArrowInvalid, OSError) as e:
         raise ShardFileError(f"not a readable Arrow IPC file: {e}") from None
     if not table.schema.equals(SHARD_SCHEMA):

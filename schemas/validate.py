@@ -23,14 +23,12 @@ import pyarrow.compute as pc
 
 from schemas.mixture import MIXTURE_FILE, SHARED_INDEX_KEYS, MixtureError, read_mixture_file, source_location
 from schemas.shards import (
-    CHECKSUM_ALGORITHMS,
     INDEX_FILE,
-    INDEX_KEYS,
-    INDEX_VERSION,
     ROW_MULTIPLE,
-    SHARD_KEYS,
     TOTAL_KEYS,
     ShardFileError,
+    entry_count_problems,
+    index_problems,
     open_shard,
 )
 
@@ -86,21 +84,12 @@ def validate(folder: Path, quick: bool = False) -> list[str]:
         return [f"{path}: missing"]
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         return [f"{path}: not JSON: {e}"]
-    missing = [k for k in INDEX_KEYS if k not in index]
-    if missing:
-        return [f"{path}: keys missing: {', '.join(missing)}"]
+    if problems := index_problems(index, counts=False):
+        return [f"{path}: {p}" for p in problems]
     problems = []
-    if index["format_version"] != INDEX_VERSION:
-        problems.append(f"{path}: format_version {index['format_version']!r}, this tokenmill reads {INDEX_VERSION!r}")
-    if index["checksum_algorithm"] not in CHECKSUM_ALGORITHMS or index["embedding_size"] % ROW_MULTIPLE:
-        problems.append(f"{path}: checksum_algorithm must be one of {', '.join(CHECKSUM_ALGORITHMS)} and "
-                        "embedding_size a multiple of 128")
-        return problems
-    for entry in index["shards"]:
-        if absent := [k for k in SHARD_KEYS if k not in entry]:
-            problems.append(f"{path}: a shard entry lacks {', '.join(absent)}")
-            continue
-        problems += [f"{entry['file']}: {p}" for p in shard_problems(folder, entry, index, quick)]
+    for entry in index["shards"]:  # what the files hold first: it says more than the counts that disagree with it
+        found = shard_problems(folder, entry, index, quick) or entry_count_problems(entry, index["seq_len"])
+        problems += [f"{entry['file']}: {p}" for p in found]
     totals = index["totals"]
     for key in ("rows", "tokens", "real_tokens", "bytes"):
         if key in totals and totals[key] != sum(e.get(key, 0) for e in index["shards"]):

@@ -1,5 +1,7 @@
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,4 +27,47 @@ def write_lines(path: Path, lines: list, compress: str | None = None, mkdir: boo
     elif compress == "zst":
         data = zstandard.ZstdCompressor().compress(data)
     path.write_bytes(data)
+    return path
+
+
+class OtherUser:
+    """A second local account for tests of what another user on the node can do: commands run as an
+    unused uid by `setpriv` (as root only; Python needs no passwd entry)."""
+
+    def __init__(self, uid: int):
+        self.uid = uid
+
+    def command(self, *args: str) -> list[str]:
+        return ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", *args]
+
+    def python(self, code: str, **kwargs) -> subprocess.CompletedProcess:
+        return subprocess.run(self.command(sys.executable, "-c", code), capture_output=True, text=True, timeout=120,
+                              check=True, **kwargs)
+
+
+@pytest.fixture
+def other_user() -> OtherUser:
+    import os
+    import pwd
+    import shutil
+
+    if os.getuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("a second user needs root and setpriv (util-linux) to switch to an unused uid")
+    uid = 54321
+    while True:  # an unused uid: no passwd entry, owns no process
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return OtherUser(uid)
+        uid += 1
+
+
+def shared_tmp(path: Path) -> Path:
+    """A folder every user may create files in, as /tmp and /dev/shm are (sticky, world-writable)."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o1777)
+    for parent in path.parents:  # the test's tmp_path is root's 0700: others need to pass through
+        if parent == Path("/") or parent.stat().st_mode & 0o001:
+            break
+        parent.chmod(parent.stat().st_mode | 0o001)
     return path

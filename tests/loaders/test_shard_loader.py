@@ -9,7 +9,7 @@ import torch
 from loaders.collate import IGNORE
 from loaders.shard_loader import ShardLoader
 from loaders.shard_reader import ShardError
-from loaders.shm_arena import entry_bytes
+from loaders.shm_arena import entry_bytes, user_folder
 from schemas.shards import shard_name
 from tests.shard_fixtures import PAD, SEQ, write_shards
 
@@ -237,7 +237,7 @@ def test_each_node_keeps_its_cache_where_tokenmill_shm_dir_says(shards, tmp_path
         node.mkdir()
         monkeypatch.setenv("TOKENMILL_SHM_DIR", str(node))
         loaders.append(ShardLoader(path, GLOBAL_BATCH, seed=3))
-        assert loaders[-1].arena.path.parent == node
+        assert loaders[-1].arena.path.parent == user_folder(node)  # this user's folder in the node's shm
     for loader in loaders:
         tokens(loader, 6)
         assert loader.stats()["node_decompressions"] == 2  # the two shards, in this node's cache only

@@ -142,7 +142,10 @@ def replace_shard(folder, shard, table, **options):
     path = folder / shard_name(shard)
     with pa.ipc.new_file(str(path), table.schema, options=pa.ipc.IpcWriteOptions(**options)) as writer:
         writer.write_table(table)
-    reindex(folder, shard, rows=table.num_rows)
+    tokens = sum(int(chunk.offsets[-1].as_py() - chunk.offsets[0].as_py()) for chunk in table.column(0).chunks)
+    real = sum(c[-1] for c in table.column(1).to_pylist())
+    reindex(folder, shard, rows=table.num_rows, tokens=tokens, real_tokens=real,
+            batch_rows=[batch.num_rows for batch in table.to_batches()])
 
 
 def reindex(folder, shard, **fields):
@@ -165,9 +168,9 @@ def test_a_shard_of_another_layout_is_read_by_pyarrow(tmp_path):
 
 def test_damage_behind_a_valid_checksum_raises_an_error_naming_the_shard(tmp_path, private_shm):
     write_shards(tmp_path)
-    falling = pa.ListArray.from_arrays(pa.array(np.array([0, 5, 3, 8], np.int32)),
-                                       pa.array(np.arange(8, dtype=np.uint32)))
-    cu = pa.array([[0, 5], [0, 3], [0, 5]], pa.list_(pa.int32()))
+    falling = pa.ListArray.from_arrays(pa.array(np.array([0, 256, 128, 384], np.int32)),  # counts that add up
+                                       pa.array(np.arange(384, dtype=np.uint32)))
+    cu = pa.array([[0, 128], [0, 128], [0, 128]], pa.list_(pa.int32()))
     replace_shard(tmp_path, 1, pa.Table.from_arrays([falling, cu], schema=SHARD_SCHEMA), compression="zstd")
     source = ShardSource(str(tmp_path))
     with pytest.raises(ShardError, match=f"{shard_name(1)}: record batch 0 has list offsets that do not rise"):

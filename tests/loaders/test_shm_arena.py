@@ -16,7 +16,7 @@ import pytest
 
 from loaders.shard_loader import ShardLoader
 from loaders.shard_reader import ShardSource, read_shard
-from loaders.shm_arena import PAGE, SHM, SharedArena, arena_key, arena_name, entry_bytes
+from loaders.shm_arena import PAGE, SHM, SharedArena, arena_key, arena_name, entry_bytes, user_folder
 from tests.shard_fixtures import write_shards
 
 REPO = Path(__file__).resolve().parents[2]
@@ -170,14 +170,15 @@ def test_after_sigkill_the_next_start_reuses_its_arena_and_removes_stale_ones(tm
         """) for name in ("a", "b")]
     for child in children:
         kill(child)
-    left = sorted(private_shm.glob("tokenmill-*.arena"))
+    mine = user_folder(private_shm)
+    left = sorted(mine.glob("tokenmill-*.arena"))
     assert len(left) == 2  # nobody closed them
     loader = ShardLoader(str(tmp_path / "a"), 8, seed=1)
-    assert sorted(private_shm.glob("tokenmill-*.arena")) == [loader.arena.path]  # b's was swept
+    assert sorted(mine.glob("tokenmill-*.arena")) == [loader.arena.path]  # b's was swept
     assert tokens(loader, 6) == expected
     assert loader.stats()["decompressions"] == 0  # what the killed process decompressed is reused
     loader.close()
-    assert not list(private_shm.glob("tokenmill-*.arena"))
+    assert not list(mine.glob("tokenmill-*.arena"))
 
 
 def test_a_killed_writers_claim_is_taken_over(tmp_path, private_shm):
