@@ -3,7 +3,7 @@
  * (its typing registries, scipy's BLAS check) on the way to a fresh process's second batch. It also
  * checks the shards' generations itself, so a batch costs one call from Python.
  *
- * collate_runs(arena, table, runs, generations, shards, rows, seq_len, pad_id, input_ids, labels,
+ * collate_runs(arena, table, runs, generations, shards, rows, seq_len, pad_id, vocab_size, input_ids, labels,
  *              position_ids, cu_seqlens, first_row, count, state_field, generation_field, ready) -> int
  *   arena         the L2 file (any contiguous buffer); a run at byte `base` holds token_offsets
  *                 int64[nrows + 1], cu_offsets int64[nrows + 1], tokens uint32[ntokens],
@@ -12,11 +12,13 @@
  *   runs          int64 [n_shards, 4]: (base, nrows, ntokens, ncu) of each shard's run as the caller last
  *                 looked it up, at `generations` int64 [n_shards]
  *   shards, rows  int64 [n]: the shard and the row of each batch row
+ *   vocab_size    every token id must be below it (an id past the embedding table reaches the model otherwise)
  *   input_ids, labels, position_ids   int64 [>= first_row + n, seq_len], written from row first_row
  *   cu_seqlens    int32, boundaries written after its first `count`
  * Returns the boundaries written so far; STALE (-2) before reading when a shard's entry is not
  * `ready` at the generation looked up (look it up again); CHANGED (-3) when one changed while its rows
- * were copied (a seqlock: read again); BAD_ROW (-1) when an offset points outside its run. Runs
+ * were copied (a seqlock: read again); BAD_ROW (-1) when an offset points outside its run, boundaries do not
+ * rise from 0 inside the row, or a token id is not below vocab_size. Runs
  * without the GIL. Nothing is read outside `arena` nor written outside the outputs, whatever the
  * table and the runs say.
  */
@@ -79,16 +81,23 @@ static void prefetch_row(const char *arena, int64_t arena_bytes, const int64_t *
             __builtin_prefetch(row.tokens + k);
 }
 
-/* Writes batch row b; 0, or BAD_ROW when its boundaries do not rise inside it or do not fit cu_out. */
-static int write_row(const row_view *row, int64_t seq_len, int64_t pad_id, int64_t *ids, int64_t *lab, int64_t *pos,
-                     int32_t *cu_out, int64_t b, int64_t *count, int64_t cu_room) {
+/* Writes batch row b; 0, or BAD_ROW when its boundaries do not rise inside it or do not fit cu_out, or an id is
+ * not below vocab_size. */
+static int write_row(const row_view *row, int64_t seq_len, int64_t pad_id, uint32_t vocab_size, int64_t *ids,
+                     int64_t *lab, int64_t *pos, int32_t *cu_out, int64_t b, int64_t *count, int64_t cu_room) {
     const uint32_t *src = row->tokens;
     int64_t length = row->length;
     if (*count + (row->c1 - row->c0) > cu_room)
         return BAD_ROW;
     /* whole-row loops, simple enough for the compiler to vectorize; then the few boundary fixes */
-    for (int64_t i = 0; i < length; i++)
-        ids[i] = src[i];
+    uint32_t top = 0;
+    for (int64_t i = 0; i < length; i++) {
+        uint32_t id = src[i];
+        ids[i] = id;
+        top = id > top ? id : top;
+    }
+    if (length && top >= vocab_size)
+        return BAD_ROW;
     for (int64_t i = length; i < seq_len; i++)
         ids[i] = pad_id;
     for (int64_t i = 0; i + 1 < length; i++)
@@ -129,17 +138,19 @@ static int current(const int64_t *table, Py_ssize_t fields, const int64_t *gener
 static PyObject *collate_runs(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_buffer arena, table, runs, gens, shards, rows, ids, lab, pos, cu;
     Py_ssize_t seq_len, first_row, count, state_field, generation_field;
-    long long pad_id, ready;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*nLw*w*w*w*nnnnL", &arena, &table, &runs, &gens, &shards, &rows, &seq_len,
-                          &pad_id, &ids, &lab, &pos, &cu, &first_row, &count, &state_field, &generation_field, &ready))
+    long long pad_id, ready, vocab_size;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*nLLw*w*w*w*nnnnL", &arena, &table, &runs, &gens, &shards, &rows, &seq_len,
+                          &pad_id, &vocab_size, &ids, &lab, &pos, &cu, &first_row, &count, &state_field,
+                          &generation_field, &ready))
         return NULL;
     Py_buffer *views[] = {&arena, &table, &runs, &gens, &shards, &rows, &ids, &lab, &pos, &cu};
     Py_ssize_t n = rows.len / 8, n_shards = gens.len / 8, result = INT64_MIN;
     Py_ssize_t fields = n_shards ? table.len / 8 / n_shards : 0, out_bytes = (first_row + n) * seq_len * 8;
     if (seq_len < 1 || first_row < 0 || count < 1 || n_shards < 1 || table.len != 8 * fields * n_shards ||
-        state_field < 0 || state_field >= fields || generation_field < 0 || generation_field >= fields) {
-        PyErr_SetString(PyExc_ValueError, "collate_runs: seq_len and count must be positive, first_row >= 0, the "
-                                          "table one row per shard of generations, the fields inside its rows");
+        state_field < 0 || state_field >= fields || generation_field < 0 || generation_field >= fields ||
+        vocab_size < 1 || vocab_size > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "collate_runs: seq_len, count and vocab_size must be positive, first_row >= 0, "
+                                          "the table one row per shard of generations, the fields inside its rows");
     } else if (!(check(&runs, 32 * n_shards, "runs") ||
                  check(&shards, 8 * n, "shards") || check(&ids, out_bytes, "input_ids") ||
                  check(&lab, out_bytes, "labels") || check(&pos, out_bytes, "position_ids") ||
@@ -163,8 +174,8 @@ static PyObject *collate_runs(PyObject *Py_UNUSED(module), PyObject *args) {
                 int64_t b = first_row + i, at = b * seq_len;
                 row_view row;
                 if (find_row(arena.buf, arena.len, run_of + 4 * shard_of[i], row_of[i], seq_len, &row) ||
-                    write_row(&row, seq_len, pad_id, (int64_t *)ids.buf + at, (int64_t *)lab.buf + at,
-                              (int64_t *)pos.buf + at, cu.buf, b, &written, cu_room))
+                    write_row(&row, seq_len, pad_id, (uint32_t)vocab_size, (int64_t *)ids.buf + at,
+                              (int64_t *)lab.buf + at, (int64_t *)pos.buf + at, cu.buf, b, &written, cu_room))
                     written = BAD_ROW;
             }
             /* the seqlock's second look: what was copied is what the entries held only if they are unchanged

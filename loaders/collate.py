@@ -26,21 +26,34 @@ _ENTRY_FIELDS = (int(Field.STATE), int(Field.GENERATION), int(State.READY))  # p
 IGNORE = -100  # PyTorch's cross-entropy ignore_index
 
 
-def collate(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int, pad_id: int) -> dict[str, np.ndarray]:
-    return finish(*gather(rows, seq_len, pad_id))
+def row_problem(tokens: np.ndarray, cu: np.ndarray, seq_len: int, vocab_size: int) -> str | None:
+    """Why a packed row cannot be a batch row, or None: what every batch path refuses (the kernel too)."""
+    if len(tokens) > seq_len or len(cu) < 2:
+        return f"a row of {len(tokens)} tokens and {len(cu)} boundaries does not fit seq_len {seq_len}"
+    if cu[0] != 0 or np.any(np.diff(cu) <= 0) or cu[-1] > len(tokens):
+        return f"boundaries {cu[:8].tolist()}... do not rise from 0 to at most the row's {len(tokens)} tokens"
+    if len(tokens) and tokens.max() >= vocab_size:
+        return f"token id {int(tokens.max())} is not below the vocabulary size {vocab_size}"
+    return None
 
 
-def gather(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int,
-           pad_id: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+def collate(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int, pad_id: int,
+            vocab_size: int) -> dict[str, np.ndarray]:
+    return finish(*gather(rows, seq_len, pad_id, vocab_size))
+
+
+def gather(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int, pad_id: int,
+           vocab_size: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Copies what a batch needs out of the rows (which may be shared memory that is about to be
-    reused): (input_ids, real tokens per row, piece boundaries over the flattened batch)."""
+    reused): (input_ids, real tokens per row, piece boundaries over the flattened batch). ValueError
+    for a row that row_problem refuses."""
     batch = len(rows)
     input_ids = np.empty((batch, seq_len), dtype=np.int64)
     real = np.empty(batch, dtype=np.int64)
     boundaries = [np.zeros(1, dtype=np.int64)]
     for b, (tokens, cu) in enumerate(rows):
-        if len(tokens) > seq_len or len(cu) < 2:
-            raise ValueError(f"a row of {len(tokens)} tokens and {len(cu)} boundaries does not fit seq_len {seq_len}")
+        if problem := row_problem(tokens, cu, seq_len, vocab_size):
+            raise ValueError(problem)
         input_ids[b, :len(tokens)] = tokens
         input_ids[b, len(tokens):] = pad_id
         real[b] = cu[-1]
@@ -88,23 +101,25 @@ def empty_batch(batch: int, seq_len: int) -> dict[str, np.ndarray]:
 
 
 def collate_runs(arena: SharedArena, runs: np.ndarray, generations: np.ndarray, shards: np.ndarray, rows: np.ndarray,
-                 seq_len: int, pad_id: int, out: dict[str, np.ndarray], first_row: int = 0, pieces: int = 1) -> int:
+                 seq_len: int, pad_id: int, vocab_size: int, out: dict[str, np.ndarray], first_row: int = 0,
+                 pieces: int = 1) -> int:
     """Rows of a batch in one compiled pass (loaders/_collate.c, the GIL released), straight out of L2,
     into `out` (empty_batch) from row `first_row` on, their boundaries after the first `pieces` of out's
     cu_seqlens. Row i is row `rows[i]` of shard `shards[i]` (int64 arrays), whose run in the arena is
     `runs[shard]` (CachedShard.run) as looked up at `generations[shard]`. Returns the boundaries written
     so far, else STALE (a shard's entry is not the one looked up: look it up again), CHANGED (it changed
-    while its rows were copied: read again) or BAD_ROW (a row that does not fit its run)."""
+    while its rows were copied: read again) or BAD_ROW (a row that does not fit its run, or one row_problem
+    refuses)."""
     return _collate.collate_runs(arena.memory, arena.table, runs, generations, shards, rows, seq_len, pad_id,
-                                 out["input_ids"], out["labels"], out["position_ids"], out["cu_seqlens"], first_row,
-                                 pieces, *_ENTRY_FIELDS)
+                                 vocab_size, out["input_ids"], out["labels"], out["position_ids"], out["cu_seqlens"],
+                                 first_row, pieces, *_ENTRY_FIELDS)
 
 
-def collate_into(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int, pad_id: int, out: dict[str, np.ndarray],
-                 first_row: int = 0, pieces: int = 1) -> int:
+def collate_into(rows: list[tuple[np.ndarray, np.ndarray]], seq_len: int, pad_id: int, vocab_size: int,
+                 out: dict[str, np.ndarray], first_row: int = 0, pieces: int = 1) -> int:
     """collate_runs' result from rows given as (tokens, cu_seqlens) views, by gather and finish: the
     first batch after a start reads its rows this way, and every batch where the kernel is not built."""
-    batch = collate(rows, seq_len, pad_id)
+    batch = collate(rows, seq_len, pad_id, vocab_size)
     end = first_row + len(rows)
     for key in ("input_ids", "labels", "position_ids"):
         out[key][first_row:end] = batch[key]

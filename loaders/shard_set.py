@@ -14,10 +14,17 @@ from pathlib import Path
 import numpy as np
 
 from loaders import shm_arena
-from loaders.collate import BAD_ROW, CHANGED, KERNEL_BUILT, STALE, collate_into, collate_runs
+from loaders.collate import BAD_ROW, CHANGED, KERNEL_BUILT, STALE, collate_into, collate_runs, row_problem
 from loaders.fetch_workers import FetchWorkers
 from loaders.order import GlobalOrder, OrderConfig
-from loaders.shard_reader import DEFAULT_CACHE_DIR, Prefetcher, RecordBatchReader, ShardSource, read_shard
+from loaders.shard_reader import (
+    DEFAULT_CACHE_DIR,
+    Prefetcher,
+    RecordBatchReader,
+    ShardError,
+    ShardSource,
+    read_shard,
+)
 from loaders.shm_arena import CachedShard, SharedArena, arena_bytes, arena_folder, arena_key, entry_bytes
 
 SHM_DIR_VARIABLE = "TOKENMILL_SHM_DIR"  # the default shm_dir
@@ -44,7 +51,7 @@ class ShardSet:
                           "collated by NumPy, ~4x slower; reinstall with one (pip install -e .)", stacklevel=3)
         self.source = source
         index, entries = self.source.index, self.source.entries
-        self.seq_len, self.pad_id = index["seq_len"], index["pad_id"]
+        self.seq_len, self.pad_id, self.vocab_size = index["seq_len"], index["pad_id"], index["vocab_size"]
         self.order = GlobalOrder([e["rows"] for e in entries], OrderConfig(seed, options.shuffle_block_shards))
         self._block_span = (0, 0)  # the positions of the shuffle block last entered
         self._views: dict[int, CachedShard] = {}  # L2 entries this process has looked up (checked on use)
@@ -90,14 +97,13 @@ class ShardSet:
         self._prefetch_blocks(positions.start)
         for _ in range(MAX_RETRIES):
             written = (collate_runs(self.arena, self._runs, self._generations, shards, rows, self.seq_len, self.pad_id,
-                                    out, first_row, pieces) if KERNEL_BUILT
+                                    self.vocab_size, out, first_row, pieces) if KERNEL_BUILT
                        else self._collate_views(shards, rows, out, first_row, pieces))
             if written >= 0:
                 return written
             stale = [shard for shard in dict.fromkeys(shards.tolist()) if not self._is_current(shard)]
             if written == BAD_ROW and not stale:
-                raise ValueError(f"shards {sorted(set(shards.tolist()))} hold a row that does not fit seq_len "
-                                 f"{self.seq_len} or boundaries that do not rise (not written by the shards job?)")
+                raise self._bad_row(shards.tolist(), rows.tolist(), lambda s, r: self._views[s].arrays.row(r))
             if written == CHANGED:
                 self.counters["rereads"] += 1  # a shard was evicted while we read it: read again
             for shard in stale:  # first use, or evicted since: look up again (waiting for L3 if needed)
@@ -113,8 +119,12 @@ class ShardSet:
         parts = [cached[s].arrays.row(r) if cached[s] is not None else self._direct.row(s, r)
                  for s, r in zip(shards, rows)]
         self.counters["direct_rows"] += sum(cached[s] is None for s in shards)
-        written = collate_into(parts, self.seq_len, self.pad_id, out, first_row, pieces)  # copies: no view outlives it
-        self._direct.clear()
+        try:  # copies: no view outlives it
+            written = collate_into(parts, self.seq_len, self.pad_id, self.vocab_size, out, first_row, pieces)
+        except ValueError:
+            raise self._bad_row(shards, rows, lambda s, r: parts[list(zip(shards, rows)).index((s, r))]) from None
+        finally:
+            self._direct.clear()
         if not all(self.arena.still_valid(c) for c in cached.values() if c is not None):
             return self.collate(positions, out, first_row, pieces)  # evicted meanwhile: the usual way
         return written
@@ -127,10 +137,23 @@ class ShardSet:
             return STALE
         try:
             written = collate_into([self._views[s].arrays.row(r) for s, r in zip(shards.tolist(), rows.tolist())],
-                                   self.seq_len, self.pad_id, out, first_row, pieces)
+                                   self.seq_len, self.pad_id, self.vocab_size, out, first_row, pieces)
         except ValueError:
             written = BAD_ROW
         return written if all(map(self._is_current, distinct)) else CHANGED
+
+    def _bad_row(self, shards: list[int], rows: list[int], row_of) -> ShardError:
+        """The error naming the first row of a refused batch and why (`row_of(shard, row)`: its arrays)."""
+        for shard, row in zip(shards, rows):
+            try:
+                problem = row_problem(*row_of(shard, row), self.seq_len, self.vocab_size)
+            except IndexError:
+                problem = "its offsets point outside the shard"
+            if problem:
+                return ShardError(f"{self.source.location}/{self.source.entries[shard]['file']}: row {row}: {problem} "
+                                  "(not written by the shards job?)")
+        return ShardError(f"shards {sorted(set(shards))} of {self.source.location} hold a row whose offsets point "
+                          "outside its shard (not written by the shards job?)")
 
     def _is_current(self, shard: int) -> bool:
         """Whether the shard's L2 entry is still the one this process last looked up."""

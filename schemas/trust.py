@@ -68,7 +68,7 @@ def relative_inside(path, field: str) -> str:
     if not isinstance(path, str) or not path or "\x00" in path:
         raise ValueError(f"{field} must be a relative path, got {path!r}")
     parts = PurePosixPath(path.replace("\\", "/"))
-    if parts.is_absolute() or ".." in parts.parts or path.startswith("~"):
+    if parts.is_absolute() or ".." in parts.parts or path.startswith("~") or "://" in path:
         raise ValueError(f"{field} {path!r} must be relative to its folder and stay inside it (no '..', not absolute)")
     return path
 

@@ -181,6 +181,12 @@ def edit(path, change):
     (lambda s: s["zh"].update(weight=-1), "source 'zh': weight -1 must be a positive number"),
     (lambda s: s["zh"].update(weight="lots"), "source 'zh': weight 'lots' is not a number"),
     (lambda s: s["tiny"].pop("path"), "source 'tiny' lacks path"),
+    # a mixture.json from elsewhere names folders beside it, never a path of its choosing
+    (lambda s: s["zh"].update(path="../../elsewhere"), "source 'zh': path '../../elsewhere' must be relative"),
+    (lambda s: s["zh"].update(path="/home/someone"), "source 'zh': path '/home/someone' must be relative"),
+    (lambda s: s["zh"].update(path="file:///home/a"), "source 'zh': path 'file:///home/a' must be relative"),
+    (lambda s: s["zh"].update(path="zh/../../up"), "source 'zh': path 'zh/../../up' must be relative"),
+    (lambda s: s["zh"].update(path=7), "source 'zh': path must be a relative path"),
 ])
 def test_a_malformed_mixture_is_refused_naming_the_source(mixture, change, message):
     path, _ = mixture

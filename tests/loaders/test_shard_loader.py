@@ -3,6 +3,7 @@ name the shard, and counters."""
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -252,3 +253,54 @@ def test_the_gpu_ring_delivers_the_cpu_batches(shards):
     for _ in range(12):
         expected, got = next(cpu), next(gpu)
         assert all(got[key].is_cuda and torch.equal(got[key].cpu(), expected[key]) for key in expected)
+
+
+def write_bad_rows(folder, tokens, cu, rows=16):
+    """Shards whose every row is (tokens, cu), with an index whose counts add up (a hostile index is
+    consistent: only the rows show what is wrong)."""
+    from tests.shard_fixtures import write_rows
+
+    index = write_rows(folder, [tokens] * rows, [cu] * rows, 2, 4 << 10, tokenizer_sha256="0" * 64, vocab_size=1000,
+                       seq_len=SEQ, pad_id=PAD, bos_id=0, eos_id=1, documents=rows)
+    for entry in index["shards"]:
+        entry["real_tokens"] = entry["tokens"]
+    (folder / "index.json").write_text(json.dumps(index))
+
+
+@pytest.mark.parametrize("tokens, cu, words", [
+    (np.full(256, 5), [0, 300], "do not rise from 0 to at most the row's 256 tokens"),
+    (np.full(256, 5), [10, 256], "do not rise from 0"),
+    (np.full(256, 5), [0, 100, 50, 256], "do not rise from 0"),
+    (np.full(256, 1000), [0, 256], "token id 1000 is not below the vocabulary size 1000"),
+    (np.arange(256) * 100, [0, 256], "token id 25500 is not below"),
+])
+@pytest.mark.parametrize("kernel", [True, False])
+def test_the_first_batch_and_every_later_one_refuse_the_same_rows(tmp_path, monkeypatch, tokens, cu, words, kernel):
+    """The first batch (its rows read from their record batches) and later ones (the kernel, or NumPy
+    where it is not built) refuse alike, naming the shard, the row and why."""
+    from loaders import shard_set
+
+    write_bad_rows(tmp_path, np.asarray(tokens, np.uint32), np.asarray(cu, np.int32))
+    monkeypatch.setattr(shard_set, "KERNEL_BUILT", kernel)
+    loader = ShardLoader(str(tmp_path), 4, seed=3, shuffle_block_shards=1)
+    for _ in ("first batch", "a later batch"):
+        with pytest.raises(ShardError, match=f"shard-0000[01].arrow: row [0-9]+: .*{words}"):
+            next(loader)
+    loader.close()
+
+
+def test_a_record_batch_that_does_not_decompress_is_a_shard_error_in_the_first_batch(tmp_path):
+    from loaders.arrow_ipc import shard_layout
+    from schemas.shards import file_checksum
+
+    write_shards(tmp_path, parts=1)
+    path = tmp_path / shard_name(0)
+    data = bytearray(path.read_bytes())
+    for batch in shard_layout(memoryview(bytes(data))):  # every zstd frame's magic number overwritten
+        data[batch.tokens.data.offset:batch.tokens.data.offset + 4] = b"\0\0\0\0"
+    path.write_bytes(bytes(data))
+    index = json.loads((tmp_path / "index.json").read_text())
+    index["shards"][0].update(bytes=len(data), checksum=file_checksum(path))
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    with pytest.raises(ShardError, match=f"{shard_name(0)}: record batch [0-9]+ cannot be read"):
+        next(ShardLoader(str(tmp_path), 4, seed=3))

@@ -188,3 +188,118 @@ def test_damage_behind_a_valid_checksum_raises_an_error_naming_the_shard(tmp_pat
     reindex(tmp_path, 1)
     with pytest.raises(ShardError, match=shard_name(1)):
         unpacked(read_shard(ShardSource(str(tmp_path)), 1))
+
+
+def served(tmp_path, change=None) -> str:
+    """Shards written here and served through fsspec's memory filesystem as a bucket would serve them,
+    their index first changed by `change`; returns the URL."""
+    import fsspec
+
+    made = tmp_path / "made"
+    write_shards(made)
+    index = json.loads((made / "index.json").read_text())
+    if change is not None:
+        change(index)
+    memory, root = fsspec.filesystem("memory"), f"/served-{tmp_path.name}"
+    for path in made.iterdir():
+        memory.pipe(f"{root}/{path.name}", path.read_bytes())
+    memory.pipe(f"{root}/index.json", json.dumps(index).encode())
+    return f"memory://{root.lstrip('/')}"
+
+
+@pytest.mark.parametrize("name", ["../../../../.bashrc", "/tmp/absolute.arrow", "sub/shard-00000.arrow", "..", "",
+                                  "a\\b.arrow", 7])
+def test_a_shard_file_name_from_an_index_is_a_plain_name_remote_or_local(tmp_path, name):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("mine")
+
+    def rename(index):
+        index["shards"][0]["file"] = name
+
+    url = served(tmp_path, rename)
+    with pytest.raises(ShardError, match=r"shards\[0\]: file.*(not a plain file name|must be a file name)"):
+        ShardSource(url, cache_dir=str(home / ".cache" / "tokenmill"))
+    assert (home / ".bashrc").read_text() == "mine"
+    index = json.loads((tmp_path / "made" / "index.json").read_text())
+    rename(index)
+    (tmp_path / "made" / "index.json").write_text(json.dumps(index))
+    with pytest.raises(ShardError, match=r"shards\[0\]: file"):
+        ShardSource(str(tmp_path / "made"))
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda index: index["shards"][0].update(rows=10**9), "tokens cannot fill 1000000000 rows"),
+    (lambda index: index["shards"][0].update(rows="5"), "must be counts"),
+    (lambda index: index["shards"][0].update(tokens=-128), "must be counts"),
+    (lambda index: index["shards"][0].update(real_tokens=10**12), "real tokens"),
+    (lambda index: index["shards"][0].update(batch_rows=[1, 2]), "batch_rows"),
+    (lambda index: index.update(shards=[]), "lists no shards"),
+    (lambda index: index.update(shards={}), "shards must be a list"),
+    (lambda index: index.update(seq_len=0), "seq_len 0 must be a positive multiple of 128"),
+    (lambda index: index.update(embedding_size=100), "embedding_size 100"),
+    (lambda index: index.update(pad_id=5000), "pad_id 5000 is not an id"),
+    (lambda index: index["shards"].append(dict(index["shards"][0])), "listed twice"),
+])
+def test_numbers_of_an_index_are_checked_before_they_size_anything(tmp_path, change, words):
+    with pytest.raises(ShardError, match=words):
+        ShardSource(served(tmp_path, change), cache_dir=str(tmp_path / "cache"))
+
+
+def test_counts_that_agree_but_exceed_the_free_space_are_refused_before_anything_is_allocated(tmp_path):
+    from loaders.shard_loader import ShardLoader
+    from loaders.shm_arena import ArenaTooSmall
+
+    def huge(index):  # a billion rows of 128 tokens: counts that add up, to size a multi-terabyte cache
+        index["shards"][0].update(rows=10**9, tokens=128 * 10**9, real_tokens=128 * 10**9)
+        index["shards"][0].pop("batch_rows")
+
+    url = served(tmp_path, huge)
+    with pytest.raises(ArenaTooSmall, match="more than .* have free"):
+        ShardLoader(url, 8, cache_dir=str(tmp_path / "cache"))
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.stat().st_size > 1 << 20]
+
+
+def test_two_fetchers_of_one_remote_shard_both_succeed(tmp_path, monkeypatch):
+    """Ranks on one node fetch the same shard into one cache at the same moment."""
+    import threading
+
+    url = served(tmp_path)
+    sources = [ShardSource(url, cache_dir=str(tmp_path / "cache")) for _ in range(2)]
+    fetching, fetched = threading.Barrier(2, timeout=30), threading.Barrier(2, timeout=30)
+    get, one_at_a_time = sources[0].fs.get, threading.Lock()  # memory:// files are one shared stream: copy in turn
+
+    def get_together(remote, local):  # both copy before either renames its copy into place
+        fetching.wait()
+        with one_at_a_time:
+            get(remote, local)
+        fetched.wait()
+
+    monkeypatch.setattr(sources[0].fs, "get", get_together)  # fsspec's instance, shared by both sources
+    results, errors = [None, None], []
+
+    def fetch(i):
+        try:
+            results[i] = sources[i].local_path(1)
+        except Exception as e:  # noqa: BLE001  (the test reports whatever a fetcher met)
+            errors.append(e)
+
+    threads = [threading.Thread(target=fetch, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors and results[0] == results[1]
+    assert file_checksum(results[0]) == sources[0].entries[1]["checksum"]
+    assert sorted(p.name for p in results[0].parent.iterdir()) == [shard_name(1)]  # no copy left behind
+
+
+def test_a_fetched_shard_that_does_not_match_its_entry_never_enters_the_cache(tmp_path):
+    import fsspec
+
+    url = served(tmp_path)
+    fsspec.filesystem("memory").pipe(f"/served-{tmp_path.name}/{shard_name(1)}", b"x" * 100)
+    source = ShardSource(url, cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(ShardError, match=f"{shard_name(1)}: fetched 100 bytes"):
+        source.local_path(1)
+    assert list(source.cache.iterdir()) == []

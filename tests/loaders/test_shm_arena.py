@@ -4,6 +4,7 @@ readers notice, and what SIGKILLed processes leave behind reclaimed by the next 
 import multiprocessing
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +17,20 @@ import pytest
 
 from loaders.shard_loader import ShardLoader
 from loaders.shard_reader import ShardSource, read_shard
-from loaders.shm_arena import PAGE, SHM, SharedArena, arena_key, arena_name, entry_bytes, user_folder
+from loaders.shm_arena import (
+    PAGE,
+    SHM,
+    Field,
+    SharedArena,
+    StalledClaim,
+    State,
+    arena_key,
+    arena_name,
+    entry_bytes,
+    user_folder,
+)
+from schemas.trust import UntrustedPath
+from tests.conftest import shared_tmp
 from tests.shard_fixtures import write_shards
 
 REPO = Path(__file__).resolve().parents[2]
@@ -139,7 +153,7 @@ def test_processes_on_a_node_share_one_cache_in_dev_shm(tmp_path):
     steps = len(got[0][1])
     assert [i for step in range(steps) for _, seen, _, _ in got for i in seen[step]] == list(range(steps * 4 * world))
     source = ShardSource(str(tmp_path))
-    assert not (SHM / arena_name(arena_key(source.location, source.index))).exists()  # the last to close removed it
+    assert not (user_folder(SHM) / arena_name(arena_key(source.location, source.index))).exists()  # the last removed it
 
 
 def start_child(code: str) -> subprocess.Popen:
@@ -218,3 +232,183 @@ def test_a_process_that_attaches_and_exits_does_not_remove_the_arena(tmp_path, p
     again = ShardLoader(str(tmp_path), 4, seed=1)
     assert tokens(again, 2) == first and again.stats()["decompressions"] == 0
     assert np.all(np.asarray(tokens(loader, 1)) >= 0)
+
+
+# -- other users on the node, and writers that stall or vanish ---------------------------------------------------
+
+
+def poisoned_arena(shards: Path, scratch: Path) -> tuple[Path, list]:
+    """A copy of the arena a loader of `shards` fills, every token in it replaced by 666, and what the
+    loader reads from the real shards (4 batches)."""
+    scratch.mkdir()
+    with ShardLoader(str(shards), 8, seed=1, shm_dir=str(scratch)) as loader:
+        expected = tokens(loader, 4)
+        for shard in range(len(loader.sets[0].source.entries)):
+            cached = loader.arena.fill(shard, lambda s=shard: read_shard(loader.sets[0].source, s))[0]
+            cached.arrays.tokens[:] = 666
+        copy = scratch / "poisoned.arena"
+        copy.write_bytes(loader.arena.path.read_bytes())
+    copy.chmod(0o644)
+    return copy, expected
+
+
+def test_an_arena_another_user_planted_where_the_key_points_is_never_read(tmp_path, other_user):
+    """User B computes A's arena key from the shards and plants a world-writable arena full of token 666
+    where A's loader used to look (SHM/tokenmill-KEY.arena): A trains on the real tokens."""
+    write_shards(tmp_path / "shards", parts=3)
+    shm = shared_tmp(tmp_path / "shm")
+    copy, expected = poisoned_arena(tmp_path / "shards", shared_tmp(tmp_path / "b") / "scratch")
+    source = ShardSource(str(tmp_path / "shards"))
+    planted = shm / arena_name(arena_key(source.location, source.index))
+    other_user.python(f"import shutil, os; shutil.copy({str(copy)!r}, {str(planted)!r}); "
+                      f"os.chmod({str(planted)!r}, 0o666)")
+    with ShardLoader(str(tmp_path / "shards"), 8, seed=1, shm_dir=str(shm)) as loader:
+        assert tokens(loader, 4) == expected
+    assert planted.stat().st_uid == other_user.uid  # passed over, not removed: it is B's
+
+
+def test_an_arena_folder_or_file_that_is_not_this_users_own_is_refused(tmp_path, other_user):
+    write_shards(tmp_path / "shards")
+    shm = shared_tmp(tmp_path / "shm")
+    mine = user_folder(shm)
+    other_user.python(f"import os; os.mkdir({str(mine)!r}, 0o777); os.chmod({str(mine)!r}, 0o777)")
+    with pytest.raises(UntrustedPath, match=f"{mine} belongs to uid {other_user.uid}"):
+        ShardLoader(str(tmp_path / "shards"), 8, shm_dir=str(shm))
+    mine.rmdir()
+    mine.symlink_to(tmp_path)  # a link: where it points is not this user's choice
+    with pytest.raises(UntrustedPath, match="symbolic link"):
+        ShardLoader(str(tmp_path / "shards"), 8, shm_dir=str(shm))
+    mine.unlink()
+    copy, _ = poisoned_arena(tmp_path / "shards", shared_tmp(tmp_path / "b") / "scratch")
+    source = ShardSource(str(tmp_path / "shards"))
+    mine.mkdir(mode=0o700)
+    planted = mine / arena_name(arena_key(source.location, source.index))
+    planted.write_bytes(copy.read_bytes())
+    os.chown(planted, other_user.uid, other_user.uid)  # what root, or a looser folder, would let B leave
+    with pytest.raises(UntrustedPath, match=f"belongs to uid {other_user.uid}"):
+        ShardLoader(str(tmp_path / "shards"), 8, shm_dir=str(shm))
+    planted.unlink()
+    planted.symlink_to(copy)
+    with pytest.raises(UntrustedPath, match="symbolic link"):
+        ShardLoader(str(tmp_path / "shards"), 8, shm_dir=str(shm))
+
+
+@pytest.mark.parametrize("size", ["short", "long", "tiny"])
+def test_an_arena_whose_header_disagrees_with_its_size_is_refused(tmp_path, private_shm, size):
+    write_shards(tmp_path)
+    source = ShardSource(str(tmp_path))
+    key = arena_key(source.location, source.index)
+    arena = SharedArena(key, 2, 1 << 20, private_shm)
+    fd = os.open(arena.path, os.O_RDWR)
+    os.ftruncate(fd, {"short": os.fstat(fd).st_size - PAGE, "long": os.fstat(fd).st_size + PAGE, "tiny": 16}[size])
+    os.close(fd)
+    with pytest.raises(RuntimeError, match="not a tokenmill arena|too few"):
+        SharedArena(key, 2, 1 << 20, private_shm)
+
+
+LOADER_AS_USER = """
+import sys, time
+from loaders import ShardLoader
+loader = ShardLoader({shards!r}, 4, seed=1, shm_dir={shm!r}, cache_dir={cache!r})
+first = next(loader)["input_ids"]
+print("READY", int(first.sum()), flush=True)
+if {hold}:
+    time.sleep(600)
+loader.close()
+"""
+
+
+def test_another_users_running_loader_does_not_stop_this_users(tmp_path, other_user):
+    """Two users (neither root) read shards with one shared-memory folder: B's arena and lock files are
+    B's own, and A's start passes them over."""
+    from tests.conftest import OtherUser
+
+    user_a, user_b = OtherUser(other_user.uid + 1000), other_user
+    write_shards(tmp_path / "shards")
+    shm, caches = shared_tmp(tmp_path / "shm"), shared_tmp(tmp_path / "caches")
+    script = dict(shards=str(tmp_path / "shards"), shm=str(shm))
+    b = subprocess.Popen(user_b.command(sys.executable, "-c", LOADER_AS_USER.format(**script, cache=str(caches / "b"),
+                                                                                   hold=True)),
+                         cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert b.stdout.readline().startswith("READY")
+        a = subprocess.run(user_a.command(sys.executable, "-c", LOADER_AS_USER.format(**script, cache=str(caches / "a"),
+                                                                                     hold=False)),
+                           cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert a.returncode == 0 and a.stdout.startswith("READY"), a.stderr[-2000:]
+    finally:
+        kill(b)
+
+
+def test_a_stalled_claim_is_reported_with_the_pid_that_holds_it(tmp_path, private_shm):
+    write_shards(tmp_path)
+    child = start_child(f"""
+        from pathlib import Path
+        from loaders.shard_reader import ShardSource
+        from loaders.shm_arena import SharedArena, arena_key
+        source = ShardSource({str(tmp_path)!r})
+        arena = SharedArena(arena_key(source.location, source.index), 2, 1 << 24, Path({str(private_shm)!r}))
+        assert arena._claim(1)  # and never writes it: stuck in a read that does not return
+        print("READY", flush=True)
+        import time; time.sleep(600)
+        """)
+    try:
+        source = ShardSource(str(tmp_path))
+        arena = SharedArena(arena_key(source.location, source.index), 2, 1 << 24, private_shm, claim_timeout=0.5)
+        with pytest.raises(StalledClaim, match=f"claimed for over 0 s by pid {child.pid} "):
+            arena.fill(1, lambda: read_shard(source, 1))
+    finally:
+        kill(child)
+    cached, decompressed = arena.fill(1, lambda: read_shard(source, 1))  # its claim went with it
+    assert decompressed and cached.arrays.tokens.size == source.entries[1]["tokens"]
+
+
+def fill_within(arena, source, shard, seconds=30):
+    """arena.fill in a thread, so that a wait that never ends fails the test instead of hanging it."""
+    result = []
+    thread = threading.Thread(target=lambda: result.append(arena.fill(shard, lambda: read_shard(source, shard))),
+                              daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert result, f"fill({shard}) still waiting after {seconds} s"
+    return result[0]
+
+
+def test_a_claim_whose_pid_now_names_another_live_process_is_taken_over(tmp_path, private_shm):
+    """The writer died and its pid was reused (here: the test's parent process, alive): the claim holds no
+    lock, so it is a dead writer's."""
+    write_shards(tmp_path)
+    source = ShardSource(str(tmp_path))
+    arena = SharedArena(arena_key(source.location, source.index), 2, 1 << 24, private_shm)
+    arena.table[1, [Field.STATE, Field.PID]] = [State.WRITING, os.getppid()]
+    cached, decompressed = fill_within(arena, source, 1)
+    assert decompressed and cached.arrays.tokens.size == source.entries[1]["tokens"]
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not shutil.which("unshare"), reason="a PID namespace needs root and unshare")
+def test_a_writer_in_another_pid_namespace_is_waited_for_alive_and_taken_over_dead(tmp_path, private_shm):
+    """In its own PID namespace the writer is pid 1 or so: its pid means nothing here."""
+    write_shards(tmp_path)
+    code = textwrap.dedent(f"""
+        from pathlib import Path
+        from loaders.shard_reader import ShardSource
+        from loaders.shm_arena import SharedArena, arena_key
+        source = ShardSource({str(tmp_path)!r})
+        arena = SharedArena(arena_key(source.location, source.index), 2, 1 << 24, Path({str(private_shm)!r}))
+        assert arena._claim(1)
+        print("READY", flush=True)
+        import time; time.sleep(600)
+        """)
+    child = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", sys.executable, "-c", code], cwd=REPO,
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "READY"
+    source = ShardSource(str(tmp_path))
+    arena = SharedArena(arena_key(source.location, source.index), 2, 1 << 24, private_shm, claim_timeout=0.5)
+    try:
+        with pytest.raises(StalledClaim, match="of another PID namespace"):
+            arena.fill(1, lambda: read_shard(source, 1))
+    finally:
+        kill(child)  # unshare, and with it (--kill-child) the writer
+    arena.claim_timeout = 30
+    cached, decompressed = fill_within(arena, source, 1)
+    assert decompressed and cached.arrays.tokens.size == source.entries[1]["tokens"]
