@@ -17,8 +17,11 @@ import fcntl
 import hashlib
 import os
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+
+from schemas.trust import UntrustedPath, private_folder
 
 CACHE_ENV = "TOKENMILL_JVM_CACHE"  # the folder for archives (default ~/.cache/tokenmill/jvm), or "off"
 EXIT_WAIT_SECONDS = 120  # the recording JVM writes its archive (~200 MB) as it exits
@@ -68,12 +71,18 @@ class ClassArchive:
         path = archive_path(java_home, conf)
         if path is None:
             return None
+        try:  # the archive is class data the JVM maps as code: only from a folder of this user's alone
+            private_folder(path.parent, "the JVM class archive folder")
+        except UntrustedPath as e:
+            warnings.warn(f"{e}; the job runs without a class archive", stacklevel=2)
+            return None
+        except OSError:  # nowhere to record: run without
+            return None
         if path.is_file():
             _mark_used(path)
             return cls(path)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            lock = os.open(path.with_suffix(".lock"), os.O_CREAT | os.O_RDWR, 0o644)
+            lock = os.open(path.with_suffix(".lock"), os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o644)
         except OSError:  # nowhere to record: run without
             return None
         try:

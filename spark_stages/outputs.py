@@ -1,10 +1,19 @@
-"""Job outputs that appear whole or not at all, with a checksum of their content.
+"""Job outputs that appear whole or not at all, with a checksum of their content, in folders that
+hold nothing tokenmill did not write.
 
 A job writes into OUT/_staging/ and, once everything is written, moves each output into place and
 writes stats.json last. A rerun after a failure starts from an empty staging folder, so no partial
-or duplicate output survives. Intermediate files every executor must reach (checkpoints) go to
-OUT/_staging/_scratch/, which is removed, never moved into place. Spark's part files are renamed
-part-00000.parquet, … in partition order, so the same input gives the same file names.
+or duplicate output survives; the previous output stays in place, readable, until the new one is
+complete (it is moved aside only for the renames of the commit). Intermediate files every executor
+must reach (checkpoints) go to OUT/_staging/_scratch/, which is removed, never moved into place.
+Spark's part files are renamed part-00000.parquet, … in partition order, so the same input gives the
+same file names.
+
+Ownership: an output folder is tokenmill's when it holds OUT/.tokenmill (OWNER_FILE), which lists
+every name tokenmill wrote there. A job writes only into a new or empty folder or one of its own,
+removes only names that file lists, and takes OUT/.tokenmill.lock for its whole run, so a second job
+on the same output is refused (claimed_output). The runner also refuses an output that is an input,
+lies inside one or holds one (check_apart).
 
 What is reproducible is the rows: the same input and settings give the same rows in the same files
 in the same order, on any number of cores or machines, but not the same bytes (Parquet's writer
@@ -12,18 +21,107 @@ lists each column chunk's encodings in an order that changes between JVMs). So e
 `content_checksum` goes into stats.json, for users to compare runs.
 """
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 SCRATCH = "_scratch"
+STAGING = "_staging"
+PREVIOUS = "_previous"  # the previous output, moved aside while the new one is renamed into place
+OWNER_FILE = ".tokenmill"
+LOCK_FILE = ".tokenmill.lock"
+
+
+class OutputError(ValueError):
+    """An output folder tokenmill will not write: not its own, an input's, or in use by another job."""
+
+
+def written_names(out: Path) -> set[str] | None:
+    """The names tokenmill wrote in `out` (OWNER_FILE), or None when it is not tokenmill's."""
+    try:
+        return set(json.loads((out / OWNER_FILE).read_text(encoding="utf-8"))["written"])
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as e:
+        raise OutputError(f"{out / OWNER_FILE} is damaged ({e}): remove the folder, or choose another output") from None
+
+
+def claim_folder(out: Path) -> set[str]:
+    """`out` as a folder of tokenmill's: created, or taken when empty, else refused unless it already is
+    one; returns the names written there."""
+    out.mkdir(parents=True, exist_ok=True)
+    names = written_names(out)
+    if names is not None:
+        return names
+    strangers = sorted(p.name for p in out.iterdir() if p.name != LOCK_FILE)
+    if strangers:
+        raise OutputError(f"{out} holds files tokenmill did not write ({', '.join(strangers[:3])}"
+                          f"{', ...' if len(strangers) > 3 else ''}): choose a new or empty folder as the output")
+    _record(out, set())
+    return set()
+
+
+def _record(out: Path, names: set[str]) -> None:
+    write_json(out / OWNER_FILE, {"written": sorted(names)})
+
+
+def record_written(out: Path, names: list[str]) -> None:
+    """Adds `names` to what tokenmill wrote in `out` (claimed first: claim_folder), before writing them."""
+    _record(out, claim_folder(out) | set(names))
+
+
+@contextlib.contextmanager
+def claimed_output(out: str) -> Iterator[None]:
+    """Holds OUT/.tokenmill.lock for a job's run (the kernel drops it if the job dies); OutputError when
+    another job holds it, or when OUT is not tokenmill's to write (claim_folder)."""
+    folder = Path(out)
+    created = not folder.exists()
+    claim_folder(folder)
+    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise OutputError(f"{out} is being written by another tokenmill job (pid {holder}): wait for it, or "
+                              "choose another --output") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        if created and {p.name for p in folder.iterdir()} == {OWNER_FILE, LOCK_FILE}:
+            for name in (OWNER_FILE, LOCK_FILE):  # a job that stopped before writing anything leaves no folder
+                (folder / name).unlink()
+            folder.rmdir()
+        os.close(fd)
+
+
+def check_apart(out: str, roots: list[str], files: list[str]) -> None:
+    """OutputError when the output is one of the inputs, lies inside one (`roots`: the folders, files or
+    globs' fixed parts given as input) or holds one (`files`: every input file)."""
+    output = Path(out).resolve()
+    for root in roots:
+        where = Path(root).resolve()
+        if output == where or where in output.parents:
+            raise OutputError(f"--output {out} is the input {root} or lies inside it: the job would read what it "
+                              "writes (choose an output outside the input)")
+    for file in files:
+        if output in Path(file).resolve().parents:
+            raise OutputError(f"--output {out} holds the input file {file}: a rerun would replace it (choose an output "
+                              "outside the input)")
 
 
 def staging_dir(out: str) -> Path:
-    staging = Path(out) / "_staging"
+    """OUT/_staging/, empty (out claimed first: claim_folder)."""
+    folder = Path(out)
+    _record(folder, claim_folder(folder) | {STAGING, PREVIOUS})  # recorded before they exist: a crash leaves them ours
+    staging = folder / STAGING
     shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    staging.mkdir()
     return staging
 
 
@@ -62,19 +160,34 @@ def checksums(spark, staging: Path, names: list[str]) -> dict[str, str]:
 
 
 def commit(staging: Path, out: str, names: list[str], stats: dict, marker: str = "stats.json") -> None:
-    """Moves the outputs in place; `marker` (the stats) is written last and marks a complete output."""
+    """Moves the outputs in place: the Spark outputs `names` and every other file in staging; `marker`
+    (the stats) is written last and marks a complete output. What a previous run wrote and this one does
+    not is removed (a smaller rerun leaves no stale shard behind); nothing else in OUT is touched."""
     out_path = Path(out)
-    (out_path / marker).unlink(missing_ok=True)
     shutil.rmtree(staging / SCRATCH, ignore_errors=True)
     for name in names:
         _rename_parts(staging / name)
-        target = out_path / name
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(staging / name, target)
-    for extra in staging.iterdir():  # reports written beside the data
-        os.replace(extra, out_path / extra.name)
-    shutil.rmtree(staging, ignore_errors=True)  # a straggling task of a lost executor may write late
+    new = {p.name for p in staging.iterdir()} | {marker}
+    before = claim_folder(out_path)
+    strangers = sorted(n for n in new if n not in before and os.path.lexists(out_path / n))
+    if strangers:
+        raise OutputError(f"{out}: {', '.join(strangers)} exist and tokenmill did not write them: not replaced")
+    _record(out_path, before | new)  # before anything moves: a crash midway leaves every name ours
+    (out_path / marker).unlink(missing_ok=True)  # first: no reader takes what follows for complete
+    previous = out_path / PREVIOUS
+    shutil.rmtree(previous, ignore_errors=True)
+    previous.mkdir()
+    for name in sorted(new - {marker}):
+        if os.path.lexists(out_path / name):
+            os.replace(out_path / name, previous / name)
+        os.replace(staging / name, out_path / name)
+    for stale in sorted(before - new - {STAGING, PREVIOUS}):  # a previous run's, not rewritten
+        if os.path.lexists(out_path / stale):
+            os.replace(out_path / stale, previous / stale)
     write_json(out_path / marker, stats)
+    _record(out_path, new | {STAGING, PREVIOUS})
+    shutil.rmtree(previous, ignore_errors=True)
+    shutil.rmtree(staging, ignore_errors=True)  # a straggling task of a lost executor may write late
 
 
 def write_json(path: Path, data: dict) -> None:

@@ -25,7 +25,7 @@ from spark_stages import clean as clean_stage
 from spark_stages import dedup as dedup_stage
 from spark_stages import shards as shards_stage
 from spark_stages import tokenizer as tokenizer_stage
-from spark_stages.outputs import write_json
+from spark_stages.outputs import record_written, write_json
 from spark_stages.runner import Stage
 
 log = logging.getLogger(__name__)
@@ -125,6 +125,7 @@ def run_sources(spark, sources: dict[str, list[InputFile]], cfg: Config, out: st
                     for name in sources}
     shards_cfg = _with_tokenizer(spark, deduplicated, cfg, out_path, stats, weights)
     shards_out = out_path / "shards"
+    record_written(shards_out, [MIXTURE_FILE, *sources])  # a folder of tokenmill's holding the sources' folders
     (shards_out / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
     for name, files in deduplicated.items():
         log.info("shards %s", name)

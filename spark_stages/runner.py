@@ -5,10 +5,13 @@ the stats. The runner turns the Config into flags and a YAML `--config` file (pr
 `--input` (repeatable; `NAME=PATH` for a stage that takes named sources), `--output` and `--conf
 key=value` (any Spark setting), expands the input, starts Spark,
 checks that the executors can import what the stage runs, runs it and prints the summary. Bad
-input, configuration or executors: exit code 2 and one line, before any work is done.
+input, configuration or executors, or an output that is not the job's to write (an input's, another
+job's, a folder of files tokenmill did not write: spark_stages/outputs.py): exit code 2 and one line,
+before any work is done.
 """
 
 import argparse
+import contextlib
 import logging
 import sys
 import time
@@ -16,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prep.cli import command_line
-from prep.ingest.inputs import InputError, expand_inputs, expand_sources, named_inputs
+from prep.ingest.inputs import InputError, expand_inputs, expand_sources, input_roots, named_inputs
 from spark_stages.executors import ExecutorEnvironmentError, check_executors
+from spark_stages.outputs import check_apart, claimed_output
 from spark_stages.session import get_spark, parse_conf
 
 log = logging.getLogger(__name__)
@@ -62,25 +66,34 @@ def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
         return e.code
     if not (args.input and args.output):
         return _fail(prog, "--input and --output are required")
-    try:
-        parse_conf(args.conf)
-        named = named_inputs(args.input) if stage.named_inputs else None
-        if stage.check:
-            stage.check(cfg, list(named) if named else None)
-        inputs = expand_sources(named) if named else expand_inputs(",".join(args.input))
-    except (InputError, ValueError, OSError) as e:
-        return _fail(prog, str(e))
+    with contextlib.ExitStack() as claimed:
+        try:
+            parse_conf(args.conf)
+            named = named_inputs(args.input) if stage.named_inputs else None
+            if stage.check:
+                stage.check(cfg, list(named) if named else None)
+            specs = list(named.values()) if named else [",".join(args.input)]
+            inputs = expand_sources(named) if named else expand_inputs(specs[0])
+            listed = [f.path for files in (inputs.values() if named else [inputs]) for f in files]
+            check_apart(args.output, [root for spec in specs for root in input_roots(spec)], listed)
+            claimed.enter_context(claimed_output(args.output))  # the whole run: a second job here is refused
+        except (InputError, ValueError, OSError) as e:
+            return _fail(prog, str(e))
+        return _run(stage, inputs, cfg, args)
+
+
+def _run(stage: Stage, inputs, cfg, args) -> int:
     spark = get_spark(f"tokenmill-{stage.name.replace('_', '-')}", args.conf)
     try:
         check_executors(spark, stage.modules)
     except ExecutorEnvironmentError as e:
         spark.stop()
-        return _fail(prog, str(e))
+        return _fail(f"jobs.{stage.name}", str(e))
     started = time.time()
     try:
         stats = stage.run(spark, inputs, cfg, args.output)
     except InputError as e:  # found only on the way (a source that dedup empties)
-        return _fail(prog, str(e))
+        return _fail(f"jobs.{stage.name}", str(e))
     log.info("%s done in %.1f s", stage.name, time.time() - started)
     print(stage.summary(stats))
     return 0

@@ -22,7 +22,6 @@ A retried task writes a file of its own; only the files of the attempts Spark ke
 import logging
 import math
 import os
-import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,10 +244,7 @@ def run(spark, files, cfg: Config, out: str) -> dict:
                       eos_id=tokenizer.eos_id, compression_level=cfg.zstd_level, documents=documents,
                       quarantined=quarantined)
     index.update(extra)
-    (Path(out) / INDEX_FILE).unlink(missing_ok=True)  # first: no index may point at missing shards
-    for stale in Path(out).glob("shard-*.arrow"):  # a previous run's, if any
-        stale.unlink()
-    shutil.rmtree(Path(out) / "quarantine", ignore_errors=True)
+    # The index goes first and comes last; a previous run's shards and quarantine go if not rewritten.
     commit(staging, out, ["quarantine"] if quarantined else [], index, marker=INDEX_FILE)
     return index
 

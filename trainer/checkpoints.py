@@ -5,6 +5,10 @@ state and each rank's RNG states (torch.distributed.checkpoint). A save is writt
 step-NNNNNNN.partial on a gloo group of its own and renamed by rank 0 once every rank's part and
 DCP's metadata are on disk; the ranks decide that together at a step boundary. Loading reshards
 the model and optimizer when the world size changed.
+
+A checkpoint is code: DCP reads its metadata with pickle, as torch.load reads any PyTorch checkpoint.
+So resume() loads only a checkpoint folder of this user's that nobody else can write (owner and mode
+of the folder, its parent and every file in it: schemas/trust.py), and never one from elsewhere.
 """
 
 import json
@@ -19,6 +23,8 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+from schemas.trust import check_private
 
 
 class Checkpoints:
@@ -98,10 +104,20 @@ def training_state(model, optimizer, scheduler, loader, step: int, rank: int, wo
             f"rng_rank{rank}": rng_state()}
 
 
+def check_checkpoint(checkpoint: Path) -> None:
+    """UntrustedPath unless the checkpoint, the folder holding it and everything in it are this user's
+    own and nobody else can write them: unpickling a planted file would run another user's code."""
+    check_private(checkpoint.parent, "the checkpoints folder")
+    check_private(checkpoint, "the checkpoint")
+    for path in sorted(checkpoint.rglob("*")):
+        check_private(path, "a checkpoint's file", folder=path.is_dir() and not path.is_symlink())
+
+
 def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, world: int,
            allow_new_weights: bool = False) -> int:
-    """Loads `checkpoint` (resharded by DCP when the world size changed); returns the step to run next.
-    allow_new_weights: the loader's mixture weights may differ from the checkpoint's."""
+    """Loads `checkpoint` (resharded by DCP when the world size changed) after check_checkpoint; returns
+    the step to run next. allow_new_weights: the loader's mixture weights may differ from the checkpoint's."""
+    check_checkpoint(checkpoint)
     state = training_state(model, optimizer, scheduler, loader, 0, rank, world)
     saved_keys = dcp.FileSystemReader(str(checkpoint)).read_metadata().state_dict_metadata
     if not any(key.startswith(f"rng_rank{rank}.") or key == f"rng_rank{rank}" for key in saved_keys):

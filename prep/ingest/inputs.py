@@ -75,6 +75,14 @@ def expand_inputs(spec: str) -> list[InputFile]:
     return sorted(files.values())
 
 
+def input_roots(spec: str) -> list[str]:
+    """The folders and files `spec` names (a glob's matches), for checking that an output stays apart."""
+    roots = []
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        roots += sorted(glob.glob(part, recursive=True)) if glob.has_magic(part) else [part]
+    return roots
+
+
 def named_inputs(values: list[str]) -> dict[str, str] | None:
     """`--input NAME=PATH` values as {name: PATH}, in the order named; None when no value is named
     (bare paths: one input, see expand_inputs)."""

@@ -79,7 +79,15 @@ def _json_default(value):
 
 
 def to_document(fields: dict, file: InputFile, line: int | None) -> Document | str:
-    """A Document from a parsed record, or the reason it cannot be one."""
+    """A Document from a parsed record, or the reason it cannot be one; never raises (any error while
+    reading one record is that record's reason, not the file's end)."""
+    try:
+        return _document(fields, file, line)
+    except Exception as e:  # noqa: BLE001  (a value no rule foresaw: the record is quarantined with it)
+        return f"unreadable record: {type(e).__name__}: {str(e)[:200]}"
+
+
+def _document(fields: dict, file: InputFile, line: int | None) -> Document | str:
     if "text" not in fields:
         return "missing field 'text'"
     if problem := _text_problem(fields["text"]):
@@ -126,6 +134,8 @@ def _parse_json_line(data: bytes, number: int, file: InputFile) -> Document | Qu
         return quarantine(f"malformed JSON: {e.msg} at column {e.colno}")
     except RecursionError:
         return quarantine("malformed JSON: nested too deeply")
+    except ValueError as e:  # an integer of more digits than Python converts, ...
+        return quarantine(f"malformed JSON: {str(e)[:200]}")
     if not isinstance(fields, dict):
         return quarantine(f"line is a JSON {type(fields).__name__}, not an object")
     result = to_document(fields, file, number)

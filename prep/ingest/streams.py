@@ -106,19 +106,22 @@ def _output_before_damage(raw: BinaryIO, fmt, frame_start: int, chunk_start: int
                           chunk_bytes: int) -> tuple[bytes, int]:
     """(what the chunk that failed decompresses to before the damage, the file offset of the damage).
 
-    The frame is decompressed again up to that chunk (its output was handed out already), then the
+    The frame is decompressed again up to that chunk, a chunk at a time and its output dropped (it was
+    handed out already: memory stays a chunk, however far into the file the damage is), then the
     chunk byte by byte, so nothing that precedes the damage is lost to the size of a read."""
     decompressor = fmt.new()
     raw.seek(frame_start)
-    for _ in fmt.feed(decompressor, raw.read(chunk_start - frame_start), chunk_bytes):
-        pass
-    out = []
+    for start in range(frame_start, chunk_start, chunk_bytes):
+        for _ in fmt.feed(decompressor, raw.read(min(chunk_bytes, chunk_start - start)), chunk_bytes):
+            pass
+    out = bytearray()  # not a list of pieces: a byte of input may give none, and a piece costs ~40 bytes
     for i in range(len(chunk)):
         try:
-            out += fmt.feed(decompressor, chunk[i:i + 1], chunk_bytes)
+            for piece in fmt.feed(decompressor, chunk[i:i + 1], chunk_bytes):
+                out += piece
         except fmt.errors:
-            return b"".join(out), chunk_start + i
-    return b"".join(out), chunk_start + len(chunk)
+            return bytes(out), chunk_start + i
+    return bytes(out), chunk_start + len(chunk)
 
 
 def _frames(raw: BinaryIO, fmt, warnings: list[str], chunk_bytes: int) -> Iterator[bytes]:

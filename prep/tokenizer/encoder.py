@@ -37,6 +37,11 @@ class UnsupportedTokenizer(ValueError):
     """A tokenizer.json this encoder does not reproduce (not one tokenmill trains)."""
 
 
+class UnencodableText(ValueError):
+    """Text holding a byte that no piece of the vocabulary covers (a vocabulary without every byte, and
+    no unknown token or byte fallback): `tokenizers` raises here too; nothing is invented for it."""
+
+
 class CharClasses:
     """Class bits of every code point met so far, from the tokenizers library's regex engine."""
 
@@ -109,7 +114,7 @@ def unigram_trie(vocab) -> UnigramModel:
 
 def _bpe(model: dict) -> BpeModel:
     vocab = model["vocab"]
-    byte_ids = np.array([vocab[symbol] for symbol in BYTE_SYMBOLS], np.int32)
+    byte_ids = np.array([vocab.get(symbol, -1) for symbol in BYTE_SYMBOLS], np.int32)  # -1: refused when met
     merges = [m.split(" ") if isinstance(m, str) else m for m in model["merges"]]
     left = np.array([vocab[a] for a, _ in merges], np.int64)
     right = np.array([vocab[b] for _, b in merges], np.int64)
@@ -163,12 +168,16 @@ class Encoder:
         offsets = np.zeros(len(texts) + 1, np.int64)
         if self.unigram is not None:
             m = self.unigram
-            _encode_unigram(code_points, starts, CLASSES.bits, self.superwords, m.children.keys, m.children.values,
-                            m.token, m.score, m.longest, ids, offsets)
+            document, byte = _encode_unigram(code_points, starts, CLASSES.bits, self.superwords, m.children.keys,
+                                             m.children.values, m.token, m.score, m.longest, ids, offsets)
         else:
             m = self.bpe
-            _encode_bpe(code_points, starts, CLASSES.bits, self.superwords, m.byte_ids, m.merges.keys, m.merges.values,
-                        ids, offsets)
+            document, byte = _encode_bpe(code_points, starts, CLASSES.bits, self.superwords, m.byte_ids,
+                                         m.merges.keys, m.merges.values, ids, offsets)
+        if document >= 0:
+            text = texts[document] if isinstance(texts, list) else texts[document].as_py()
+            raise UnencodableText(f"byte 0x{byte:02x} of document {document} of the batch ({text[:60]!r}...) is "
+                                  "covered by no piece of the vocabulary, which has no unknown token or byte fallback")
         return ids[:offsets[-1]].copy(), offsets
 
 
@@ -337,7 +346,8 @@ def _utf8(cp, lo, hi, out):
 
 @kernel
 def _viterbi(data, length, keys, values, token, score, longest, best, start, piece, ids, n):
-    """The Unigram segmentation of data[:length] appended to ids from n; returns the new n."""
+    """The Unigram segmentation of data[:length] appended to ids from n; returns the new n, or -1 - r
+    when no segmentation exists: no piece starts at byte r, the last one any segmentation reaches."""
     for e in range(length + 1):
         start[e] = -1
     best[0] = 0.0
@@ -354,6 +364,11 @@ def _viterbi(data, length, keys, values, token, score, longest, best, start, pie
                 candidate = score[node] + best[s]
                 if start[e + 1] < 0 or candidate > best[e + 1]:
                     best[e + 1], start[e + 1], piece[e + 1] = candidate, s, t
+    if length > 0 and start[length] < 0:
+        r = length - 1
+        while r > 0 and start[r] < 0:
+            r -= 1
+        return -1 - r
     first = n
     e = length
     while e > 0:
@@ -379,8 +394,11 @@ def _encode_unigram(cp, starts, bits, lines, keys, values, token, score, longest
         for k in range(_pre_tokens(cp, bits, lo, starts[d + 1], bounds, lines)):
             length = _utf8(cp, lo, bounds[k], data)
             n = _viterbi(data, length, keys, values, token, score, longest, best, start, piece, ids, n)
+            if n < 0:
+                return d, np.int64(data[-1 - n])
             lo = bounds[k]
     offsets[len(starts) - 1] = n
+    return -1, np.int64(0)
 
 
 @kernel
@@ -480,8 +498,11 @@ def _encode_bpe(cp, starts, bits, lines, byte_ids, keys, values, ids, offsets):
             length = _utf8(cp, lo, bounds[k], data)
             for i in range(length):
                 symbols[i] = byte_ids[data[i]]
+                if symbols[i] < 0:
+                    return d, np.int64(data[i])
             length = _merge(symbols, length, keys, values, prev, next_, heap)
             ids[n:n + length] = symbols[:length]
             n += length
             lo = bounds[k]
     offsets[len(starts) - 1] = n
+    return -1, np.int64(0)

@@ -90,3 +90,21 @@ def test_the_key_follows_the_java_and_the_classpath(monkeypatch, tmp_path):
     os.close(recording.lock)
     recording.path.write_bytes(b"recorded")
     assert ClassArchive.for_launch(home, {}).java_options()[0] == f"-XX:SharedArchiveFile={recording.path}"
+
+
+@pytest.mark.parametrize("problem", ["another-user", "others-write"])
+def test_an_archive_folder_another_user_could_have_planted_is_never_mapped(monkeypatch, tmp_path, other_user, problem):
+    """A class archive is class data the JVM maps as code: from a folder of this user's alone."""
+    from spark_stages.java import ensure_java
+
+    folder = tmp_path / "jvm"
+    folder.mkdir()
+    if problem == "another-user":
+        os.chown(folder, other_user.uid, other_user.uid)
+    else:
+        folder.chmod(0o777)
+    monkeypatch.setenv(CACHE_ENV, str(folder))
+    home = ensure_java()
+    archive_path(home, {}).write_bytes(b"a planted archive")
+    with pytest.warns(UserWarning, match="runs without a class archive"):
+        assert ClassArchive.for_launch(home, {}) is None

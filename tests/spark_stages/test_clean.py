@@ -69,6 +69,7 @@ def hostile_inputs(folder):
         {"text": "x" * 3000},
         b"",
         {"text": "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " + PROSE, "id": "lorem"},
+        b'{"text": "fine", "n": ' + b"7" * 5000 + b"}",  # json.loads raises ValueError: it ended the job once
     ])
     cut = write_lines(folder / "cut.jsonl.zst", [{"text": PROSE + str(i)} for i in range(20000)], "zst")
     cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
@@ -97,7 +98,8 @@ def test_hostile_inputs_are_all_accounted_for(spark, tmp_path):
     assert q[("mixed.jsonl", 5)] == "missing field 'text'" and q[("mixed.jsonl", 6)] == "text is null"
     assert "NUL" in q[("mixed.jsonl", 7)] and "over 2000 bytes" in q[("mixed.jsonl", 8)]
     assert q[("table.parquet", 2)] == "text is null" and "invalid UTF-8" in q[("latin1.txt", None)]
-    assert stats["quarantined"] == 9
+    assert "Exceeds the limit" in q[("mixed.jsonl", 11)]
+    assert stats["quarantined"] == 10
     assert [e["file"] for e in stats["file_errors"]] == ["broken.parquet", "cut.jsonl.zst"]
     assert [(w["file"], "104 bytes" in w["warning"]) for w in stats["file_warnings"]] == [("padded.jsonl.gz", True)]
     assert stats["rejected_by_reason"].get("c4:lorem_ipsum") == 1
@@ -113,11 +115,11 @@ def test_rerun_replaces_output_without_duplicates(spark, tmp_path):
     inputs.mkdir()
     (inputs / "a.txt").write_text(PROSE)
     out = tmp_path / "out"
-    (out / "docs").mkdir(parents=True)
-    (out / "docs" / "part-00099.parquet").write_bytes(b"left over from a failed run")
-    for _ in range(2):
-        stats = run(spark, expand_inputs(str(inputs)), Config(), str(out))
-    assert stats["kept"] == 1 and rows(out / "docs") == 1
+    run(spark, expand_inputs(str(inputs)), Config(), str(out))
+    (out / "docs" / "part-00099.parquet").write_bytes(b"left over from a failed run")  # in tokenmill's own folder
+    (out / "_staging" / "docs").mkdir(parents=True)  # and a failed run's staging
+    stats = run(spark, expand_inputs(str(inputs)), Config(), str(out))
+    assert stats["kept"] == 1 and rows(out / "docs") == 1 and not (out / "_staging").exists()
 
 
 def test_cli_help_and_clear_errors(tmp_path):

@@ -33,6 +33,8 @@ def read(path, **config):
         (b'{"text": "lone \\ud800 surrogate"}', "unpaired surrogate"),
         (b'{"text": "ok", "id": "bad \\udfff id"}', "id contains an unpaired surrogate"),
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"text": "ok", "n": ' + b"7" * 5000 + b"}", "Exceeds the limit"),  # int() refuses 5,000 digits
+        (b'{"text": "ok", "id": ' + b"9" * 5000 + b"}", "malformed JSON"),
     ],
 )
 def test_bad_line_is_quarantined_with_reason_file_and_line(tmp_path, line, error):
@@ -151,3 +153,12 @@ def test_metadata_of_a_tokenmill_output_is_merged_and_odd_fields_kept(tmp_path):
     first, second = read(path)
     assert json.loads(first.metadata) == {"url": "u", "lang": "en"}
     assert json.loads(second.metadata) == {"metadata": [1, 2], "source": 42} and second.source == "in.jsonl"
+
+
+def test_a_value_no_rule_foresaw_quarantines_its_record_instead_of_raising(tmp_path):
+    from prep.ingest.readers import to_document
+
+    file = InputFile(str(tmp_path / "x.parquet"), "x.parquet")
+    mixed_keys = {"text": PROSE, "metadata": {1: "a", "b": 2}}  # json.dumps(sort_keys=True) raises TypeError
+    reason = to_document(mixed_keys, file, 3)
+    assert isinstance(reason, str) and reason.startswith("unreadable record: TypeError")

@@ -58,3 +58,36 @@ def test_an_arrow_column_gets_the_same_ids_as_python_strings(tokenizer_json, sam
     ids, offsets = encoder.encode_batch(texts)
     arrow_ids, arrow_offsets = encoder.encode_batch(pa.array(texts))
     assert np.array_equal(arrow_ids, ids) and np.array_equal(arrow_offsets, offsets)
+
+
+def without_byte(tokenizer_json: str, byte: str) -> str:
+    """The tokenizer with every piece that holds `byte` (a ByteLevel symbol) removed, and the merges using them."""
+    import json
+
+    config = json.loads(tokenizer_json)
+    model = config["model"]
+    if model["type"] == "Unigram":
+        model["vocab"] = [[piece, score] for piece, score in model["vocab"] if byte not in piece]
+    else:
+        merges = [m.split(" ") if isinstance(m, str) else m for m in model["merges"]]
+        model["merges"] = [m for m in merges if byte not in "".join(m)]
+        kept = [piece for piece in model["vocab"] if byte not in piece]
+        model["vocab"] = {piece: i for i, piece in enumerate(kept)}
+        config["added_tokens"] = [dict(t, id=model["vocab"][t["content"]]) for t in config["added_tokens"]]
+    return json.dumps(config)
+
+
+@pytest.mark.parametrize("algorithm", ["hybrid", "bpe"])
+def test_a_byte_no_piece_covers_is_refused_naming_it_instead_of_inventing_ids(sample_texts, algorithm):
+    from prep.tokenizer.encoder import UnencodableText
+
+    tokenizer, _ = train_local(sample_texts[::8], TokenizerConfig(vocab_size=4096, algorithm=algorithm))
+    damaged = without_byte(tokenizer.to_str(), "~")
+    texts = ["a clean document", "home is ~/.bashrc"]
+    if algorithm == "hybrid":  # what `tokenizers` itself does with such a Unigram vocabulary
+        with pytest.raises(Exception, match="unk"):
+            from_json(damaged).encode_batch(texts, add_special_tokens=False)
+    encoder = Encoder(damaged)
+    with pytest.raises(UnencodableText, match=r"byte 0x7e of document 1 of the batch \('home is ~/.bashrc'"):
+        encoder.encode_batch(texts)
+    assert encoder.encode_batch(texts[:1])[0].size > 0  # the text it covers still encodes
