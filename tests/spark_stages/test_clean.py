@@ -66,7 +66,7 @@ def hostile_inputs(folder):
         {"no_text": True},
         {"text": None},
         b'{"text": "nul \\u0000 byte"}',
-        {"text": "x" * 3000},
+        {"text": "x" * 7000},
         b"",
         {"text": "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " + PROSE, "id": "lorem"},
         b'{"text": "fine", "n": ' + b"7" * 5000 + b"}",  # json.loads raises ValueError: it ended the job once
@@ -85,7 +85,7 @@ def hostile_inputs(folder):
 def test_hostile_inputs_are_all_accounted_for(spark, tmp_path):
     from prep.config import override
 
-    cfg = override(Config(), {"reader": {"max_record_bytes": 2000}})
+    cfg = override(Config(), {"reader": {"max_record_bytes": 6000}})
     out = tmp_path / "out"
     stats = run(spark, expand_inputs(str(hostile_inputs(tmp_path / "in"))), cfg, str(out))
     assert stats["input"] == stats["kept"] + stats["rejected"] + stats["quarantined"]
@@ -96,7 +96,7 @@ def test_hostile_inputs_are_all_accounted_for(spark, tmp_path):
     assert q[("mixed.jsonl", 3)].startswith("invalid UTF-8")
     assert "not an object" in q[("mixed.jsonl", 4)]
     assert q[("mixed.jsonl", 5)] == "missing field 'text'" and q[("mixed.jsonl", 6)] == "text is null"
-    assert "NUL" in q[("mixed.jsonl", 7)] and "over 2000 bytes" in q[("mixed.jsonl", 8)]
+    assert "NUL" in q[("mixed.jsonl", 7)] and "over 6000 bytes" in q[("mixed.jsonl", 8)]
     assert q[("table.parquet", 2)] == "text is null" and "invalid UTF-8" in q[("latin1.txt", None)]
     assert "Exceeds the limit" in q[("mixed.jsonl", 11)]
     assert stats["quarantined"] == 10
