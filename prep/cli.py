@@ -1,42 +1,58 @@
 """The command line every tokenmill command shares: flags made from a Config dataclass, a YAML
 `--config` file, `--print-config`, `--log-level`, and logging set up once.
 
-Flags: each scalar field of the Config (of nested dataclasses too) whose name no other field shares
-is `--name` (underscores as dashes), with the field's comment as its help; booleans are `--name` /
-`--no-name`. Fields that share a name (`enabled` of every quality rule) are set in the YAML file,
-where every field is reachable (nested dataclasses as nested mappings). Flags override the file,
-and both go through `prep.config.override`, so `--threshold abc` and `threshold: abc` fail alike:
-exit code 2 and one line naming the key.
+Flags: every field of the Config, nested dataclasses too, is a flag named by its path, the way its
+YAML is nested: `--threshold`, `--minhash.num_perm`, `--clean.en.gopher_quality.min_doc_words`
+(dashes for underscores work too: `--minhash.num-perm`). A field whose name no other field shares
+also answers to its name alone (`--num-perm`), the short flags users type. The help of a flag is the
+field's comment in its dataclass (on its line, or the comment lines just above it). Booleans are
+`--name` (true), `--name false` or `--no-name`; lists and mappings take YAML (`--kinds '[email, ip]'`).
+Flags override the file, and both go through `prep.config.override`, so `--threshold abc` and
+`threshold: abc` fail alike: exit code 2 and one line naming the key.
 """
 
 import argparse
+import ast
 import dataclasses
+import functools
 import inspect
+import io
 import logging
-import re
 import sys
+import textwrap
+import tokenize
 import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import yaml
+
 from prep.config import ConfigError, load_yaml, override, to_yaml
 
 SCALARS = (int, float, str, bool)
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-RESERVED = {"config", "print-config", "log-level", "help"}
 
 
 @dataclass(frozen=True)
 class Flag:
-    name: str  # without its dashes: "num-perm"
     path: tuple[str, ...]  # the field's names from the top: ("minhash", "num_perm")
-    type: type  # int, float, str or bool
+    type: object  # the field's type hint
     help: str  # the field's comment
+    alias: str | None = None  # the field's name alone, dashed ("num-perm"), when no other field has it
+
+    @property
+    def name(self) -> str:
+        """The flag without its dashes: the path, as in the YAML ("minhash.num_perm")."""
+        return ".".join(self.path)
 
     @property
     def dest(self) -> str:
-        return "setting." + ".".join(self.path)
+        return "setting." + self.name
+
+    def option_strings(self) -> list[str]:
+        names = dict.fromkeys([self.name, self.name.replace("_", "-"), *([self.alias] if self.alias else [])])
+        return [f"--{name}" for name in names]
 
 
 def _scalar(hint) -> type | None:
@@ -47,20 +63,36 @@ def _scalar(hint) -> type | None:
     return hint if hint in SCALARS else None
 
 
+@functools.cache  # a class's source is read once per process
 def field_comments(cls) -> dict[str, str]:
-    """The one-line comment after each field in the class's source (and its dataclass bases')."""
-    comments = {}
+    """Each field's comment in the class's source (and its dataclass bases'): the comment on the field's
+    lines, else the comment lines just above it."""
+    comments: dict[str, str] = {}
     for base in reversed(cls.__mro__):
-        if dataclasses.is_dataclass(base):
-            try:
-                comments.update(re.findall(r"^\s+(\w+)\s*:[^#\n]*#\s*(.+)$", inspect.getsource(base), re.M))
-            except (OSError, TypeError):
-                pass
+        if not dataclasses.is_dataclass(base):
+            continue
+        try:
+            source = textwrap.dedent(inspect.getsource(base))
+        except (OSError, TypeError):
+            continue
+        lines = source.splitlines()
+        tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+        comment = {t.start[0]: t.string.lstrip("#").strip() for t in tokens if t.type == tokenize.COMMENT}
+        own_line = {n for n in comment if lines[n - 1].lstrip().startswith("#")}
+        for node in ast.parse(source).body[0].body:
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+                continue
+            after = [comment[n] for n in range(node.lineno, node.end_lineno + 1) if n in comment and n not in own_line]
+            above, n = [], node.lineno - 1
+            while n in own_line:
+                above.insert(0, comment[n])
+                n -= 1
+            comments[node.target.id] = " ".join(after or above)
     return comments
 
 
 def flags(config_type) -> list[Flag]:
-    """The flags of a Config, in field order: its scalar fields whose names are unique in it."""
+    """The flags of a Config, in field order: every field that is not itself a section (a dataclass)."""
     found: list[Flag] = []
 
     def walk(cls, path: tuple[str, ...]) -> None:
@@ -69,13 +101,13 @@ def flags(config_type) -> list[Flag]:
             hint = hints[field.name]
             if dataclasses.is_dataclass(hint):
                 walk(hint, (*path, field.name))
-            elif (scalar := _scalar(hint)) is not None:
-                found.append(Flag(field.name.replace("_", "-"), (*path, field.name), scalar,
-                                  comments.get(field.name, "")))
+            else:
+                found.append(Flag((*path, field.name), hint, comments.get(field.name, "")))
 
     walk(config_type, ())
-    names = [flag.name for flag in found]
-    return [flag for flag in found if names.count(flag.name) == 1 and flag.name not in RESERVED]
+    leaves = [flag.path[-1] for flag in found]
+    return [dataclasses.replace(flag, alias=flag.path[-1].replace("_", "-")) if len(flag.path) > 1
+            and leaves.count(flag.path[-1]) == 1 else flag for flag in found]
 
 
 def _nested(path: tuple[str, ...], value) -> dict:
@@ -104,15 +136,10 @@ def command_line(config_type, argv: list[str] | None, *, prog: str, description:
         parser.add_argument(f"--{name}", metavar="FILE", help=f"a YAML file of the {section} settings")
     parser.add_argument("--print-config", action="store_true", help="print every setting and exit")
     parser.add_argument("--log-level", default="INFO", choices=LOG_LEVELS, help="default INFO")
-    settings = parser.add_argument_group("settings (each also in the --config file)")
+    settings = parser.add_argument_group("settings (each also in the --config file, by the same path)")
     config_flags = flags(config_type)
     for flag in config_flags:
-        if flag.type is bool:
-            settings.add_argument(f"--{flag.name}", dest=flag.dest, action=argparse.BooleanOptionalAction,
-                                  default=None, help=flag.help)
-        else:
-            settings.add_argument(f"--{flag.name}", dest=flag.dest, default=None, help=flag.help,
-                                  metavar={int: "N", float: "X", str: "TEXT"}[flag.type])
+        _add_flag(settings, flag, taken=set(parser._option_string_actions))
     args = parser.parse_args(argv)
     cfg = config_type()
     files = [(args.config, {})] if args.config else []
@@ -127,14 +154,39 @@ def command_line(config_type, argv: list[str] | None, *, prog: str, description:
     for flag in config_flags:
         if (value := getattr(args, flag.dest)) is not None:
             try:
-                cfg = override(cfg, _nested(flag.path, value))
-            except ConfigError as e:  # "a.b: what is wrong" → "--b: what is wrong"
-                parser.error(f"--{flag.name}: {str(e).removeprefix('.'.join(flag.path) + ': ')}")
+                cfg = override(cfg, _nested(flag.path, _flag_value(flag, value)))
+            except ConfigError as e:  # "a.b: what is wrong" → "--a.b: what is wrong"
+                parser.error(f"--{flag.name}: {str(e).removeprefix(flag.name + ': ')}")
     if args.print_config:
         print(to_yaml(cfg), end="")
         parser.exit(0)
     setup_logging(args.log_level)
     return args, cfg
+
+
+def _add_flag(group, flag: Flag, taken: set[str]) -> None:
+    """A flag's option strings (those another argument has are left to it), its --no- form for a boolean."""
+    names = [name for name in flag.option_strings() if name not in taken]
+    scalar = _scalar(flag.type)
+    if scalar is bool:
+        group.add_argument(*names, dest=flag.dest, nargs="?", const="true", default=None, metavar="true|false",
+                           help=flag.help)
+        negated = [f"--no-{name[2:]}" for name in names if f"--no-{name[2:]}" not in taken]
+        group.add_argument(*negated, dest=flag.dest, action="store_const", const="false", help=argparse.SUPPRESS)
+    else:
+        metavar = {int: "N", float: "X", str: "TEXT"}.get(scalar, "YAML")
+        group.add_argument(*names, dest=flag.dest, default=None, metavar=metavar, help=flag.help)
+
+
+def _flag_value(flag: Flag, value: str):
+    """A flag's text as the YAML file would give it: scalars as they are (override types them), lists and
+    mappings parsed as YAML."""
+    if _scalar(flag.type) is not None:
+        return value
+    try:
+        return yaml.safe_load(value)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{flag.name}: not YAML: {e}") from None
 
 
 def setup_logging(level: str = "INFO") -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass
 class PiiConfig:
-    enabled: bool = True
+    enabled: bool = True  # mask e-mail addresses and IP addresses (false: text passes unchanged)
     email_replacement: str = "email@example.com"  # a real-looking address keeps the text natural
     ip_replacement: str = "192.0.2.1"  # TEST-NET-1, reserved for documentation (RFC 5737)
     only_public_ips: bool = True  # 127.0.0.1 and 192.168.0.1 in documentation are not personal

@@ -45,21 +45,26 @@ class OtherUser:
                               check=True, **kwargs)
 
 
+def unused_uid(start: int = 54321) -> int:
+    """The first uid from `start` with no passwd entry (one no account uses)."""
+    import pwd
+
+    while True:
+        try:
+            pwd.getpwuid(start)
+        except KeyError:
+            return start
+        start += 1
+
+
 @pytest.fixture
 def other_user() -> OtherUser:
     import os
-    import pwd
     import shutil
 
     if os.getuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("a second user needs root and setpriv (util-linux) to switch to an unused uid")
-    uid = 54321
-    while True:  # an unused uid: no passwd entry, owns no process
-        try:
-            pwd.getpwuid(uid)
-        except KeyError:
-            return OtherUser(uid)
-        uid += 1
+    return OtherUser(unused_uid())
 
 
 def shared_tmp(path: Path) -> Path:

@@ -17,14 +17,14 @@ POLICY_PHRASES = ("terms of use", "privacy policy", "cookie policy", "uses cooki
 
 @dataclass
 class C4Config:
-    enabled: bool = True
+    enabled: bool = True  # apply this rule (false: it keeps every document)
     remove_citations: bool = True  # drop Wikipedia-style [1], [edit], [citation needed]
     filter_no_terminal_punct: bool = False  # drop lines that do not end like a sentence
     min_words_per_line: int = 3  # drop lines with fewer words (menus, buttons); 0 disables
     max_word_length: int = 1000  # drop lines with a longer word (minified code, base64)
     filter_javascript: bool = True  # drop lines that mention javascript ("enable JavaScript")
     filter_policy: bool = True  # drop lines with cookie and privacy boilerplate
-    policy_phrases: list[str] = field(default_factory=lambda: list(POLICY_PHRASES))
+    policy_phrases: list[str] = field(default_factory=lambda: list(POLICY_PHRASES))  # what filter_policy looks for
     filter_lorem_ipsum: bool = True  # drop documents with placeholder text
     filter_curly_bracket: bool = False  # drop documents containing '{'
     min_num_sentences: int = 5  # drop documents with fewer sentences left; 0 disables

@@ -7,7 +7,7 @@ from prep.quality.text_units import TERMINAL_PUNCTUATION, lines, words
 
 @dataclass
 class FineWebConfig:
-    enabled: bool = True
+    enabled: bool = True  # apply this rule (false: it keeps every document)
     line_punct_thr: float = 0.12  # at least this share of lines must end in terminal punctuation
     short_line_length: int = 30  # a line this long or shorter is "short"
     short_line_thr: float = 0.67  # at most this share of short lines (menus, lists of links)

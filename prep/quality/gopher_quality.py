@@ -9,7 +9,7 @@ ENGLISH_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 
 @dataclass
 class GopherQualityConfig:
-    enabled: bool = True
+    enabled: bool = True  # apply this rule (false: it keeps every document)
     min_doc_words: int = 50  # fewer words: too short to be a document
     max_doc_words: int = 100_000  # more: a dump, not a document
     min_avg_word_length: float = 3  # shorter on average: gibberish or symbol lists

@@ -9,7 +9,7 @@ from prep.quality.text_units import lines, paragraphs, words
 
 @dataclass
 class GopherRepetitionConfig:
-    enabled: bool = True
+    enabled: bool = True  # apply this rule (false: it keeps every document)
     dup_line_frac: float = 0.3  # share of lines that repeat an earlier line
     dup_para_frac: float = 0.3  # share of paragraphs that repeat an earlier paragraph
     dup_line_char_frac: float = 0.2  # share of characters in repeated lines

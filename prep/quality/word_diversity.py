@@ -11,7 +11,7 @@ from prep.quality.text_units import words
 
 @dataclass
 class WordDiversityConfig:
-    enabled: bool = True
+    enabled: bool = True  # apply this rule (false: it keeps every document)
     window_words: int = 1000  # measured over the first words: long texts repeat words naturally
     min_words: int = 50  # shorter texts are left to the length rules
     min_distinct_ratio: float = 0.1  # prose is at 0.3-0.6 here; stuffing at 0.01-0.08

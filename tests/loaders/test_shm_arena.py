@@ -321,9 +321,9 @@ loader.close()
 def test_another_users_running_loader_does_not_stop_this_users(tmp_path, other_user):
     """Two users (neither root) read shards with one shared-memory folder: B's arena and lock files are
     B's own, and A's start passes them over."""
-    from tests.conftest import OtherUser
+    from tests.conftest import OtherUser, unused_uid
 
-    user_a, user_b = OtherUser(other_user.uid + 1000), other_user
+    user_a, user_b = OtherUser(unused_uid(other_user.uid + 1)), other_user
     write_shards(tmp_path / "shards")
     shm, caches = shared_tmp(tmp_path / "shm"), shared_tmp(tmp_path / "caches")
     script = dict(shards=str(tmp_path / "shards"), shm=str(shm))

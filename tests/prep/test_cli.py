@@ -12,11 +12,13 @@ from prep.cli import command_line, flags
 @dataclass(frozen=True)
 class Inner:
     num_perm: int = 128  # signature length
-    enabled: bool = True  # a name two sections share: no flag
+    enabled: bool = True  # a name two sections share: only its path
 
 
 @dataclass(frozen=True)
 class Other:
+    # a comment above the field,
+    # on two lines
     enabled: bool = False
 
 
@@ -27,7 +29,7 @@ class Settings:
     verify: bool = True  # check the candidates
     inner: Inner = field(default_factory=Inner)
     other: Other = field(default_factory=Other)
-    tags: tuple[str, ...] = ("a",)  # no flag: not a scalar
+    tags: tuple[str, ...] = ("a",)  # a list: YAML on the command line
 
     def __post_init__(self):
         if not 0 < self.threshold <= 1:
@@ -38,10 +40,22 @@ def parse(argv, **kw):
     return command_line(Settings, argv, prog="test", description="test", **kw)[1]
 
 
-def test_flags_are_the_unique_scalar_fields_with_their_comments():
+def test_every_field_is_a_flag_named_by_its_path_with_its_comment_and_unique_names_are_aliases():
     by_name = {f.name: f for f in flags(Settings)}
-    assert sorted(by_name) == ["name", "num-perm", "threshold", "verify"]
-    assert by_name["num-perm"].path == ("inner", "num_perm") and by_name["num-perm"].help == "signature length"
+    assert list(by_name) == ["threshold", "name", "verify", "inner.num_perm", "inner.enabled", "other.enabled", "tags"]
+    assert by_name["inner.num_perm"].option_strings() == ["--inner.num_perm", "--inner.num-perm", "--num-perm"]
+    assert by_name["inner.enabled"].option_strings() == ["--inner.enabled"]  # "enabled" is two fields' name
+    assert by_name["inner.num_perm"].help == "signature length"
+    assert by_name["other.enabled"].help == "a comment above the field, on two lines"
+
+
+def test_booleans_lists_and_section_flags(capsys):
+    cfg = parse(["--inner.enabled", "false", "--other.enabled", "--tags", "[x, y]", "--no-verify"])
+    assert cfg == Settings(verify=False, inner=Inner(enabled=False), other=Other(True), tags=("x", "y"))
+    assert parse(["--inner.num-perm", "7"]).inner.num_perm == 7
+    with pytest.raises(SystemExit):
+        parse(["--tags", "[unclosed"])
+    assert "--tags: not YAML" in capsys.readouterr().err
 
 
 def test_file_then_flags_typed_alike(tmp_path):
@@ -53,7 +67,7 @@ def test_file_then_flags_typed_alike(tmp_path):
 
 @pytest.mark.parametrize("argv,message", [
     (["--threshold", "abc"], "--threshold: expected a number, got 'abc'"),
-    (["--num-perm", "1.5"], "--num-perm: expected an integer"),
+    (["--num-perm", "1.5"], "--inner.num_perm: expected an integer"),
     (["--threshold", "2"], "threshold must be in (0, 1]"),
 ])
 def test_a_bad_flag_is_one_line_and_exit_code_2(capsys, argv, message):

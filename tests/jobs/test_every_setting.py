@@ -1,0 +1,78 @@
+"""Every setting of every job is reachable three ways with one name: its path in the YAML, the flag of
+that path, and --print-config; each flag has help from its field's declaration."""
+
+import dataclasses
+import typing
+
+import pytest
+import yaml
+
+from prep.cli import _scalar, command_line, flags
+from prep.config import to_yaml
+from spark_stages import clean, dedup, pipeline, shards, tokenizer
+from trainer.evaluate import EvalConfig
+from trainer.loop import TrainConfig
+
+CONFIGS = [pipeline.Config, clean.Config, dedup.Config, tokenizer.Config, shards.Config, TrainConfig, EvalConfig]
+ids = pytest.mark.parametrize("config_type", CONFIGS, ids=lambda c: f"{c.__module__}.{c.__name__}")
+
+
+def fields_of(cls, path=()):
+    """Every setting's path, sections walked into."""
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[field.name]):
+            yield from fields_of(hints[field.name], (*path, field.name))
+        else:
+            yield (*path, field.name)
+
+
+def at(config, path):
+    for name in path:
+        config = config[name] if isinstance(config, dict) else getattr(config, name)
+    return config
+
+
+def another(flag, value) -> str | None:
+    """A value of the flag's scalar type other than `value`, as typed on the command line."""
+    scalar = _scalar(flag.type)
+    if scalar is bool:
+        return "false" if value else "true"
+    if scalar is int:
+        return str((value or 0) + 1)
+    if scalar is float:
+        return str(value / 2 if value else 0.5)
+    return None  # texts are often names checked against a list, lists are YAML: the round trip covers them
+
+
+@ids
+def test_every_field_has_a_flag_with_help(config_type):
+    found = {flag.path: flag for flag in flags(config_type)}
+    assert sorted(found) == sorted(fields_of(config_type))
+    assert [flag.name for flag in found.values() if not flag.help] == []
+
+
+@ids
+def test_print_config_then_config_gives_the_same_settings_and_each_flag_sets_its_field(config_type, tmp_path, capsys):
+    def parse(argv):
+        return command_line(config_type, argv, prog="test", description="test")[1]
+
+    with pytest.raises(SystemExit):
+        parse(["--print-config"])
+    (tmp_path / "printed.yaml").write_text(capsys.readouterr().out)
+    assert parse(["--config", str(tmp_path / "printed.yaml")]) == config_type()
+    default, checked, candidates = config_type(), 0, 0
+    for flag in flags(config_type):
+        text = another(flag, at(default, flag.path))
+        if text is None:
+            continue
+        candidates += 1
+        try:
+            cfg = parse([flag.option_strings()[0], text])
+        except SystemExit:  # a value the dataclass's own check refuses (bands x rows must fit num_perm, ...)
+            capsys.readouterr()
+            continue
+        assert at(cfg, flag.path) != at(default, flag.path), flag.name
+        assert at(yaml.safe_load(to_yaml(cfg)), flag.path) == at(cfg, flag.path), flag.name
+        checked += 1
+    assert checked >= candidates * 3 // 4  # most values pass the dataclasses' own checks
