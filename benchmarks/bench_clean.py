@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from prep.clean import CleanConfig, clean_text
-from prep.ingest.inputs import expand_inputs
+from prep.ingest.inputs import expand_inputs, single_source
 from prep.ingest.readers import Document, read_file
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,7 +78,7 @@ def time_spark_job() -> tuple[float, float]:
     from spark_stages.session import get_spark
 
     spark = get_spark("bench-clean", ["spark.master=local[2]"])
-    files, times = expand_inputs(str(REPO / "data" / "sample")), []
+    files, times = single_source(str(REPO / "data" / "sample")), []
     for _ in range(2):
         with tempfile.TemporaryDirectory() as out:
             started = time.perf_counter()

@@ -90,7 +90,7 @@ def main() -> None:
     if args.copies:
         args.input = copies_of(args.input, args.copies)
 
-    from prep.ingest.inputs import expand_inputs
+    from prep.ingest.inputs import single_source
     from prep.packing import PackConfig
     from spark_stages import shards
     from spark_stages.session import get_spark
@@ -105,7 +105,7 @@ def main() -> None:
     for _ in range(2):
         with tempfile.TemporaryDirectory() as out:
             started = time.perf_counter()
-            index = shards.run(spark, expand_inputs(args.input), cfg, out)
+            index = shards.run(spark, single_source(args.input), cfg, out)
             runs.append(time.perf_counter() - started)
     spark.stop()
     totals = index["totals"]

@@ -54,8 +54,20 @@ def visible_text(markup: str) -> str:
     return tidy("\n".join(splitter.result()))
 
 
+# (in this order: a backslash that \e leaves must not start another escape)
+ROFF_CHARACTERS = {"\\-": "-", "\\ ": " ", "\\~": " ", "\\(em": "\u2014", "\\(en": "\u2013", "\\(aq": "'",
+                   "\\(dq": '"', "\\(bu": "\u2022", "\\.": ".", "\\|": "", "\\^": "", "\\c": "", "\\e": "\\"}
+
+
 def man_text(roff: str) -> str:
-    lines = [ROFF_FONT.sub("", line) for line in roff.splitlines() if not line.startswith((".", "'"))]
+    """A man page's text: roff requests dropped, escapes for characters turned into them, font changes removed."""
+    lines = []
+    for line in roff.splitlines():
+        if line.startswith((".", "'")):
+            continue
+        for escape, character in ROFF_CHARACTERS.items():
+            line = line.replace(escape, character)
+        lines.append(ROFF_FONT.sub("", line))
     return tidy("\n".join(lines))
 
 

@@ -5,6 +5,7 @@ from mapInArrow: `clean_batch` (READ_SCHEMA, prep/ingest/records.py, to CLEAN_RE
 """
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pyarrow as pa
 
@@ -17,6 +18,7 @@ from prep.quality.c4 import C4Config, c4
 from prep.quality.fineweb import FineWebConfig, fineweb
 from prep.quality.gopher_quality import GopherQualityConfig, gopher_quality
 from prep.quality.gopher_repetition import GopherRepetitionConfig, gopher_repetition
+from prep.quality.profiles import PROFILES, profile_settings
 from prep.quality.word_diversity import WordDiversityConfig, word_diversity
 from schemas import DOCUMENT_SCHEMA, REJECTED_SCHEMA
 
@@ -56,6 +58,9 @@ def other_rules() -> LanguageRules:
 
 @dataclass
 class CleanConfig:
+    # The rules' base settings for a kind of text: web (crawls), docs (manuals, references), code
+    # (prep/quality/profiles.py); what is set besides wins over the profile.
+    profile: str = "web"
     reader: ReaderConfig = field(default_factory=ReaderConfig)
     normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
     language: LanguageConfig = field(default_factory=LanguageConfig)
@@ -63,6 +68,13 @@ class CleanConfig:
     en: LanguageRules = field(default_factory=LanguageRules)  # English: the published thresholds
     zh: LanguageRules = field(default_factory=chinese_rules)  # Chinese: character-based, FineWeb-2's
     other: LanguageRules = field(default_factory=other_rules)  # every other language
+
+    # prep/config.py applies a profile's settings before the rest of a mapping that names it
+    PROFILES: ClassVar = staticmethod(lambda name: profile_settings(name, CleanConfig()))
+
+    def __post_init__(self):
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {self.profile!r}")
 
     def rules_for(self, lang: str) -> LanguageRules:
         return {"en": self.en, "zh": self.zh}.get(lang, self.other)

@@ -18,6 +18,7 @@ import functools
 import inspect
 import io
 import logging
+import os
 import sys
 import textwrap
 import tokenize
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from prep.config import ConfigError, load_yaml, override, to_yaml
+from prep.config import ConfigError, load_yaml, merged, nested, override, to_yaml
 
 SCALARS = (int, float, str, bool)
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -110,12 +111,6 @@ def flags(config_type) -> list[Flag]:
             and leaves.count(flag.path[-1]) == 1 else flag for flag in found]
 
 
-def _nested(path: tuple[str, ...], value) -> dict:
-    for name in reversed(path):
-        value = {name: value}
-    return value
-
-
 class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str):  # one line and exit code 2, not the whole usage
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -123,40 +118,56 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def command_line(config_type, argv: list[str] | None, *, prog: str, description: str,
                  add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
-                 section_files: dict[str, str] | None = None) -> tuple[argparse.Namespace, object]:
-    """(the other arguments, the Config: defaults, then --config FILE, then section files, then flags).
+                 section_files: dict[str, str] | None = None,
+                 per_source: str | None = None) -> tuple[argparse.Namespace, object]:
+    """(the other arguments, the Config: defaults, then --config FILE, then section files, then flags,
+    merged into one mapping and applied at once, so that a profile's settings come first and what the
+    user wrote wins over them wherever they wrote it).
 
     `section_files` maps extra flags to the section whose YAML file they name (`clean-config` → `clean`).
-    Prints the Config and exits for --print-config; sets up logging at --log-level."""
-    parser = ArgumentParser(prog=prog, description=description)
+    `per_source`: the path of the Config's per-source settings (a dataclass with EXTRA, e.g. "sources"):
+    a section file given as NAME=FILE then sets that source's section, and `--sources.NAME.clean.KEY
+    VALUE` sets one of its settings. Prints the Config and exits for --print-config; sets up logging."""
+    epilog = f"--{per_source}.NAME.SECTION.KEY VALUE sets a setting of source NAME alone." if per_source else None
+    parser = ArgumentParser(prog=prog, description=description, epilog=epilog)
     if add_arguments:
         add_arguments(parser)
     parser.add_argument("--config", metavar="FILE", help="a YAML file of settings (see --print-config)")
     for name, section in (section_files or {}).items():
-        parser.add_argument(f"--{name}", metavar="FILE", help=f"a YAML file of the {section} settings")
+        one_source = " (NAME=FILE: source NAME's)" if per_source else ""
+        parser.add_argument(f"--{name}", metavar="FILE", help=f"a YAML file of the {section} settings{one_source}")
     parser.add_argument("--print-config", action="store_true", help="print every setting and exit")
     parser.add_argument("--log-level", default="INFO", choices=LOG_LEVELS, help="default INFO")
     settings = parser.add_argument_group("settings (each also in the --config file, by the same path)")
     config_flags = flags(config_type)
     for flag in config_flags:
         _add_flag(settings, flag, taken=set(parser._option_string_actions))
-    args = parser.parse_args(argv)
-    cfg = config_type()
-    files = [(args.config, {})] if args.config else []
-    files += [(path, section) for name, section in (section_files or {}).items()
-              if (path := getattr(args, name.replace("-", "_")))]
-    for path, section in files:
+    args, rest = parser.parse_known_args(argv)
+    values: dict = {}
+    for path, where in _section_files(args, section_files or {}, per_source):
         try:
-            data = load_yaml(path)
-            cfg = override(cfg, {section: data} if section else data)
+            values = merged(values, nested(where, load_yaml(path)))
+            override(config_type(), values)
         except ConfigError as e:
             parser.error(f"{path}: {e}")
+    try:
+        so_far = override(config_type(), values)
+    except ConfigError as e:  # the files together
+        parser.error(str(e))
     for flag in config_flags:
         if (value := getattr(args, flag.dest)) is not None:
             try:
-                cfg = override(cfg, _nested(flag.path, _flag_value(flag, value)))
+                one = nested(flag.path, _flag_value(flag, value))
+                so_far = override(so_far, one)
             except ConfigError as e:  # "a.b: what is wrong" → "--a.b: what is wrong"
                 parser.error(f"--{flag.name}: {str(e).removeprefix(flag.name + ': ')}")
+            values = merged(values, one)
+    for path, value in _source_flags(parser, rest, per_source):
+        values = merged(values, nested(path, value))
+    try:
+        cfg = override(config_type(), values)
+    except ConfigError as e:
+        parser.error(str(e))
     if args.print_config:
         print(to_yaml(cfg), end="")
         parser.exit(0)
@@ -164,18 +175,47 @@ def command_line(config_type, argv: list[str] | None, *, prog: str, description:
     return args, cfg
 
 
+def _section_files(args, section_files: dict[str, str], per_source: str | None) -> list[tuple[str, tuple]]:
+    """(YAML file, the path of the settings it holds) for --config and each section file given."""
+    files = [(args.config, ())] if args.config else []
+    for name, section in section_files.items():
+        given = getattr(args, name.replace("-", "_"))
+        if not given:
+            continue
+        source, equals, path = given.partition("=")
+        if per_source and equals and source.isidentifier() and not os.path.exists(given):
+            files.append((path, (*per_source.split("."), source, section)))
+        else:
+            files.append((given, (section,)))
+    return files
+
+
+def _source_flags(parser, rest: list[str], per_source: str | None):
+    """(path, value) of each `--PER_SOURCE.NAME.SECTION.KEY VALUE` left by the declared flags; any other
+    leftover is an error."""
+    prefix = f"--{per_source}." if per_source else None
+    i = 0
+    while i < len(rest):
+        option = rest[i]
+        path = option[len(prefix):].split(".") if prefix and option.startswith(prefix) else []
+        if len(path) < 3 or i + 1 >= len(rest) or rest[i + 1].startswith("--"):
+            parser.error(f"unrecognized arguments: {' '.join(rest[i:])}")
+        yield (*per_source.split("."), *path), rest[i + 1]
+        i += 2
+
+
 def _add_flag(group, flag: Flag, taken: set[str]) -> None:
     """A flag's option strings (those another argument has are left to it), its --no- form for a boolean."""
     names = [name for name in flag.option_strings() if name not in taken]
-    scalar = _scalar(flag.type)
+    scalar, help_text = _scalar(flag.type), flag.help.replace("%", "%%")  # argparse formats help with %
     if scalar is bool:
         group.add_argument(*names, dest=flag.dest, nargs="?", const="true", default=None, metavar="true|false",
-                           help=flag.help)
+                           help=help_text)
         negated = [f"--no-{name[2:]}" for name in names if f"--no-{name[2:]}" not in taken]
         group.add_argument(*negated, dest=flag.dest, action="store_const", const="false", help=argparse.SUPPRESS)
     else:
         metavar = {int: "N", float: "X", str: "TEXT"}.get(scalar, "YAML")
-        group.add_argument(*names, dest=flag.dest, default=None, metavar=metavar, help=flag.help)
+        group.add_argument(*names, dest=flag.dest, default=None, metavar=metavar, help=help_text)
 
 
 def _flag_value(flag: Flag, value: str):

@@ -4,6 +4,13 @@ that name the bad key.
 Every value goes through `override`, whatever its source, so a YAML file and a flag are checked the
 same way: unknown keys and values of the wrong type are errors naming the key. Numbers may be given
 as text ("3e-4", which YAML 1.1 reads as a string, or a flag's value).
+
+Two hooks a Config dataclass may declare as class attributes:
+- `PROFILES`, a function giving the settings of a named profile: a mapping with `profile: NAME` is the
+  profile's settings first, then the mapping's own (what the user wrote wins over the profile);
+- `EXTRA`, the name of a `dict[str, dict]` field: keys of its mapping that are not fields go into
+  that dict (per-source settings: `sources: {code: {clean: {profile: code}}}`), and to_yaml writes
+  them back where they were.
 """
 
 import dataclasses
@@ -61,13 +68,45 @@ def _coerce(value, hint, where: str):
     return value
 
 
+def nested(path: tuple[str, ...], value) -> dict:
+    """{path[0]: {path[1]: ... value}}."""
+    for key in reversed(path):
+        value = {key: value}
+    return value
+
+
+def merged(base: dict, more: dict) -> dict:
+    """`more` over `base`, mappings merged key by key."""
+    out = dict(base)
+    for key, value in more.items():
+        out[key] = merged(out[key], value) if isinstance(out.get(key), dict) and isinstance(value, dict) else value
+    return out
+
+
 def override(config, values: dict, where: str = ""):
     """A copy of `config` with `values` (nested dicts for nested dataclasses) applied; errors name the
     key by its path from the top (`where` is the path of `config` itself)."""
+    values = dict(values or {})
+    profiles = getattr(type(config), "PROFILES", None)
+    if profiles is not None and "profile" in values:
+        name = values.pop("profile")
+        here = f"{where}.profile" if where else "profile"
+        try:
+            settings = profiles(name)
+        except (KeyError, TypeError):
+            raise ConfigError(f"{here}: unknown profile {name!r}") from None
+        config = override(dataclasses.replace(config, profile=name), settings, where)
     hints = typing.get_type_hints(type(config))
+    extra_field = getattr(type(config), "EXTRA", None)
     changes = {}
-    for key, value in (values or {}).items():
+    for key, value in values.items():
         path = f"{where}.{key}" if where else key
+        if key not in hints and extra_field is not None:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: expected a mapping of settings, got {value!r}")
+            extra = changes.setdefault(extra_field, dict(getattr(config, extra_field)))
+            extra[key] = merged(extra.get(key, {}), value)
+            continue
         if key not in hints:
             raise ConfigError(f"{path}: unknown setting (known: {', '.join(sorted(hints))})")
         current = getattr(config, key)
@@ -95,5 +134,19 @@ def load_yaml(path: str) -> dict:
     return data
 
 
+def plain(config):
+    """A Config as plain data (dataclasses.asdict), an EXTRA field's entries written beside the fields."""
+    if isinstance(config, (list, tuple)):
+        return [plain(item) for item in config]
+    if isinstance(config, dict):
+        return {key: plain(value) for key, value in config.items()}
+    if not dataclasses.is_dataclass(config):
+        return config
+    data = {f.name: plain(getattr(config, f.name)) for f in dataclasses.fields(config)}
+    if (extra := getattr(type(config), "EXTRA", None)) is not None:
+        data.update(data.pop(extra))
+    return data
+
+
 def to_yaml(config) -> str:
-    return yaml.safe_dump(dataclasses.asdict(config), sort_keys=False, allow_unicode=True)
+    return yaml.safe_dump(plain(config), sort_keys=False, allow_unicode=True)

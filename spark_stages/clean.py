@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 
 from prep.clean import CLEAN_RESULT_SCHEMA, CleanConfig, clean_batch
-from prep.ingest.inputs import InputFile
+from prep.ingest.inputs import Sources, all_files
 from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, REJECTED_SCHEMA
 from spark_stages.ingest import default_partitions, read_input
 from spark_stages.outputs import checksums, commit, staging_dir
@@ -29,8 +29,9 @@ class Config(CleanConfig):
     partitions: int | None = None  # cleaning tasks (default: from the input size, at least 8)
 
 
-def run(spark, files: list[InputFile], cfg: Config, out: str) -> dict:
-    """Reads, cleans and writes; returns the stats (also OUT/stats.json)."""
+def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
+    """Reads every source's files, cleans them with `cfg` and writes them together; returns the stats
+    (also OUT/stats.json). The pipeline cleans each source alone, with its own settings."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -40,6 +41,7 @@ def run(spark, files: list[InputFile], cfg: Config, out: str) -> dict:
         for batch in batches:
             yield clean_batch(batch, cfg)
 
+    files = all_files(sources)
     records = read_input(spark, files, cfg.reader)
     # Cleaning is the expensive part: spread records evenly, whatever the sizes of the files, then
     # sort each partition by input position, so the output is the same on any number of cores.

@@ -11,10 +11,11 @@ After the signatures, a corpus of at most `in_memory_documents` documents is dec
 (prep/dedup/in_memory.py) instead of by the Spark stages below (_decided), whose few jobs each are
 mostly fixed cost at that size; the outputs are the same either way.
 
-Named sources (the pipeline's `--input NAME=PATH ...`): a duplicate across sources is kept once, in
-the source named first (the source comes before the rule above), or, `per_source`, sources are
-deduplicated apart. OUT/docs/source=NAME/ then holds each source's documents, OUT/clusters/ has a
-`source` column and stats.json counts per source.
+Sources: a duplicate across sources is kept once, in the source named first (the source comes before
+the rule above), or, `per_source`, sources are deduplicated apart; stats.json counts per source. Named
+sources (`--input NAME=PATH ...`) are written by source: OUT/docs/source=NAME/ holds each source's
+documents and OUT/clusters/ has a `source` column. One input without a name is one source,
+"default", written as it is.
 """
 
 import logging
@@ -36,7 +37,7 @@ from prep.dedup.batches import (
     verify_batch,
 )
 from prep.dedup.in_memory import decide
-from prep.ingest.inputs import InputFile
+from prep.ingest.inputs import Sources, all_files, is_named
 from schemas import FORMAT_VERSION
 from spark_stages.components import connected_components
 from spark_stages.ingest import SOURCE, default_partitions, load_sources, spread
@@ -176,12 +177,14 @@ def _survivors(edges, sig, cfg: DedupConfig, stages: Stages, scratch: Path):
     return stages.done("survivors", survivors.join(components.withColumnRenamed("node", "rank"), "rank")), rounds
 
 
-def _write_outputs(docs, decided, quarantine, partitions: int, staging, names: list[str] | None):
+def _write_outputs(docs, decided, quarantine, partitions: int, staging, sources: Sources):
     """OUT/docs (kept rows, in survivor order; by source when named), OUT/clusters, and OUT/quarantine
     when there is any. Returns (the outputs, the quarantined records)."""
     from pyspark.sql import functions as F
 
-    def named(frame):  # the source's name in place of its index; nothing for a plain input
+    names = list(sources) if is_named(sources) else None
+
+    def named(frame):  # the source's name in place of its index; nothing for one input without a name
         if names is None:
             return frame.drop(SOURCE)
         return frame.withColumn("source", F.element_at(F.array(*map(F.lit, names)), F.col(SOURCE) + 1)).drop(SOURCE)
@@ -222,17 +225,15 @@ def _counted(source_count: int) -> dict:
             for i in range(source_count) for key, condition in conditions.items()}
 
 
-def _counts(found: list[dict], quarantine, names: list[str] | None) -> tuple[dict, dict]:
+def _counts(found: list[dict], quarantine, names: list[str]) -> tuple[dict, dict]:
     """(input, kept, exact and near duplicate counts; the same per source, with the documents dropped for
-    a copy in an earlier source, when named). `found`: per source, its COUNTED counts."""
+    a copy in an earlier source). `found`: per source, its COUNTED counts."""
     counts = {key: sum(row[key] for row in found) for key in ("input", "kept", "exact", "near")}
-    per_source = {}
-    if names is not None:
-        held = dict(quarantine.groupBy(SOURCE).count().collect())
-        for i, (name, row) in enumerate(zip(names, found)):
-            per_source[name] = {"input": row["input"] + held.get(i, 0), "kept": row["kept"],
-                                "exact_duplicates": row["exact"], "near_duplicates": row["near"],
-                                "in_an_earlier_source": row["earlier"], "quarantined": held.get(i, 0)}
+    held = dict(quarantine.groupBy(SOURCE).count().collect())
+    per_source = {name: {"input": row["input"] + held.get(i, 0), "kept": row["kept"],
+                         "exact_duplicates": row["exact"], "near_duplicates": row["near"],
+                         "in_an_earlier_source": row["earlier"], "quarantined": held.get(i, 0)}
+                  for i, (name, row) in enumerate(zip(names, found))}
     return counts, per_source
 
 
@@ -291,25 +292,22 @@ def _decided_in_memory(features, cfg: Config, per_source: bool, source_count: in
     return decided, found, decisions.cluster_sizes(), graph
 
 
-def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config, out: str,
-        per_source: bool = False) -> dict:
+def run(spark, sources: Sources, cfg: Config, out: str, per_source: bool = False) -> dict:
     """Finds and removes the duplicates, writes the outputs; returns the stats (also OUT/stats.json).
-    `files`: one input, or named sources ({name: files}, in order), deduplicated together unless
-    `per_source`. Every frame the stages persisted is released when it ends, however it ends."""
+    `sources` ({name: files}, in order) are deduplicated together unless `per_source`. Every frame the
+    stages persisted is released when it ends, however it ends."""
     try:
-        return _deduplicate(spark, files, cfg, out, per_source)
+        return _deduplicate(spark, sources, cfg, out, per_source)
     finally:
         spark.catalog.clearCache()
 
 
-def _deduplicate(spark, files, cfg: Config, out: str, per_source: bool) -> dict:
+def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: bool) -> dict:
     from pyspark.sql import functions as F
 
     stages = Stages()
     staging = staging_dir(out)
-    names = list(files) if isinstance(files, dict) else None
-    sources = files if isinstance(files, dict) else {"": files}
-    partitions = cfg.partitions or default_partitions([f for group in sources.values() for f in group])
+    partitions = cfg.partitions or default_partitions(all_files(sources))
     # Raw input parsed once (the documents and the quarantine count and write read it): kept until
     # run() releases it with the stages' other persisted frames. Numbered documents
     # are derived from those records again for nothing (same partitions, same numbers): persisted
@@ -320,14 +318,14 @@ def _deduplicate(spark, files, cfg: Config, out: str, per_source: bool) -> dict:
                        persist=len(parsed) < len(sources))
     features = _signatures(docs, cfg, partitions, stages)
     decided_by = _decided_in_memory if stages.measured["signatures"]["rows"] <= cfg.in_memory_documents else _decided
-    decided, found, sizes, graph = decided_by(features, cfg, per_source, len(names or [""]), stages, staging)
+    decided, found, sizes, graph = decided_by(features, cfg, per_source, len(sources), stages, staging)
     if graph["giant_buckets"]:
         log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
                     graph["giant_buckets"], cfg.giant_bucket)
 
-    outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging, names)
+    outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging, sources)
     stages.done("write")
-    counts, by_source = _counts(found, quarantine, names)
+    counts, by_source = _counts(found, quarantine, list(sources))
     params = cfg.lsh
     stats = {
         "format_version": FORMAT_VERSION,
@@ -348,9 +346,9 @@ def _deduplicate(spark, files, cfg: Config, out: str, per_source: bool) -> dict:
         "signature_seconds": round(stages.measured["signatures"]["signature_seconds"] or 0.0, 3),
         "seconds": stages.seconds,
         "checksums": checksums(spark, staging, outputs),
+        "sources": by_source,
+        "scope": "per-source" if per_source else "across",
     }
-    if names is not None:
-        stats.update(sources=by_source, scope="per-source" if per_source else "across")
     (staging / "report.md").write_text(dedup_report(stats), encoding="utf-8")
     commit(staging, out, outputs, stats)
     return stats
@@ -365,7 +363,7 @@ def dedup_report(stats: dict) -> str:
              f"{stats['rounds']} connected-component rounds.", "", "## Cluster sizes", "", "```"]
     lines += bar_chart(stats["cluster_size_histogram"], stats["clusters"])
     lines += ["```", ""]
-    if "sources" in stats:
+    if len(stats["sources"]) > 1:
         lines += [f"## Sources (deduplicated {stats['scope']})", "",
                   "| source | input | kept | exact | near | in an earlier source | quarantined |", "|---" * 7 + "|"]
         lines += [f"| {name} | {s['input']} | {s['kept']} | {s['exact_duplicates']} | {s['near_duplicates']} | "
@@ -383,4 +381,4 @@ def summary(stats: dict) -> str:
 
 
 STAGE = Stage("dedup", "Remove exact and near duplicates (MinHash-LSH, connected components): one survivor per "
-              "cluster.", Config, run, summary, modules=("spark_stages.dedup",))
+              "cluster.", Config, run, summary, modules=("spark_stages.dedup",), named_inputs=True)

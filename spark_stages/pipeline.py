@@ -18,8 +18,10 @@ import logging
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import ClassVar
 
-from prep.ingest.inputs import InputError, InputFile, expand_inputs
+from prep.config import override
+from prep.ingest.inputs import DEFAULT_SOURCE, InputError, InputFile, Sources, expand_inputs, is_named
 from schemas.mixture import MIXTURE_FILE, MixtureError, new_mixture, parse_weights
 from spark_stages import clean as clean_stage
 from spark_stages import dedup as dedup_stage
@@ -34,11 +36,18 @@ log = logging.getLogger(__name__)
 DEDUP_SCOPES = ("across", "per-source")
 
 
+SOURCE_SECTIONS = ("clean",)  # the stages a source may set apart from the others
+
+
 @dataclass(frozen=True)
 class SourcesConfig:
-    """What named sources (`--input NAME=PATH ...`) are given."""
+    """What named sources (`--input NAME=PATH ...`) are given, and each one's own settings."""
+    EXTRA: ClassVar[str] = "each"  # `sources: {code: {clean: {profile: code}}}`: code's settings (prep/config.py)
     weights: str = ""  # NAME=WEIGHT,...: each source's share of the training rows (default: its share of the rows)
     dedup: str = "across"  # across: a document in two sources is kept once, in the first named; per-source: apart
+    # By source name, its own settings of the stages in SOURCE_SECTIONS, over the pipeline's: written
+    # `sources: {NAME: {clean: {...}}}`, `--clean-config NAME=FILE` or `--sources.NAME.clean.KEY VALUE`
+    each: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.dedup not in DEDUP_SCOPES:
@@ -66,6 +75,11 @@ def source_weights(cfg: SourcesConfig, names: list[str]) -> dict[str, Fraction] 
     return {name: weights[name] for name in names}
 
 
+def clean_settings(cfg: Config, source: str) -> clean_stage.Config:
+    """The cleaning settings of one source: the pipeline's, with the source's own over them."""
+    return override(cfg.clean, cfg.sources.each.get(source, {}).get("clean", {}), f"sources.{source}.clean")
+
+
 def check(cfg: Config, sources: list[str] | None) -> None:
     if cfg.shards.tokenizer:
         shards_stage.tokenizer_file(cfg.shards)
@@ -73,33 +87,19 @@ def check(cfg: Config, sources: list[str] | None) -> None:
         source_weights(cfg.sources, sources)
     elif cfg.sources.weights:
         raise ValueError("--weights needs named sources: --input NAME=PATH (one per source)")
+    for name, settings in cfg.sources.each.items():
+        if name not in (sources or []):
+            raise ValueError(f"sources.{name}: settings for a source that is not given (the sources are "
+                             f"{', '.join(sources or [DEFAULT_SOURCE])})")
+        if unknown := sorted(set(settings) - set(SOURCE_SECTIONS)):
+            raise ValueError(f"sources.{name}: {', '.join(unknown)} cannot be set per source (only "
+                             f"{', '.join(SOURCE_SECTIONS)})")
+        clean_settings(cfg, name)
 
 
-def run(spark, files: list[InputFile] | dict[str, list[InputFile]], cfg: Config, out: str) -> dict:
-    """Every stage in order; returns their stats by stage (by source where the stage runs per source)."""
-    if isinstance(files, dict):
-        return run_sources(spark, files, cfg, out)
-    out_path, stats = Path(out), {}
-    log.info("clean")
-    stats["clean"] = clean_stage.run(spark, files, cfg.clean, str(out_path / "clean"))
-    log.info("dedup")
-    stats["dedup"] = dedup_stage.run(spark, expand_inputs(str(out_path / "clean" / "docs")), cfg.dedup,
-                               str(out_path / "dedup"))
-    deduplicated = expand_inputs(str(out_path / "dedup" / "docs"))
-    shards_cfg = _with_tokenizer(spark, deduplicated, cfg, out_path, stats)
-    log.info("shards")
-    stats["shards"] = shards_stage.run(spark, deduplicated, shards_cfg, str(out_path / "shards"))
-    return stats
-
-
-def _with_tokenizer(spark, deduplicated, cfg: Config, out_path: Path, stats: dict, weights=None):
-    """The shards settings with their tokenizer: the one given, or one trained here (its report in stats)."""
-    if cfg.shards.tokenizer:
-        return cfg.shards
-    log.info("train_tokenizer")
-    stats["tokenizer"] = tokenizer_stage.run(spark, deduplicated, cfg.tokenizer, str(out_path / "tokenizer"),
-                                             weights=weights)
-    return dataclasses.replace(cfg.shards, tokenizer=str(out_path / "tokenizer" / "tokenizer.json"))
+def _folder(out: Path, stage: str, name: str, named: bool) -> Path:
+    """Where a stage writes a source: OUT/STAGE/NAME for named sources, OUT/STAGE for one without a name."""
+    return out / stage / name if named else out / stage
 
 
 def _documents(folder: Path, source: str, stage: str) -> list[InputFile]:
@@ -109,53 +109,68 @@ def _documents(folder: Path, source: str, stage: str) -> list[InputFile]:
         raise InputError(f"source {source!r}: no document is left after {stage}") from None
 
 
-def run_sources(spark, sources: dict[str, list[InputFile]], cfg: Config, out: str) -> dict:
-    """The pipeline over named sources, in the order named; OUT/shards/mixture.json last."""
-    out_path = Path(out)
-    weights = source_weights(cfg.sources, list(sources))
+def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
+    """Every stage in order; returns their stats by stage, by source where the stage runs per source
+    (clean, shards). OUT/shards/mixture.json last, for named sources."""
+    out_path, named = Path(out), is_named(sources)
+    weights = source_weights(cfg.sources, list(sources)) if named else None
     stats: dict = {"clean": {}, "shards": {}}
     for name, files in sources.items():
         log.info("clean %s", name)
-        stats["clean"][name] = clean_stage.run(spark, files, cfg.clean, str(out_path / "clean" / name))
-    cleaned = {name: _documents(out_path / "clean" / name / "docs", name, "cleaning") for name in sources}
+        stats["clean"][name] = clean_stage.run(spark, {name: files}, clean_settings(cfg, name),
+                                               str(_folder(out_path, "clean", name, named)))
+    cleaned = {name: _documents(_folder(out_path, "clean", name, named) / "docs", name, "cleaning") for name in sources}
     log.info("dedup (%s)", cfg.sources.dedup)
     stats["dedup"] = dedup_stage.run(spark, cleaned, cfg.dedup, str(out_path / "dedup"),
                                      per_source=cfg.sources.dedup == "per-source")
-    deduplicated = {name: _documents(out_path / "dedup" / "docs" / f"source={name}", name, "dedup")
+    deduplicated = {name: _documents(out_path / "dedup" / "docs" / (f"source={name}" if named else ""), name, "dedup")
                     for name in sources}
     shards_cfg = _with_tokenizer(spark, deduplicated, cfg, out_path, stats, weights)
     shards_out = out_path / "shards"
-    record_written(shards_out, [MIXTURE_FILE, *sources])  # a folder of tokenmill's holding the sources' folders
-    (shards_out / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
+    if named:
+        record_written(shards_out, [MIXTURE_FILE, *sources])  # a folder of tokenmill's holding the sources' folders
+        (shards_out / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
     for name, files in deduplicated.items():
         log.info("shards %s", name)
-        stats["shards"][name] = shards_stage.run(spark, files, shards_cfg, str(shards_out / name))
-    mixture = new_mixture({name: (name, float(weights[name]) if weights else index["totals"]["rows"], index)
-                           for name, index in stats["shards"].items()})
-    write_json(shards_out / MIXTURE_FILE, mixture)
-    stats["mixture"] = mixture
+        stats["shards"][name] = shards_stage.run(spark, {name: files}, shards_cfg,
+                                                 str(_folder(out_path, "shards", name, named)))
+    if named:
+        mixture = new_mixture({name: (name, float(weights[name]) if weights else index["totals"]["rows"], index)
+                               for name, index in stats["shards"].items()})
+        write_json(shards_out / MIXTURE_FILE, mixture)
+        stats["mixture"] = mixture
     return stats
 
 
-def summary(stats: dict) -> str:
-    def per_source(stage, section: dict) -> list[str]:
-        return [f"  {name}: {stage.summary(s)}" for name, s in section.items()]
+def _with_tokenizer(spark, deduplicated: Sources, cfg: Config, out_path: Path, stats: dict, weights=None):
+    """The shards settings with their tokenizer: the one given, or one trained here (its report in stats)."""
+    if cfg.shards.tokenizer:
+        return cfg.shards
+    log.info("train_tokenizer")
+    stats["tokenizer"] = tokenizer_stage.run(spark, deduplicated, cfg.tokenizer, str(out_path / "tokenizer"),
+                                             weights=weights)
+    return dataclasses.replace(cfg.shards, tokenizer=str(out_path / "tokenizer" / "tokenizer.json"))
 
+
+def summary(stats: dict) -> str:
     named = "mixture" in stats
-    parts = ["clean:", *per_source(clean_stage, stats["clean"])] if named else \
-        [f"clean: {clean_stage.summary(stats['clean'])}"]
+
+    def per_source(label: str, stage, section: dict) -> list[str]:
+        if not named:
+            return [f"{label}: {stage.summary(s)}" for s in section.values()]
+        return [f"{label}:", *(f"  {name}: {stage.summary(s)}" for name, s in section.items())]
+
+    parts = per_source("clean", clean_stage, stats["clean"])
     parts.append(f"dedup: {dedup_stage.summary(stats['dedup'])}")
     if named:
         parts += [f"  {name}: kept {s['kept']} of {s['input']}, {s['in_an_earlier_source']} in an earlier source"
                   for name, s in stats["dedup"]["sources"].items()]
     if "tokenizer" in stats:
         parts.append(tokenizer_stage.summary(stats["tokenizer"]))
+    parts += per_source("shards", shards_stage, stats["shards"])
     if named:
-        parts += ["shards:", *per_source(shards_stage, stats["shards"])]
         weights = (f"{name} {s['weight']}" for name, s in stats["mixture"]["sources"].items())
         parts.append(f"mixture: {', '.join(weights)}")
-    else:
-        parts.append(f"shards: {shards_stage.summary(stats['shards'])}")
     return "\n".join(parts)
 
 
@@ -163,4 +178,4 @@ STAGE = Stage("pipeline", "The whole pipeline: clean, dedup, train the tokenizer
               Config, run, summary,
               modules=tuple(m for stage in (clean_stage, dedup_stage, tokenizer_stage, shards_stage)
                             for m in stage.STAGE.modules),
-              check=check, section_files={"clean-config": "clean"}, named_inputs=True)
+              check=check, section_files={"clean-config": "clean"}, named_inputs=True, per_source="sources")

@@ -2,7 +2,8 @@
 
 A Stage is a typed Config, `run(spark, inputs, cfg, out) -> stats` and a one-paragraph summary of
 the stats. The runner turns the Config into flags and a YAML `--config` file (prep/cli.py), adds
-`--input` (repeatable; `NAME=PATH` for a stage that takes named sources), `--output` and `--conf
+`--input` (repeatable; `NAME=PATH` for a stage that takes named sources; every stage receives its input
+as named sources, one input without a name being the source "default"), `--output` and `--conf
 key=value` (any Spark setting), expands the input, starts Spark,
 checks that the executors can import what the stage runs, runs it and prints the summary. Bad
 input, configuration or executors, or an output that is not the job's to write (an input's, another
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prep.cli import command_line
-from prep.ingest.inputs import InputError, expand_inputs, expand_sources, input_roots, named_inputs
+from prep.ingest.inputs import DEFAULT_SOURCE, InputError, all_files, expand_sources, input_roots, named_inputs
 from spark_stages.executors import ExecutorEnvironmentError, check_executors
 from spark_stages.outputs import check_apart, claimed_output
 from spark_stages.session import get_spark, parse_conf
@@ -32,8 +33,8 @@ class Stage:
     name: str  # the command: jobs/NAME.py, `python -m jobs.NAME`; the Spark application tokenmill-NAME
     description: str  # one line for --help
     config: type  # the stage's Config dataclass: the only place its defaults live
-    # run(spark, inputs, cfg, out: str) -> stats (dict); inputs: list[InputFile], or with named_inputs
-    # {name: list[InputFile]} when the sources are named
+    # run(spark, sources, cfg, out: str) -> stats (dict); sources: {name: list[InputFile]} (prep.ingest.inputs
+    # Sources), one input given without a name being the one source "default"
     run: Callable
     summary: Callable[[dict], str]  # the stats for the console
     modules: tuple[str, ...]  # what its Spark tasks import: checked on an executor before anything runs
@@ -41,6 +42,7 @@ class Stage:
     check: Callable[[object, list[str] | None], None] | None = None
     named_inputs: bool = False  # takes `--input NAME=PATH ...`
     section_files: dict[str, str] = field(default_factory=dict)  # extra flags naming a section's YAML file
+    per_source: str | None = None  # the config's per-source settings (prep/cli.py command_line), if it has any
 
 
 def _add_paths(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +63,8 @@ def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
     prog = f"jobs.{stage.name}"
     try:
         args, cfg = command_line(stage.config, argv, prog=prog, description=stage.description,
-                                 add_arguments=_add_paths, section_files=stage.section_files)
+                                 add_arguments=_add_paths, section_files=stage.section_files,
+                                 per_source=stage.per_source)
     except SystemExit as e:  # --help, --print-config, or a bad flag or config (2): the exit code is the result
         return e.code
     if not (args.input and args.output):
@@ -72,10 +75,10 @@ def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
             named = named_inputs(args.input) if stage.named_inputs else None
             if stage.check:
                 stage.check(cfg, list(named) if named else None)
-            specs = list(named.values()) if named else [",".join(args.input)]
-            inputs = expand_sources(named) if named else expand_inputs(specs[0])
-            listed = [f.path for files in (inputs.values() if named else [inputs]) for f in files]
-            check_apart(args.output, [root for spec in specs for root in input_roots(spec)], listed)
+            specs = named or {DEFAULT_SOURCE: ",".join(args.input)}
+            inputs = expand_sources(specs)
+            roots = [root for spec in specs.values() for root in input_roots(spec)]
+            check_apart(args.output, roots, [f.path for f in all_files(inputs)])
             claimed.enter_context(claimed_output(args.output))  # the whole run: a second job here is refused
         except (InputError, ValueError, OSError) as e:
             return _fail(prog, str(e))

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from prep.ingest.inputs import Sources, all_files
 from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
 from prep.tokenizer.encode import TokenizerFile, encode_flat
@@ -213,8 +214,10 @@ def _token_views(chunk: pa.LargeBinaryArray) -> list[np.ndarray]:
     return [values[lo:hi] for lo, hi in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
 
-def run(spark, files, cfg: Config, out: str) -> dict:
-    """Encodes, packs and writes the shards; returns the index (also SHARDS/index.json)."""
+def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
+    """Encodes, packs and writes every source's documents into one shards folder; returns the index (also
+    SHARDS/index.json). The pipeline writes each source's shards apart."""
+    files = all_files(sources)
     tokenizer = tokenizer_file(cfg)
     staging = staging_dir(out)
     encoded = staging / SCRATCH / "encoded"

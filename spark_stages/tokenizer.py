@@ -22,6 +22,7 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 
+from prep.ingest.inputs import Sources
 from prep.tokenizer.base import BOS, EOS, PAD
 from prep.tokenizer.lattice import expected_counts, trie
 from prep.tokenizer.pretokenize import from_symbols
@@ -190,15 +191,14 @@ def held_out_report(tokenizer, baseline, held: list[str]) -> dict:
     return result
 
 
-def run(spark, files, cfg: Config, out: str, weights: dict[str, Fraction | float] | None = None) -> dict:
-    """Trains the tokenizer and its baseline, writes them; returns the report (also OUT/report.json).
-    `files`: one input, or named sources ({name: files}) whose text is then taken in the shares
-    `weights` gives them (each source's text as it is without weights)."""
+def run(spark, sources: Sources, cfg: Config, out: str, weights: dict[str, Fraction | float] | None = None) -> dict:
+    """Trains the tokenizer and its baseline on the sources' text, writes them; returns the report (also
+    OUT/report.json). With `weights` ({name: weight}) the sources' text is taken in those shares (each
+    source's text as it is without)."""
     from pyspark.sql import functions as F
 
     started = time.time()
     with PeakMemory() as peak, parsed_once() as keep:  # read for held-out, sizes, sample, counts, quarantine
-        sources = files if isinstance(files, dict) else {"": files}
         loaded, quarantine = load_sources(spark, sources, keep)
         docs = with_hash(loaded)
         held = held_out_texts(docs, cfg.held_out)
@@ -259,4 +259,4 @@ def summary(report: dict) -> str:
 
 
 STAGE = Stage("train_tokenizer", "Train the hybrid BPE+Unigram tokenizer (or a plain baseline) on Spark.", Config,
-              run, summary, modules=("spark_stages.tokenizer",))
+              run, summary, modules=("spark_stages.tokenizer",), named_inputs=True)

@@ -75,6 +75,24 @@ def expand_inputs(spec: str) -> list[InputFile]:
     return sorted(files.values())
 
 
+DEFAULT_SOURCE = "default"  # the name of an input given without one: one source, its outputs where they always were
+Sources = dict[str, list[InputFile]]  # what every stage reads: each source's files, in the order named
+
+
+def single_source(spec: str) -> Sources:
+    """One input without a name: the source named DEFAULT_SOURCE."""
+    return {DEFAULT_SOURCE: expand_inputs(spec)}
+
+
+def is_named(sources: Sources) -> bool:
+    """Whether the sources were named (`--input NAME=PATH ...`): their outputs are then by source."""
+    return list(sources) != [DEFAULT_SOURCE]
+
+
+def all_files(sources: Sources) -> list[InputFile]:
+    return [f for files in sources.values() for f in files]
+
+
 def input_roots(spec: str) -> list[str]:
     """The folders and files `spec` names (a glob's matches), for checking that an output stays apart."""
     roots = []
@@ -100,12 +118,12 @@ def named_inputs(values: list[str]) -> dict[str, str] | None:
     return named
 
 
-def expand_sources(named: dict[str, str]) -> dict[str, list[InputFile]]:
-    """expand_inputs of each named source; errors name the source."""
+def expand_sources(named: dict[str, str]) -> Sources:
+    """expand_inputs of each source; errors name the source (but the one input without a name)."""
     sources = {}
     for name, spec in named.items():
         try:
             sources[name] = expand_inputs(spec)
         except InputError as e:
-            raise InputError(f"source {name!r}: {e}") from None
+            raise InputError(str(e) if named.keys() == {DEFAULT_SOURCE} else f"source {name!r}: {e}") from None
     return sources

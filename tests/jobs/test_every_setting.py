@@ -76,3 +76,11 @@ def test_print_config_then_config_gives_the_same_settings_and_each_flag_sets_its
         assert at(yaml.safe_load(to_yaml(cfg)), flag.path) == at(cfg, flag.path), flag.name
         checked += 1
     assert checked >= candidates * 3 // 4  # most values pass the dataclasses' own checks
+
+
+@ids
+def test_help_lists_every_flag(config_type, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        command_line(config_type, ["--help"], prog="test", description="test")
+    printed = capsys.readouterr().out
+    assert exit_.value.code == 0 and all(f"--{flag.name}" in printed for flag in flags(config_type))

@@ -27,12 +27,12 @@ def run_tokenmill(docs, threshold: float, spark) -> set[str]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from prep.ingest.inputs import expand_inputs
+    from prep.ingest.inputs import single_source
     from spark_stages.dedup import Config, run
 
     with tempfile.TemporaryDirectory() as folder:
         pq.write_table(pa.Table.from_pylist([{"id": d.id, "text": d.text} for d in docs]), f"{folder}/in.parquet")
-        run(spark, expand_inputs(f"{folder}/in.parquet"), Config(threshold=threshold), f"{folder}/out")
+        run(spark, single_source(f"{folder}/in.parquet"), Config(threshold=threshold), f"{folder}/out")
         return set(pq.read_table(f"{folder}/out/docs", columns=["id"]).column("id").to_pylist())
 
 

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from prep.ingest.inputs import expand_inputs
+from prep.ingest.inputs import single_source
 from schemas import CLEAN_DOCUMENT_SCHEMA, QUARANTINE_SCHEMA, REJECTED_SCHEMA
 from spark_stages.clean import Config, run
 from tests.conftest import write_lines
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def sample_run(spark, sample_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("clean") / "out"
-    stats = run(spark, expand_inputs(str(sample_dir)), Config(), str(out))
+    stats = run(spark, single_source(str(sample_dir)), Config(), str(out))
     return out, stats
 
 
@@ -43,7 +43,7 @@ def test_sample_outputs_and_accounting(sample_run):
 
 
 def test_same_input_gives_the_same_rows_in_the_same_files(spark, sample_dir, tmp_path):
-    files = expand_inputs(str(sample_dir / "debian-faq*"))  # a subset keeps the rerun short
+    files = single_source(str(sample_dir / "debian-faq*"))  # a subset keeps the rerun short
     a, b = tmp_path / "a", tmp_path / "b"
     stats_a = run(spark, files, Config(), str(a))
     with spark_settings(spark, OTHER_CLUSTER):
@@ -87,7 +87,7 @@ def test_hostile_inputs_are_all_accounted_for(spark, tmp_path):
 
     cfg = override(Config(), {"reader": {"max_record_bytes": 6000}})
     out = tmp_path / "out"
-    stats = run(spark, expand_inputs(str(hostile_inputs(tmp_path / "in"))), cfg, str(out))
+    stats = run(spark, single_source(str(hostile_inputs(tmp_path / "in"))), cfg, str(out))
     assert stats["input"] == stats["kept"] + stats["rejected"] + stats["quarantined"]
     quarantine = pq.read_table(out / "quarantine")
     assert quarantine.schema.names == QUARANTINE_SCHEMA.names
@@ -115,10 +115,10 @@ def test_rerun_replaces_output_without_duplicates(spark, tmp_path):
     inputs.mkdir()
     (inputs / "a.txt").write_text(PROSE)
     out = tmp_path / "out"
-    run(spark, expand_inputs(str(inputs)), Config(), str(out))
+    run(spark, single_source(str(inputs)), Config(), str(out))
     (out / "docs" / "part-00099.parquet").write_bytes(b"left over from a failed run")  # in tokenmill's own folder
     (out / "_staging" / "docs").mkdir(parents=True)  # and a failed run's staging
-    stats = run(spark, expand_inputs(str(inputs)), Config(), str(out))
+    stats = run(spark, single_source(str(inputs)), Config(), str(out))
     assert stats["kept"] == 1 and rows(out / "docs") == 1 and not (out / "_staging").exists()
 
 

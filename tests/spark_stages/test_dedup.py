@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from prep.dedup.shingles import units as shingle_units
-from prep.ingest.inputs import expand_inputs
+from prep.ingest.inputs import expand_inputs, single_source
 from prep.ingest.readers import Document, read_file
 from spark_stages.dedup import Config, run
 from tests.conftest import write_lines
@@ -44,7 +44,7 @@ def corpus(sample_dir, tmp_path_factory):
 def result(spark, corpus, tmp_path_factory):
     folder, _, _ = corpus
     out = tmp_path_factory.mktemp("dedup") / "out"
-    stats = run(spark, expand_inputs(str(folder)), Config(partitions=3), str(out))
+    stats = run(spark, single_source(str(folder)), Config(partitions=3), str(out))
     return out, stats
 
 
@@ -84,7 +84,7 @@ def test_same_survivors_whatever_the_partitioning(spark, corpus, result, tmp_pat
     folder, _, _ = corpus
     out, _ = result
     other = tmp_path / "other"
-    run(spark, expand_inputs(str(folder)), Config(partitions=7), str(other))
+    run(spark, single_source(str(folder)), Config(partitions=7), str(other))
 
     def table(path, name):
         return sorted(pq.read_table(path / name).to_pylist(), key=lambda r: r["id"])
@@ -100,7 +100,7 @@ def test_same_rows_in_the_same_files_whatever_the_shuffle_partitions(spark, corp
     out, stats = result
     other = tmp_path / "other"
     with spark_settings(spark, OTHER_CLUSTER):
-        other_stats = run(spark, expand_inputs(str(folder)), Config(partitions=3), str(other))
+        other_stats = run(spark, single_source(str(folder)), Config(partitions=3), str(other))
     assert other_stats["checksums"] == stats["checksums"] and set(stats["checksums"]) >= {"docs", "clusters"}
     for name in ("docs", "clusters"):
         files = sorted(p.name for p in (out / name).glob("*.parquet"))
@@ -155,7 +155,7 @@ def test_giant_buckets_are_counted(spark, corpus, tmp_path, in_memory_documents)
     sizes = Counter((band, int(key)) for doc in keys for band, key in enumerate(doc))
     expected = sum(size > 1 for size in sizes.values())
     assert expected > 0  # the near copies share buckets
-    stats = run(spark, expand_inputs(str(folder)), Config(partitions=3, giant_bucket=1,
+    stats = run(spark, single_source(str(folder)), Config(partitions=3, giant_bucket=1,
                                                           in_memory_documents=in_memory_documents),
                 str(tmp_path / "out"))
     assert stats["giant_buckets"] == expected
@@ -164,7 +164,7 @@ def test_giant_buckets_are_counted(spark, corpus, tmp_path, in_memory_documents)
 def test_jsonl_input_bad_records_are_quarantined_and_counted(spark, tmp_path, sample_dir):
     docs = sample_docs(sample_dir, 5)
     path = write_lines(tmp_path / "in.jsonl", [{"text": d.text} for d in docs] + [b"{broken", {"text": docs[0].text}])
-    stats = run(spark, expand_inputs(str(path)), Config(partitions=2), str(tmp_path / "out"))
+    stats = run(spark, single_source(str(path)), Config(partitions=2), str(tmp_path / "out"))
     assert (stats["input"], stats["quarantined"], stats["exact_duplicates"], stats["kept"]) == (7, 1, 1, 5)
     assert pq.read_table(tmp_path / "out" / "quarantine").column("line").to_pylist() == [6]
     assert pq.read_table(tmp_path / "out" / "docs").schema.names == ["id", "text", "source", "metadata"]
@@ -175,7 +175,7 @@ def test_a_damaged_file_is_quarantined_by_name_not_dropped(spark, tmp_path, samp
     write_lines(tmp_path / "in" / "whole.jsonl", [{"text": d.text} for d in docs[:3]], mkdir=True)
     cut = write_lines(tmp_path / "in" / "cut.jsonl.gz", [{"text": d.text} for d in docs[3:]], compress="gz")
     cut.write_bytes(cut.read_bytes()[:len(cut.read_bytes()) * 2 // 3])  # a transfer that stopped
-    stats = run(spark, expand_inputs(str(tmp_path / "in")), Config(partitions=2), str(tmp_path / "out"))
+    stats = run(spark, single_source(str(tmp_path / "in")), Config(partitions=2), str(tmp_path / "out"))
     quarantine = pq.read_table(tmp_path / "out" / "quarantine").to_pylist()
     assert [(q["file"], q["line"]) for q in quarantine] == [("cut.jsonl.gz", None)]
     assert quarantine[0]["error"].startswith("damaged file: ")
@@ -198,6 +198,6 @@ def test_cli_and_spark_submit(tmp_path, sample_dir):
 
 def test_input_without_documents_gives_empty_outputs(spark, tmp_path):
     path = write_lines(tmp_path / "in.jsonl", [b"{broken", b"[1]"])
-    stats = run(spark, expand_inputs(str(path)), Config(partitions=2), str(tmp_path / "out"))
+    stats = run(spark, single_source(str(path)), Config(partitions=2), str(tmp_path / "out"))
     assert (stats["input"], stats["quarantined"], stats["kept"], stats["clusters"]) == (2, 2, 0, 0)
     assert pq.read_table(tmp_path / "out" / "docs").num_rows == 0

@@ -48,7 +48,8 @@ def sources(sample_dir, tmp_path_factory):
 def mixture_run(sources, tmp_path_factory):
     out = tmp_path_factory.mktemp("mixture")
     inputs = [arg for name, path in sources.items() for arg in ("--input", f"{name}={path}")]
-    done = run_module("pipeline", *inputs, "--weights", WEIGHTS, "--output", str(out), "--vocab-size", "4096")
+    done = run_module("pipeline", *inputs, "--weights", WEIGHTS, "--output", str(out), "--vocab-size", "4096",
+                      "--sources.code.clean.profile", "docs")  # the Python docs as documentation, the rest as web
     assert done.returncode == 0, done.stderr[-3000:]
     return out, done.stdout
 
@@ -135,3 +136,18 @@ def test_bad_sources_or_weights_fail_before_spark_naming_what(args, message, tmp
     assert run_stage(pipeline.STAGE, [*args, "--output", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
 
+
+
+def test_a_source_is_cleaned_with_its_own_settings_and_the_others_with_the_pipelines(mixture_run, sample_dir):
+    from prep.clean import CleanConfig, clean_text
+    from prep.config import override
+
+    out, _ = mixture_run
+    texts = [d["text"] for d in read_sample(sample_dir, "python-index-pages.en")]
+    kept = {profile: sum(clean_text(t, override(CleanConfig(), {"profile": profile})).reason is None for t in texts)
+            for profile in ("web", "docs")}
+    assert kept["docs"] > kept["web"]  # the profile matters for these documents
+    assert json.loads((out / "clean" / "code" / "stats.json").read_text())["kept"] == kept["docs"]
+    web = [d["text"] for name in ("debian-faq.en", "debian-reference.en") for d in read_sample(sample_dir, name)]
+    assert json.loads((out / "clean" / "web" / "stats.json").read_text())["kept"] == sum(
+        clean_text(t, CleanConfig()).reason is None for t in web)

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from prep.ingest.inputs import expand_inputs
+from prep.ingest.inputs import expand_inputs, single_source
 from prep.ingest.readers import Document, read_file
 from prep.packing import PackConfig
 from prep.tokenizer.bpe import train_bpe
@@ -54,7 +54,7 @@ def shards(spark, corpus, tmp_path_factory):
         spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
         target = tmp_path_factory.mktemp(f"shards-{name}")
         cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ), shard_mb=1 / 16)
-        index = run(spark, expand_inputs(str(folder / name)), cfg, str(target))
+        index = run(spark, single_source(str(folder / name)), cfg, str(target))
         out[name] = (target, index)
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     return out
@@ -86,7 +86,7 @@ def test_parquet_documents_without_text_are_quarantined(spark, tmp_path, corpus)
     pq.write_table(pa.table({"id": ["a", "b", "c"], "text": [texts[0], None, texts[1]]}), tmp_path / "in" / "0.parquet")
     pq.write_table(pa.table({"id": ["d", "e"], "body": ["x", "y"]}), tmp_path / "in" / "1.parquet")
     cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ))
-    index = run(spark, expand_inputs(str(tmp_path / "in")), cfg, str(tmp_path / "shards"))
+    index = run(spark, single_source(str(tmp_path / "in")), cfg, str(tmp_path / "shards"))
     assert index["totals"]["documents"] == 2 and index["totals"]["quarantined"] == 3
     assert pq.read_table(tmp_path / "shards" / "quarantine").column("error").to_pylist() == ["text is null"] * 3
     assert validate(tmp_path / "shards") == []
@@ -140,7 +140,7 @@ def test_an_input_without_documents_gives_an_empty_index_and_its_quarantine(spar
     folder, _, _ = corpus
     (tmp_path / "in.jsonl").write_text('{"id": "x"}\n{broken\n')
     cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ))
-    index = run(spark, expand_inputs(str(tmp_path / "in.jsonl")), cfg, str(tmp_path / "shards"))
+    index = run(spark, single_source(str(tmp_path / "in.jsonl")), cfg, str(tmp_path / "shards"))
     assert index["shards"] == [] and index["totals"]["documents"] == 0 and index["totals"]["quarantined"] == 2
     assert validate(tmp_path / "shards") == []
     written = sorted(p.name for p in (tmp_path / "shards").iterdir() if not p.name.startswith("."))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from prep.ingest.inputs import expand_inputs
+from prep.ingest.inputs import expand_inputs, single_source
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.base import BOS, EOS, PAD
 from prep.tokenizer.encode import TokenizerFile, encode_documents
@@ -28,7 +28,7 @@ VOCAB = 2048
 def trained(spark, sample_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("tokenizer")
     cfg = Config(vocab_size=VOCAB, sample_bytes=4_000_000, held_out=0.05)
-    report = run(spark, expand_inputs(str(sample_dir)), cfg, str(out))
+    report = run(spark, single_source(str(sample_dir)), cfg, str(out))
     return out, report
 
 
@@ -84,7 +84,7 @@ def test_superword_tokenizer_loads_everywhere_and_reports_its_superwords(spark, 
     from transformers import AutoTokenizer
 
     cfg = Config(vocab_size=VOCAB, sample_bytes=4_000_000, superword=SuperwordConfig(superwords=True))
-    report = run(spark, expand_inputs(str(sample_dir)), cfg, str(tmp_path))
+    report = run(spark, single_source(str(sample_dir)), cfg, str(tmp_path))
     held, training = report["held_out"], report["training"]
     assert held["round_trip_exact"] == held["docs"] > 100
     assert 0 < training["superwords"] <= 0.25 * (VOCAB - 19) and training["superword_seed_pieces"] > 0

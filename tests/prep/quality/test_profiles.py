@@ -1,0 +1,50 @@
+"""Cleaning profiles: a base of rule settings chosen by name; what the user sets wins over it; choosing one
+undoes another; the docs profile still removes the labelled junk."""
+
+import pytest
+
+from prep.clean import CleanConfig, clean_text
+from prep.config import ConfigError, override
+from prep.quality.profiles import PROFILES
+from tests.labelled.quality_set import build
+
+
+def test_web_is_the_defaults_and_a_profile_is_a_base_the_users_settings_win_over():
+    assert override(CleanConfig(), {"profile": "web"}) == CleanConfig()
+    docs = override(CleanConfig(), {"profile": "docs", "en": {"c4": {"min_num_sentences": 3}}})
+    assert docs.profile == "docs" and docs.en.c4.min_num_sentences == 3  # the user's, not the profile's 1
+    assert docs.en.fineweb.char_duplicates_ratio == 0.2 and docs.zh == CleanConfig().zh  # Chinese keeps its rules
+    # the order in a mapping does not matter: the profile comes first
+    assert override(CleanConfig(), {"en": {"c4": {"min_num_sentences": 3}}, "profile": "docs"}) == docs
+    assert override(docs, {"profile": "web"}).en.fineweb == CleanConfig().en.fineweb
+
+def test_choosing_a_profile_undoes_another():
+    code = override(CleanConfig(), {"profile": "code"})
+    assert override(code, {"profile": "docs"}) == override(CleanConfig(), {"profile": "docs"})
+    assert override(code, {"profile": "web"}) == CleanConfig()
+
+
+def test_an_unknown_profile_is_an_error_naming_the_key():
+    with pytest.raises(ConfigError, match="clean.profile: unknown profile 'prose'"):
+        override(CleanConfig(), {"profile": "prose"}, "clean")
+    with pytest.raises(ValueError, match="profile must be one of web, docs, code"):
+        CleanConfig(profile="prose")
+
+
+@pytest.mark.parametrize("profile", [p for p in PROFILES if p != "web"])
+def test_a_profile_keeps_documentation_the_web_rules_reject(sample_dir, profile):
+    from tests.spark_stages.test_pipeline_sources import read_sample
+
+    texts = [d["text"] for d in read_sample(sample_dir, "python-index-pages.en")]
+    kept = {p: sum(clean_text(t, override(CleanConfig(), {"profile": p})).reason is None for t in texts)
+            for p in ("web", profile)}
+    assert kept[profile] > kept["web"]
+
+
+def test_the_docs_profile_still_removes_the_labelled_junk():
+    cfg = override(CleanConfig(), {"profile": "docs"})
+    items = build(0)
+    for lang in ("en", "zh"):
+        junk = [clean_text(x.text, cfg).reason is not None for x in items if x.lang == lang and x.label != "prose"]
+        prose = [clean_text(x.text, cfg).reason is None for x in items if x.lang == lang and x.label == "prose"]
+        assert sum(junk) / len(junk) >= 0.95 and sum(prose) / len(prose) >= 0.9, lang

@@ -1,0 +1,48 @@
+"""Per-source settings of the pipeline, as a user writes them (YAML, --clean-config NAME=FILE, flags), and
+the one-line errors for settings of no source; checked before Spark starts."""
+
+import pytest
+import yaml
+
+from prep.cli import command_line
+from prep.config import to_yaml
+from spark_stages import pipeline
+from spark_stages.runner import run_stage
+from tests.conftest import write_lines
+
+
+def parse(argv):
+    return command_line(pipeline.Config, argv, prog="test", description="test", section_files={"clean-config": "clean"},
+                        per_source="sources")[1]
+
+
+def test_a_source_gets_its_settings_from_yaml_a_section_file_or_flags(tmp_path):
+    (tmp_path / "all.yaml").write_text("clean: {partitions: 4}\nsources: {code: {clean: {profile: code}}}\n")
+    (tmp_path / "docs.yaml").write_text("profile: docs\nen: {c4: {min_num_sentences: 2}}\n")
+    cfg = parse(["--config", str(tmp_path / "all.yaml"), "--clean-config", f"manuals={tmp_path / 'docs.yaml'}",
+                 "--sources.manuals.clean.en.gopher_quality.min_doc_words", "10"])
+    code, manuals = pipeline.clean_settings(cfg, "code"), pipeline.clean_settings(cfg, "manuals")
+    assert (code.profile, code.partitions) == ("code", 4)  # the pipeline's partitions, the source's profile
+    assert (manuals.profile, manuals.en.c4.min_num_sentences, manuals.en.gopher_quality.min_doc_words) == (
+        "docs", 2, 10)
+    assert pipeline.clean_settings(cfg, "web") == cfg.clean  # a source without settings of its own
+    printed = yaml.safe_load(to_yaml(cfg))
+    assert printed["sources"]["code"] == {"clean": {"profile": "code"}}  # where the user wrote it
+    (tmp_path / "printed.yaml").write_text(yaml.safe_dump(printed))
+    assert parse(["--config", str(tmp_path / "printed.yaml")]) == cfg
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sources.zz.clean.profile", "docs"], "sources.zz: settings for a source that is not given"),
+    (["--sources.web.shards.seq_len", "256"], "sources.web: shards cannot be set per source"),
+    (["--sources.web.clean.profile", "prose"], "sources.web.clean.profile: unknown profile 'prose'"),
+    (["--sources.web.clean.nope", "1"], "sources.web.clean.nope: unknown setting"),
+    (["--sources.web", "docs"], "unrecognized arguments"),
+])
+def test_settings_for_no_source_or_no_setting_are_one_line_and_exit_code_2(tmp_path, capsys, args, message):
+    data = write_lines(tmp_path / "in" / "a.jsonl", [{"text": "x"}], mkdir=True)
+    code = run_stage(pipeline.STAGE, ["--input", f"web={data}", "--input", f"code={data}", "--output",
+                                      str(tmp_path / "out"), *args])
+    error = capsys.readouterr().err
+    assert code == 2 and message in error and error.count("\n") == 1, error
+    assert not (tmp_path / "out").exists()
