@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
+.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
 
 install: $(STAMP)
 
@@ -57,6 +57,10 @@ bench-clean: install
 
 eval-clean: install
 	$(PY) -m benchmarks.eval_clean_quality
+
+# The cleaning profiles (web, docs, code) on documentation and source code of this machine's packages.
+eval-profiles: install
+	$(PY) -m benchmarks.eval_profiles
 
 bench-dedup: install
 	$(PY) -m benchmarks.bench_dedup

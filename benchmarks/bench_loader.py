@@ -1,4 +1,4 @@
-"""Loader benchmark (issue 6): ShardLoader against pyarrow alone, a NumPy memmap (Megatron's way),
+"""Loader benchmark: ShardLoader against pyarrow alone, a NumPy memmap (Megatron's way),
 litdata and mosaicml-streaming, on the same tokens, in one run.
 
     python -m benchmarks.bench_loader [--shards out/sample/shards] [--copies N] [--work .bench/loader]
@@ -150,7 +150,7 @@ def memmap_pass(path: Path, seq_len: int, batches: int) -> float:
 
 def rank_epoch(folder: str, rank: int, world: int, workers: int, barrier) -> None:
     loader = ShardLoader(folder, BATCH, rank=rank, world_size=world, num_workers=workers)
-    for _ in range(loader.order.epoch_size // (BATCH * world)):
+    for _ in range(loader.sets[0].order.epoch_size // (BATCH * world)):
         next(loader)
     barrier.wait()
     loader.close()

@@ -1,4 +1,4 @@
-"""Mixture benchmark (issue 15): three sources with weights through ShardLoader, mosaicml-streaming
+"""Mixture benchmark: three sources with weights through ShardLoader, mosaicml-streaming
 `Stream(proportion=...)` and litdata `CombinedStreamingDataset(weights=...)`, on the same rows, in
 one run: tokens/s against the same tool reading one source of the same rows, and the largest
 deviation of a source's rows from its weight over every window of 1, 10 and 100 global batches.

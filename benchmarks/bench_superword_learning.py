@@ -1,5 +1,5 @@
 """Do superwords hurt learning? `make train`-sized runs with the hybrid and the superword hybrid,
-compared in bits per byte of held-out text (issue 16). Prints a Markdown table.
+compared in bits per byte of held-out text. Prints a Markdown table.
 
     python -m benchmarks.bench_superword_learning [--vocab-size 32768] [--steps 200] [--work .bench/superword-learning]
 

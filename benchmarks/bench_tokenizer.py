@@ -1,4 +1,4 @@
-"""Tokenizer benchmark (issue 4): training at full size on a large real corpus, encoding speed, and
+"""Tokenizer benchmark: training at full size on a large real corpus, encoding speed, and
 compression against production tokenizers. Prints Markdown tables (README).
 
     python data/build_tokenizer_corpus.py ...      # the ~240 MB corpus, see that file

@@ -1,4 +1,4 @@
-"""Training speed (issue 7): jobs/train.py for a few steps per model preset, then tokens/s, MFU and
+"""Training speed: jobs/train.py for a few steps per model preset, then tokens/s, MFU and
 data-wait % in steady state (the median over the steps after the first `--skip`).
 
     python -m benchmarks.bench_train --shards DIR [--models 125m,1b] [--steps 40] [--skip 10]

@@ -109,11 +109,3 @@ class GlobalOrder:
         """(epoch, shard, row) of the sample at `position`."""
         shards, rows = self.locate_many(range(position, position + 1))
         return position // self.epoch_size, int(shards[0]), int(rows[0])
-
-
-def rank_positions(global_batch_start: int, batch_size: int, rank: int, world_size: int) -> range:
-    """The positions rank `rank` reads from the global batch starting at `global_batch_start`."""
-    if not 0 <= rank < world_size:
-        raise ValueError(f"rank {rank} is not in [0, {world_size})")
-    first = global_batch_start + rank * batch_size
-    return range(first, first + batch_size)

@@ -36,7 +36,7 @@ from loaders.shard_reader import ShardSource
 from loaders.shard_set import ReadOptions, ShardSet, decompressed_bytes
 from schemas.mixture import SHARED_INDEX_KEYS, MixtureError
 
-STATE_VERSION = 2  # 1: one folder, no sources (still read)
+STATE_VERSION = 2
 
 
 def source_seed(seed: int, name: str) -> int:
@@ -79,23 +79,6 @@ class ShardLoader:
         self._given: deque[list[int]] = deque()  # rows per source of each batch in the ring
         self._origin = (0, [0] * len(self.sets))  # where the current weights took effect: (position, rows)
         self.counters = {"blocked_seconds": 0.0, "batches": 0}
-
-    # one folder: its parts, as before mixtures
-    @property
-    def source(self):
-        return self.sets[0].source
-
-    @property
-    def order(self):
-        return self.sets[0].order
-
-    @property
-    def arena(self):
-        return self.sets[0].arena
-
-    @property
-    def fetcher(self):
-        return self.sets[0].fetcher
 
     @property
     def embedding_size(self) -> int:
@@ -168,7 +151,9 @@ class ShardLoader:
         """Continues exactly where `state` stopped, at any world size with the same global batch. A state
         saved with other weights loads only with allow_new_weights: every source then goes on from
         where it stopped, the new weights applying from here."""
-        state = _upgrade(state)
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"cannot resume: loader state version {state.get('version')!r}, this loader reads "
+                             f"{STATE_VERSION}")
         mine = self.state_dict()
         for key in ("seed", "shuffle_block_shards", "global_batch_size"):
             if state.get(key) != mine[key]:
@@ -210,14 +195,3 @@ def _check_alike(names: list[str], sources: list[ShardSource]) -> None:
             if source.index[key] != first[key]:
                 raise MixtureError(f"source {name!r}: {key} {source.index[key]!r} differs from source "
                                    f"{names[0]!r}'s {first[key]!r} (one tokenizer and seq_len for all)")
-
-
-def _upgrade(state: dict) -> dict:
-    """A version 1 state (one folder) in version 2's terms."""
-    if state.get("version") == STATE_VERSION:
-        return state
-    if state.get("version") != 1:
-        raise ValueError(f"cannot resume: loader state version {state.get('version')!r} is unknown")
-    return {**state, "version": STATE_VERSION,
-            "sources": [{"name": "default", "rows": state["position"], "epoch_size": state["epoch_size"]}],
-            "weights": {"default": 1}, "weights_since": {"position": 0, "rows": [0]}}

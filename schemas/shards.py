@@ -10,12 +10,11 @@ Each row is one training sequence:
 index.json (INDEX_VERSION):
   format_version, tokenizer_sha256, vocab_size, embedding_size (vocab_size rounded up to a multiple
   of 128), seq_len, pad_id, bos_id, eos_id, compression ("zstd"), compression_level,
-  checksum_algorithm ("xxh3-128"; "blake2b-128" in shards written before it), shards: [{file, rows, tokens,
-  real_tokens, bytes, checksum, batch_rows (rows per Arrow record batch; absent in older indexes)}],
+  checksum_algorithm ("xxh3-128"), shards: [{file, rows, tokens, real_tokens, bytes, checksum,
+  batch_rows (rows per Arrow record batch; optional: without it a first batch waits for whole shards)}],
   totals: {shards, rows, tokens, real_tokens, bytes, documents, padding_waste}
 """
 
-import hashlib
 import mmap
 import os
 from pathlib import Path
@@ -29,9 +28,9 @@ INDEX_VERSION = "1"
 INDEX_FILE = "index.json"
 # xxh3 hashes at ~7 GB/s a core here, BLAKE2b at ~0.5: the loader checks every shard before its first
 # row is served, so the checksum is on the path to the first batch. Shards are guarded against
-# corruption, not tampering. BLAKE2b is still read (shards written before xxh3 became the default).
+# corruption, not tampering.
 CHECKSUM_ALGORITHM = "xxh3-128"
-CHECKSUM_ALGORITHMS = {"xxh3-128": xxhash.xxh3_128, "blake2b-128": lambda: hashlib.blake2b(digest_size=16)}
+CHECKSUM_ALGORITHMS = {"xxh3-128": xxhash.xxh3_128}
 # Row lengths and the embedding size are multiples of this (tensor-core and kernel friendly).
 ROW_MULTIPLE = 128
 

@@ -13,6 +13,7 @@ from prep.ingest.inputs import Sources, all_files
 from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, REJECTED_SCHEMA
 from spark_stages.ingest import default_partitions, read_input
 from spark_stages.outputs import checksums, commit, staging_dir
+from spark_stages.persisted import persisted
 from spark_stages.reports import removal_report
 from spark_stages.runner import Stage
 from spark_stages.session import spark_schema
@@ -32,9 +33,6 @@ class Config(CleanConfig):
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     """Reads every source's files, cleans them with `cfg` and writes them together; returns the stats
     (also OUT/stats.json). The pipeline cleans each source alone, with its own settings."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
     started = time.time()
 
     def clean_partition(batches):
@@ -47,7 +45,15 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     # sort each partition by input position, so the output is the same on any number of cores.
     position = ["file_index", "record_index"]
     spread = records.repartition(cfg.partitions or default_partitions(files), *position).sortWithinPartitions(*position)
-    result = spread.mapInArrow(clean_partition, spark_schema(CLEAN_RESULT_SCHEMA)).persist(StorageLevel.DISK_ONLY)
+    with persisted() as kept:
+        result = kept.keep(spread.mapInArrow(clean_partition, spark_schema(CLEAN_RESULT_SCHEMA)))
+        return _write(spark, result, files, out, started)
+
+
+def _write(spark, result, files, out: str, started: float) -> dict:
+    """The cleaned records (CLEAN_RESULT_SCHEMA) written by status, and the stats."""
+    from pyspark.sql import functions as F
+
     staging = staging_dir(out)
     for name, (status, schema) in OUTPUTS.items():
         result.filter(F.col("status") == status).select(*schema.names).write.parquet(str(staging / name))
@@ -59,7 +65,6 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
             file_errors.append({"file": r["file"], "error": r["error"]})
         else:
             file_warnings.append({"file": r["file"], "warning": r["error"]})
-    result.unpersist()
 
     by_status = {s: 0 for s in ("kept", "rejected", "quarantined")}
     reasons: dict[str, int] = {}

@@ -14,10 +14,12 @@ overhead, which on a small graph is all the time there is. The answer is the sam
 import logging
 
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from prep.dedup.near_clusters import connected_components_in_memory
+from spark_stages.persisted import Persisted
 
 log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 2
@@ -73,12 +75,13 @@ def _local_components(edges: pa.Table) -> pa.Table:
     return pa.table({"node": nodes, "component": components})
 
 
-def connected_components(edges: DataFrame, checkpoint_dir: str, max_rounds: int = MAX_ROUNDS,
+def connected_components(edges: DataFrame, checkpoint_dir: str, kept: Persisted, max_rounds: int = MAX_ROUNDS,
                          local_edges: int = LOCAL_EDGES) -> tuple[DataFrame, int]:
     """((node, component) for every node with an edge, the component being its smallest node; rounds,
     0 when the graph was small enough for the driver).
 
-    `checkpoint_dir` is a folder every executor can reach (the job's staging folder), removed by the caller."""
+    `checkpoint_dir` is a folder every executor can reach (the job's staging folder), removed by the caller;
+    the rounds between checkpoints are persisted in `kept`, the caller's (spark_stages/persisted.py)."""
     edges = edges.select(F.col("u").cast("long"), F.col("v").cast("long")).where(F.col("u") != F.col("v"))
     edges = edges.select(F.greatest("u", "v").alias("u"), F.least("u", "v").alias("v")).distinct()
     if local_edges:
@@ -92,7 +95,7 @@ def connected_components(edges: DataFrame, checkpoint_dir: str, max_rounds: int 
         if rounds % CHECKPOINT_EVERY == 0:
             edges = _checkpoint(edges, f"{checkpoint_dir}/round-{rounds}")
         else:
-            edges = edges.persist()
+            edges = kept.keep(edges, StorageLevel.MEMORY_AND_DISK)
         converged = _is_forest_of_stars(edges)
         log.info("connected components: round %d, %s", rounds, "converged" if converged else "not converged yet")
         if converged:

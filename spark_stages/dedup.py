@@ -18,6 +18,7 @@ documents and OUT/clusters/ has a `source` column. One input without a name is o
 "default", written as it is.
 """
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -36,12 +37,13 @@ from prep.dedup.batches import (
     survivors_batches,
     verify_batch,
 )
-from prep.dedup.in_memory import decide
+from prep.dedup.in_memory import GraphStats, SourceCounts, decide
 from prep.ingest.inputs import Sources, all_files, is_named
 from schemas import FORMAT_VERSION
 from spark_stages.components import connected_components
 from spark_stages.ingest import SOURCE, default_partitions, load_sources, spread
 from spark_stages.outputs import SCRATCH, checksums, commit, staging_dir
+from spark_stages.persisted import Persisted, persisted
 from spark_stages.reports import bar_chart
 from spark_stages.runner import Stage
 from spark_stages.session import spark_schema
@@ -60,9 +62,10 @@ class Config(DedupConfig):
 
 class Stages:
     """Seconds per stage, and what each stage's frame measured (`rows`, and any `metrics` asked for): each
-    stage is materialized (persisted, written to nowhere) before the next starts."""
+    stage is materialized (persisted in `kept`, written to nowhere) before the next starts."""
 
-    def __init__(self):
+    def __init__(self, kept: Persisted):
+        self.kept = kept
         self.seconds: dict[str, float] = {}
         self.measured: dict[str, dict] = {}
         self._start = time.time()
@@ -71,7 +74,6 @@ class Stages:
         """`frame` persisted and computed by a write to nowhere, its rows and `metrics` (name=aggregate
         Column) observed on the way: a count, or an aggregation of its own, would each add Spark jobs.
         Without `persist`, for a frame that is cheap to derive again from persisted ones."""
-        from pyspark import StorageLevel
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
@@ -80,7 +82,7 @@ class Stages:
             frame = frame.observe(observed, F.count(F.lit(1)).alias("rows"),
                                   *(column.alias(key) for key, column in metrics.items()))
             if persist:
-                frame = frame.persist(StorageLevel.DISK_ONLY)
+                frame = self.kept.keep(frame)
             frame.write.format("noop").mode("overwrite").save()
             self.measured[name] = observed.get
         now = time.time()
@@ -138,7 +140,6 @@ def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
     Star edges: each bucket member gets one edge to the bucket's smallest rank, so a bucket of n
     documents costs n edges, not n^2 pairs.
     """
-    from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -148,8 +149,8 @@ def _verified_edges(sig, cfg: DedupConfig, stages: Stages):
     # Each band row with its bucket's center and size: one shuffle of the bands (a bucket table joined
     # back to them would be two more). Read twice (the giant-bucket count, the candidates): persisted.
     bucket = Window.partitionBy("scope", "band", "bucket")
-    starred = bands.select("rank", F.min("rank").over(bucket).alias("center"),
-                           F.count(F.lit(1)).over(bucket).alias("size")).persist(StorageLevel.DISK_ONLY)
+    starred = stages.kept.keep(bands.select("rank", F.min("rank").over(bucket).alias("center"),
+                                            F.count(F.lit(1)).over(bucket).alias("size")))
     giant = starred.where((F.col("rank") == F.col("center")) & (F.col("size") > cfg.giant_bucket)).count()
     candidates = (starred.where((F.col("size") > 1) & (F.col("rank") != F.col("center")))
                   .select(F.col("rank").alias("u"), F.col("center").alias("v")).distinct())
@@ -168,7 +169,7 @@ def _survivors(edges, sig, cfg: DedupConfig, stages: Stages, scratch: Path):
     """(rank, near_kept, copy_of, component) for every exact survivor with a verified edge; rounds."""
     from pyspark.sql import functions as F
 
-    components, rounds = connected_components(edges, str(scratch / "components"))
+    components, rounds = connected_components(edges, str(scratch / "components"), stages.kept)
     components = stages.done("components", components)
     members = components.join(sig.withColumnRenamed("rank", "node"), "node").select(
         F.col("component"), F.col("node").alias("rank"), "signature")
@@ -207,12 +208,21 @@ def _write_outputs(docs, decided, quarantine, partitions: int, staging, sources:
     return outputs, quarantined
 
 
-COUNTED = ("input", "kept", "exact", "near", "earlier")
+@dataclass
+class Decided:
+    """What both deciders (_decided on Spark, _decided_in_memory) return."""
+    frame: object  # every document: row, rank, exact_rep, id_hash, id, SOURCE, kept, cluster, cluster_size, head_source
+    counts: list[SourceCounts]  # per source, in order
+    cluster_sizes: list[tuple[int, int]]  # (size, clusters of that size), for clusters of two or more
+    graph: GraphStats
+
+
+COUNTED = [f.name for f in dataclasses.fields(SourceCounts)]
 
 
 def _counted(source_count: int) -> dict:
-    """Per source (a single input is source 0): its documents, kept, exact and near duplicates, and those
-    dropped for a copy in an earlier source, as aggregates the decide stage observes ("kept_1", ...)."""
+    """Per source: SourceCounts's fields as aggregates the decide stage observes, named "kept_1", ... (an
+    Observation's metrics are flat names)."""
     from pyspark.sql import functions as F
 
     def total(condition):  # 0, not null, on an empty input
@@ -225,22 +235,16 @@ def _counted(source_count: int) -> dict:
             for i in range(source_count) for key, condition in conditions.items()}
 
 
-def _counts(found: list[dict], quarantine, names: list[str]) -> tuple[dict, dict]:
-    """(input, kept, exact and near duplicate counts; the same per source, with the documents dropped for
-    a copy in an earlier source). `found`: per source, its COUNTED counts."""
-    counts = {key: sum(row[key] for row in found) for key in ("input", "kept", "exact", "near")}
+def _per_source(found: list[SourceCounts], quarantine, names: list[str]) -> dict:
+    """stats.json's counts per source, its quarantined records in its input."""
     held = dict(quarantine.groupBy(SOURCE).count().collect())
-    per_source = {name: {"input": row["input"] + held.get(i, 0), "kept": row["kept"],
-                         "exact_duplicates": row["exact"], "near_duplicates": row["near"],
-                         "in_an_earlier_source": row["earlier"], "quarantined": held.get(i, 0)}
-                  for i, (name, row) in enumerate(zip(names, found))}
-    return counts, per_source
+    return {name: {"input": c.input + held.get(i, 0), "kept": c.kept, "exact_duplicates": c.exact,
+                   "near_duplicates": c.near, "in_an_earlier_source": c.earlier, "quarantined": held.get(i, 0)}
+            for i, (name, c) in enumerate(zip(names, found))}
 
 
-def _decided(features, cfg: Config, per_source: bool, source_count: int, stages: Stages, staging: Path):
-    """(every document's decision: row, rank, exact_rep, id_hash, id, SOURCE, kept, cluster, cluster_size,
-    head_source; per source its COUNTED counts; (cluster size, clusters); the graph's stats), by the Spark
-    stages."""
+def _decided(features, cfg: Config, per_source: bool, source_count: int, stages: Stages, scratch: Path) -> Decided:
+    """The decisions by the Spark stages."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -252,7 +256,7 @@ def _decided(features, cfg: Config, per_source: bool, source_count: int, stages:
     sig = stages.done("exact", features.where(F.col("rank") == F.col("exact_rep")).select("rank", "scope",
                                                                                          "signature"))
     edges, giant = _verified_edges(sig, cfg, stages)
-    survivors, rounds = _survivors(edges, sig, cfg, stages, staging / SCRATCH)
+    survivors, rounds = _survivors(edges, sig, cfg, stages, scratch)
 
     # Decisions for every document, and its cluster: the near component of its exact survivor.
     decided = (features.select("row", "rank", "exact_rep", "id_hash", "id", SOURCE)
@@ -265,15 +269,16 @@ def _decided(features, cfg: Config, per_source: bool, source_count: int, stages:
                .withColumn("head_source", F.min(SOURCE).over(in_cluster)))
     decided = stages.done("decide", decided, **_counted(source_count))
     measured = stages.measured["decide"]
-    found = [{key: measured[f"{key}_{i}"] for key in COUNTED} for i in range(source_count)]
-    sizes = [(r["cluster_size"], r["clusters"]) for r in decided.where(F.col("rank") == F.col("cluster"))
-             .where(F.col("cluster_size") >= 2).groupBy("cluster_size").agg(F.count("*").alias("clusters")).collect()]
-    graph = {"candidate_pairs": stages.measured["lsh"]["rows"], "verified_pairs": stages.measured["verify"]["rows"],
-             "giant_buckets": giant, "rounds": rounds}
-    return decided, found, sizes, graph
+    found = [SourceCounts(**{key: measured[f"{key}_{i}"] for key in COUNTED}) for i in range(source_count)]
+    sizes = sorted((r["cluster_size"], r["clusters"]) for r in decided.where(F.col("rank") == F.col("cluster"))
+                   .where(F.col("cluster_size") >= 2).groupBy("cluster_size").agg(F.count("*").alias("clusters"))
+                   .collect())
+    graph = GraphStats(stages.measured["lsh"]["rows"], stages.measured["verify"]["rows"], giant, rounds)
+    return Decided(decided, found, sizes, graph)
 
 
-def _decided_in_memory(features, cfg: Config, per_source: bool, source_count: int, stages: Stages, _staging: Path):
+def _decided_in_memory(features, cfg: Config, per_source: bool, source_count: int, stages: Stages,
+                       _scratch: Path) -> Decided:
     """_decided's results for a corpus of at most cfg.in_memory_documents: the features collected to the
     driver, decided there (prep/dedup/in_memory.py), the decisions handed back to Spark as one small frame."""
     columns = ["row", "id_hash", "text_len", "exact_hash", "signature"]
@@ -286,58 +291,51 @@ def _decided_in_memory(features, cfg: Config, per_source: bool, source_count: in
                         "head_source": decisions.head_source.astype(np.int32)})
     decided = features.sparkSession.createDataFrame(decided)
     stages.done("decide in memory")
-    graph = {"candidate_pairs": decisions.candidate_pairs, "verified_pairs": decisions.verified_pairs,
-             "giant_buckets": decisions.giant_buckets, "rounds": 0}
-    found = [decisions.counts(sources, i) for i in range(source_count)]
-    return decided, found, decisions.cluster_sizes(), graph
+    return Decided(decided, [decisions.counts(sources, i) for i in range(source_count)], decisions.cluster_sizes(),
+                   decisions.graph)
 
 
 def run(spark, sources: Sources, cfg: Config, out: str, per_source: bool = False) -> dict:
     """Finds and removes the duplicates, writes the outputs; returns the stats (also OUT/stats.json).
     `sources` ({name: files}, in order) are deduplicated together unless `per_source`. Every frame the
     stages persisted is released when it ends, however it ends."""
-    try:
-        return _deduplicate(spark, sources, cfg, out, per_source)
-    finally:
-        spark.catalog.clearCache()
+    with persisted() as kept:
+        return _deduplicate(spark, sources, cfg, out, per_source, Stages(kept))
 
 
-def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: bool) -> dict:
+def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: bool, stages: Stages) -> dict:
     from pyspark.sql import functions as F
 
-    stages = Stages()
     staging = staging_dir(out)
     partitions = cfg.partitions or default_partitions(all_files(sources))
-    # Raw input parsed once (the documents and the quarantine count and write read it): kept until
-    # run() releases it with the stages' other persisted frames. Numbered documents
-    # are derived from those records again for nothing (same partitions, same numbers): persisted
-    # only when some source is Parquet, which Spark would read again.
-    parsed: list = []
-    docs, quarantine = load_sources(spark, sources, keep=parsed)
+    # Raw input parsed once (the documents and the quarantine count and write read it), kept with the
+    # stages' other frames until run() ends. Numbered documents are derived from those records again for
+    # nothing (same partitions, same numbers): persisted only when some source is Parquet, which Spark
+    # would read again.
+    docs, quarantine = load_sources(spark, sources, stages.kept)
     docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()),
-                       persist=len(parsed) < len(sources))
+                       persist=len(stages.kept) < len(sources))
     features = _signatures(docs, cfg, partitions, stages)
     decided_by = _decided_in_memory if stages.measured["signatures"]["rows"] <= cfg.in_memory_documents else _decided
-    decided, found, sizes, graph = decided_by(features, cfg, per_source, len(sources), stages, staging)
-    if graph["giant_buckets"]:
+    decided = decided_by(features, cfg, per_source, len(sources), stages, staging / SCRATCH)
+    if decided.graph.giant_buckets:
         log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
-                    graph["giant_buckets"], cfg.giant_bucket)
+                    decided.graph.giant_buckets, cfg.giant_bucket)
 
-    outputs, quarantined = _write_outputs(docs, decided, quarantine, partitions, staging, sources)
+    outputs, quarantined = _write_outputs(docs, decided.frame, quarantine, partitions, staging, sources)
     stages.done("write")
-    counts, by_source = _counts(found, quarantine, list(sources))
-    params = cfg.lsh
+    sizes, params = decided.cluster_sizes, cfg.lsh
     stats = {
         "format_version": FORMAT_VERSION,
-        "input": counts["input"] + quarantined,
-        "kept": counts["kept"],
-        "exact_duplicates": counts["exact"],
-        "near_duplicates": counts["near"],
+        "input": sum(c.input for c in decided.counts) + quarantined,
+        "kept": sum(c.kept for c in decided.counts),
+        "exact_duplicates": sum(c.exact for c in decided.counts),
+        "near_duplicates": sum(c.near for c in decided.counts),
         "quarantined": quarantined,
         "clusters": sum(c for _, c in sizes),
         "largest_cluster": max((s for s, _ in sizes), default=0),
         "cluster_size_histogram": size_histogram(sizes),
-        **graph,  # candidate_pairs, verified_pairs, giant_buckets, rounds
+        **dataclasses.asdict(decided.graph),  # candidate_pairs, verified_pairs, giant_buckets, rounds
         "threshold": cfg.threshold, "num_perm": cfg.minhash.num_perm, "ngram": cfg.minhash.ngram,
         "bands": params.bands, "rows": params.rows,
         # the compiled signature pass alone, in core-seconds summed over tasks: shingles / seconds is
@@ -346,7 +344,7 @@ def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: boo
         "signature_seconds": round(stages.measured["signatures"]["signature_seconds"] or 0.0, 3),
         "seconds": stages.seconds,
         "checksums": checksums(spark, staging, outputs),
-        "sources": by_source,
+        "sources": _per_source(decided.counts, quarantine, list(sources)),
         "scope": "per-source" if per_source else "across",
     }
     (staging / "report.md").write_text(dedup_report(stats), encoding="utf-8")

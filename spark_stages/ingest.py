@@ -2,7 +2,6 @@
 
 import math
 import os
-from contextlib import contextmanager
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -11,6 +10,7 @@ from prep.ingest.inputs import InputFile
 from prep.ingest.readers import ReaderConfig
 from prep.ingest.records import READ_SCHEMA, read_records
 from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
+from spark_stages.persisted import Persisted
 from spark_stages.session import session_conf, spark_schema
 
 SOURCE = "_source"  # the index of a document's source, in the order the sources were named
@@ -101,32 +101,15 @@ def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: in
                                    for name in ("id", "text")], names=["id", "text"])
 
 
-def load_documents(spark, files: list[InputFile], keep: list | None = None):
-    """(documents with all their columns, quarantined records). With `keep` (see parsed_once), raw
-    input is parsed once however often the stage reads it."""
-    from pyspark import StorageLevel
-
+def load_documents(spark, files: list[InputFile], kept: Persisted | None = None):
+    """(documents with all their columns, quarantined records). With `kept` (a stage that reads its
+    documents several times: sizes, samples, quarantine counts), raw input, which Python parses, is
+    parsed once and kept until the stage ends; Parquet is not kept: Spark reads it again for less."""
     native = _native_parquet(spark, files)
     if native is not None:
         return _split_native(native)
     records = read_input(spark, files, ReaderConfig())
-    if keep is not None:
-        records = records.persist(StorageLevel.DISK_ONLY)
-        keep.append(records)
-    return _split_records(records)
-
-
-@contextmanager
-def parsed_once():
-    """A `keep` list for load_documents/load_sources in a stage that reads its documents several times
-    (sizes, samples, quarantine counts): raw input, which Python parses, is parsed once and kept on the
-    executors' disks until the block ends. Parquet is not kept: Spark reads it again for less."""
-    kept: list = []
-    try:
-        yield kept
-    finally:
-        for frame in kept:
-            frame.unpersist()
+    return _split_records(kept.keep(records) if kept is not None else records)
 
 
 def _split_native(native):
@@ -155,14 +138,14 @@ def _split_records(records):
     return docs, quarantine
 
 
-def load_sources(spark, sources: dict[str, list[InputFile]], keep: list | None = None):
+def load_sources(spark, sources: dict[str, list[InputFile]], kept: Persisted | None = None):
     """load_documents of each source, in one frame, each row with its source's index in SOURCE (the
     quarantined records too). Sources may carry other extra columns: missing ones are null."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
-    loaded = [load_documents(spark, files, keep) for files in sources.values()]
+    loaded = [load_documents(spark, files, kept) for files in sources.values()]
     tagged = [(docs.withColumn(SOURCE, F.lit(i)), quarantine.withColumn(SOURCE, F.lit(i)))
               for i, (docs, quarantine) in enumerate(loaded)]
     docs = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), (d for d, _ in tagged))

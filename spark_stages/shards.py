@@ -42,10 +42,10 @@ from spark_stages.ingest import (
     load_documents,
     parquet_documents,
     parquet_pieces,
-    parsed_once,
     spread,
 )
 from spark_stages.outputs import SCRATCH, commit, content_checksum, staging_dir
+from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
 from spark_stages.session import spark_schema
 
@@ -266,8 +266,8 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
         if quarantined:
             load_documents(spark, files)[1].write.parquet(str(staging / "quarantine"))
         return tasks, quarantined
-    with parsed_once() as keep:  # raw input: a task per file (read_input)
-        docs, quarantine = load_documents(spark, files, keep)
+    with persisted() as kept:  # raw input: a task per file (read_input), parsed once
+        docs, quarantine = load_documents(spark, files, kept)
         tasks = encode(spread(docs, min_tasks), tokenizer, spark, folder)
         quarantined = quarantine.count()
         if quarantined:

@@ -31,9 +31,10 @@ from prep.tokenizer.train import Corpus, TokenizerConfig, bpe_of_size, train
 from prep.tokenizer.unigram import EStep
 from prep.tokenizer.unigram import count_pre_tokens as count_texts
 from schemas import FORMAT_VERSION
-from spark_stages.ingest import SOURCE, load_sources, parsed_once
+from spark_stages.ingest import SOURCE, load_sources
 from spark_stages.outputs import commit, staging_dir
 from spark_stages.peak_memory import PeakMemory
+from spark_stages.persisted import Persisted, persisted
 from spark_stages.runner import Stage
 
 log = logging.getLogger(__name__)
@@ -85,29 +86,31 @@ def held_out_texts(docs, share: float) -> list[str]:
     return texts
 
 
-def _sample(training, sample_bytes: int):
+def _sample(training, sample_bytes: int, kept: Persisted):
     """Training documents at the rate sample_bytes / training bytes (by hash: the same on any cluster).
     `training` has `v`, uniform in [0, 1), and `keep`, its source's rate: a document is in the training
     text when v < keep, and in the sample when v < keep x rate."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     total = training.where(F.col("v") < F.col("keep")).agg(F.sum(F.octet_length("text"))).first()[0] or 0
     rate = min(1.0, sample_bytes / total) if total else 1.0
-    sample = training.where(F.col("v") < F.col("keep") * rate).orderBy("u", "id").select("text").persist()
+    sample = kept.keep(training.where(F.col("v") < F.col("keep") * rate).orderBy("u", "id").select("text"),
+                       StorageLevel.MEMORY_AND_DISK)
     return sample, total, rate
 
 
-def count_pre_tokens(training, superwords: bool = False):
+def count_pre_tokens(training, kept: Persisted, superwords: bool = False):
     """The (pre-token, count) table of the training documents, each task counting its own first."""
     def count(batches):
         counts = count_texts((text for batch in batches for text in batch.column("text").to_pylist()), superwords)
         yield pa.RecordBatch.from_pydict({"piece": list(counts), "count": list(counts.values())})
 
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
-    from pyspark.storagelevel import StorageLevel
 
     partial = training.select("text").mapInArrow(count, COUNTS_SCHEMA)
-    return partial.groupBy("piece").agg(F.sum("count").alias("count")).persist(StorageLevel.MEMORY_AND_DISK)
+    return kept.keep(partial.groupBy("piece").agg(F.sum("count").alias("count")), StorageLevel.MEMORY_AND_DISK)
 
 
 def count_characters(table) -> dict[str, int]:
@@ -198,19 +201,19 @@ def run(spark, sources: Sources, cfg: Config, out: str, weights: dict[str, Fract
     from pyspark.sql import functions as F
 
     started = time.time()
-    with PeakMemory() as peak, parsed_once() as keep:  # read for held-out, sizes, sample, counts, quarantine
-        loaded, quarantine = load_sources(spark, sources, keep)
+    with PeakMemory() as peak, persisted() as kept:  # read for held-out, sizes, sample, counts, quarantine
+        loaded, quarantine = load_sources(spark, sources, kept)
         docs = with_hash(loaded)
         held = held_out_texts(docs, cfg.held_out)
         log.info("%d documents held out for the report", len(held))
         training = docs.where(docs.u >= cfg.held_out).withColumn("v", (docs.u - cfg.held_out) / (1 - cfg.held_out))
         rates = source_rates(training, [weights[n] for n in sources]) if weights else [1.0] * len(sources)
         training = training.withColumn("keep", F.element_at(F.array(*map(F.lit, rates)), F.col(SOURCE) + 1))
-        sample, training_bytes, rate = _sample(training, cfg.sample_bytes)
+        sample, training_bytes, rate = _sample(training, cfg.sample_bytes, kept)
         training = training.where(F.col("v") < F.col("keep"))
         log.info("training on %d bytes of text; the driver's sample takes %.2f%% of it", training_bytes, 100 * rate)
         # only the hybrid needs them
-        counts = functools.cache(lambda: count_pre_tokens(training, cfg.superword.superwords))
+        counts = functools.cache(lambda: count_pre_tokens(training, kept, cfg.superword.superwords))
         corpus = Corpus(sample=lambda: (row.text for row in sample.toLocalIterator()),
                         e_step=lambda: spark_e_step(spark, counts()), char_counts=lambda: count_characters(counts()))
         tokenizer, details = train(corpus, cfg)
@@ -226,9 +229,6 @@ def run(spark, sources: Sources, cfg: Config, out: str, weights: dict[str, Fract
                        quarantined_records=quarantine.count())  # input records that are not documents
         report = {"format_version": FORMAT_VERSION, "algorithm": cfg.algorithm, "vocab_size": cfg.vocab_size,
                   "training": details, "held_out": held_out_report(tokenizer, baseline, held)}
-        sample.unpersist()
-        if hybrid_counted:
-            counts().unpersist()
     report.update(training_seconds=round(training_seconds, 1), job_seconds=round(time.time() - started, 1),
                   peak_memory_bytes=peak.bytes)
     warnings = []

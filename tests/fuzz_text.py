@@ -1,4 +1,4 @@
-"""Strings that break careless tokenizers (issue 4's fuzz set)."""
+"""Strings that break careless tokenizers."""
 
 import random
 

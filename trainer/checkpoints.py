@@ -122,10 +122,6 @@ def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, wor
     saved_keys = dcp.FileSystemReader(str(checkpoint)).read_metadata().state_dict_metadata
     if not any(key.startswith(f"rng_rank{rank}.") or key == f"rng_rank{rank}" for key in saved_keys):
         del state[f"rng_rank{rank}"]  # a rank the saving run did not have (resumed at a larger world size)
-    old_loader = [key.removeprefix("train.loader.") for key in saved_keys if key.startswith("train.loader.")]
-    if old_loader:  # saved before the loader's state was one JSON string (version 1: flat, one folder)
-        del state["train"]["loader_json"]
-        state["train"]["loader"] = dict.fromkeys(old_loader)
     dcp.load(state, checkpoint_id=str(checkpoint))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
@@ -135,8 +131,7 @@ def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, wor
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "scheduler.step() before optimizer.step()": intended here
         scheduler.step()
-    saved_loader = state["train"]["loader"] if old_loader else json.loads(state["train"]["loader_json"])
-    loader.load_state_dict(saved_loader, allow_new_weights)
+    loader.load_state_dict(json.loads(state["train"]["loader_json"]), allow_new_weights)
     if f"rng_rank{rank}" in state and state["train"]["world_size"] == world:
         set_rng_state(state[f"rng_rank{rank}"])
     return int(state["train"]["step"])

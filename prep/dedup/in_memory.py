@@ -19,6 +19,25 @@ from prep.dedup.lsh import band_hashes
 from prep.dedup.near_clusters import connected_components_in_memory
 
 
+@dataclass(frozen=True)
+class SourceCounts:
+    """One source's documents as dedup decided them (the Spark stages count the same)."""
+    input: int
+    kept: int
+    exact: int  # exact duplicates
+    near: int  # near duplicates
+    earlier: int  # dropped for a copy in a source named before
+
+
+@dataclass(frozen=True)
+class GraphStats:
+    """The near-duplicate graph, for the stats."""
+    candidate_pairs: int
+    verified_pairs: int
+    giant_buckets: int  # LSH buckets over the config's giant_bucket
+    rounds: int  # connected-component rounds (0 in memory)
+
+
 @dataclass
 class Decisions:
     """Per document, in the order of the features given: its rank, its exact survivor's rank, whether it is
@@ -30,17 +49,13 @@ class Decisions:
     cluster: np.ndarray
     cluster_size: np.ndarray
     head_source: np.ndarray
-    candidate_pairs: int
-    verified_pairs: int
-    giant_buckets: int
+    graph: GraphStats
 
-    def counts(self, sources: np.ndarray, source: int) -> dict[str, int]:
-        """One source's documents: input, kept, exact and near duplicates, and those dropped for a copy in an
-        earlier source."""
+    def counts(self, sources: np.ndarray, source: int) -> SourceCounts:
         mine, exact = sources == source, self.rank != self.exact_rep
-        return {"input": int(mine.sum()), "kept": int((mine & self.kept).sum()), "exact": int((mine & exact).sum()),
-                "near": int((mine & ~exact & ~self.kept).sum()),
-                "earlier": int((mine & ~self.kept & (self.head_source < sources)).sum())}
+        return SourceCounts(input=int(mine.sum()), kept=int((mine & self.kept).sum()), exact=int((mine & exact).sum()),
+                            near=int((mine & ~exact & ~self.kept).sum()),
+                            earlier=int((mine & ~self.kept & (self.head_source < sources)).sum()))
 
     def cluster_sizes(self) -> list[tuple[int, int]]:
         """(size, clusters of that size) for clusters of two or more."""
@@ -102,7 +117,8 @@ def decide(features: pa.Table, sources: np.ndarray, per_source: bool, cfg: Dedup
     cluster = np.where(component[exact_rep] >= 0, component[exact_rep], exact_rep)
     cluster_size = np.bincount(cluster, minlength=n)[cluster]
     head_source = _group_min(cluster, n, sources.astype(np.int64))
-    return Decisions(rank, exact_rep, kept, cluster, cluster_size, head_source, candidates, len(edges), giant)
+    return Decisions(rank, exact_rep, kept, cluster, cluster_size, head_source,
+                     GraphStats(candidates, len(edges), giant, rounds=0))
 
 
 def _verified_edges(ranks: np.ndarray, scope: np.ndarray, signatures: np.ndarray, cfg: DedupConfig):

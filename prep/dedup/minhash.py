@@ -41,15 +41,6 @@ def _fold32(h: np.ndarray) -> np.ndarray:
     return ((h >> np.uint64(32)) ^ h).astype(np.uint32)
 
 
-def _fmix32(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3's finalizer, as datasketch applies it before its affine32 permutations."""
-    h = h ^ (h >> np.uint32(16))
-    h = h * np.uint32(0x85EBCA6B)
-    h = h ^ (h >> np.uint32(13))
-    h = h * np.uint32(0xC2B2AE35)
-    return h ^ (h >> np.uint32(16))
-
-
 def permutations(cfg: MinHashConfig) -> tuple[np.ndarray, np.ndarray]:
     """(a, b) exactly as datasketch 2.x draws them for the affine32 scheme."""
     gen = np.random.RandomState(cfg.seed)

@@ -1,4 +1,4 @@
-"""Byte-level BPE with tokenmill's pre-tokenizer and special tokens: the plain baseline of issue 4
+"""Byte-level BPE with tokenmill's pre-tokenizer and special tokens: the plain baseline
 and the seed vocabulary of the hybrid. Trained with the `tokenizers` library."""
 
 from collections.abc import Iterable

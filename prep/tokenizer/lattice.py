@@ -1,4 +1,4 @@
-"""The Unigram stage's two loops over every pre-token and every piece, compiled (issue 16).
+"""The Unigram stage's two loops over every pre-token and every piece, compiled.
 
 - the E-step: the Viterbi segmentation of each pre-token of the (pre-token, count) table, its pieces
   counted times the pre-token's count. It is the encoder's Viterbi (prep/tokenizer/encoder.py, the

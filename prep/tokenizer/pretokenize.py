@@ -1,4 +1,4 @@
-"""The pre-tokenizer every tokenmill tokenizer shares (issue 4's first building block).
+"""The pre-tokenizer every tokenmill tokenizer shares.
 
 Lossless and byte-level: no normalizer touches the text; after splitting, each piece is mapped to
 byte symbols, so every string has a spelling in the 256 byte symbols and decode(encode(x)) == x.

@@ -1,4 +1,4 @@
-"""How well a tokenizer compresses held-out text, per kind of text (issue 4's report).
+"""How well a tokenizer compresses held-out text, per kind of text (the tokenizer job's report).
 
 Kinds: "zh" (Chinese/Japanese characters are at least a fifth of the letters), "code" (a high share
 of programming punctuation or of indented lines), "en" (English by fastText's language id),

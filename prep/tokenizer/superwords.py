@@ -1,4 +1,4 @@
-"""Superword pieces: the hybrid tokenizer past the pre-token wall (issue 16).
+"""Superword pieces: the hybrid tokenizer past the pre-token wall.
 
 Inside pre-tokens, a 131K vocabulary has almost nothing left to win: BPE already spends ~1.09 tokens
 per English pre-token. Pieces that cross the spaces between words ("of the", " in order to") do win

@@ -1,5 +1,5 @@
 """The hybrid tokenizer's second stage: a Unigram language model over a BPE seed vocabulary, fit by
-hard EM and pruned in rounds to the target size (issue 4).
+hard EM and pruned in rounds to the target size.
 
 The data is a table of (pre-token, count) — pre-tokens spelled in byte symbols — so the E-step is a
 sum over chunks of that table: locally here, one Spark task per partition in jobs/train_tokenizer.py.

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loaders.order import GlobalOrder, OrderConfig, rank_positions
+from loaders.order import GlobalOrder, OrderConfig
 
 
 @settings(max_examples=60, deadline=None)
@@ -29,20 +29,6 @@ def test_epochs_and_seeds_shuffle_differently_and_blocks_mix_shards():
     assert first != second and first != other_seed
     assert len({shard for shard, _ in first[:32]}) > 1  # a batch draws from several shards of its block
     assert first == [GlobalOrder(rows, OrderConfig(seed=1)).locate(i)[1:] for i in range(400)]  # pure
-
-
-def test_ranks_split_each_global_batch_the_same_way_whatever_the_world_size():
-    batch_per_rank, global_batch = {1: 8, 2: 4, 4: 2}, 8
-    streams = {}
-    for world, batch in batch_per_rank.items():
-        stream = []
-        for start in range(0, 5 * global_batch, global_batch):
-            for rank in range(world):
-                stream += list(rank_positions(start, batch, rank, world))
-        streams[world] = stream
-    assert streams[1] == streams[2] == streams[4] == list(range(5 * global_batch))
-    with pytest.raises(ValueError):
-        rank_positions(0, 4, 2, 2)
 
 
 def test_empty_shards_are_refused():

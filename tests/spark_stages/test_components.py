@@ -6,6 +6,7 @@ import random
 import pytest
 
 from spark_stages.components import NotConverged, connected_components
+from spark_stages.persisted import persisted
 
 pytestmark = pytest.mark.spark
 
@@ -33,8 +34,10 @@ def union_find_components(edges):
 
 def spark_components(spark, edges, folder, local_edges=0):
     frame = spark.createDataFrame(edges, "u long, v long")
-    result, rounds = connected_components(frame, str(folder / "checkpoints"), local_edges=local_edges)
-    return {r["node"]: r["component"] for r in result.collect()}, rounds
+    with persisted() as kept:
+        result, rounds = connected_components(frame, str(folder / "checkpoints"), kept, local_edges=local_edges)
+        found = {r["node"]: r["component"] for r in result.collect()}  # while its rounds are kept
+    return found, rounds
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -67,4 +70,5 @@ def test_several_chains_and_stars(spark, tmp_path):
 def test_running_out_of_rounds_is_an_error_naming_them(spark, tmp_path):
     edges = spark.createDataFrame([(i, i + 1) for i in range(300)], "u long, v long")
     with pytest.raises(NotConverged, match="in 2 rounds"):
-        connected_components(edges, str(tmp_path / "checkpoints"), max_rounds=2, local_edges=0)
+        with persisted() as kept:
+            connected_components(edges, str(tmp_path / "checkpoints"), kept, max_rounds=2, local_edges=0)

@@ -15,6 +15,7 @@ from prep.tokenizer.encode import TokenizerFile, encode_documents
 from prep.tokenizer.superwords import SuperwordConfig
 from prep.tokenizer.unigram import count_pre_tokens as count_locally
 from prep.tokenizer.unigram import local_e_step
+from spark_stages.persisted import persisted
 from spark_stages.runner import run_stage
 from spark_stages.tokenizer import STAGE, Config, count_pre_tokens, run, spark_e_step
 from tests.spark_stages.conftest import spark_submit
@@ -72,12 +73,13 @@ def test_spark_e_steps_equal_the_local_ones(spark, sample_dir, superwords):
     texts = [r.text for r in read_file(expand_inputs(str(sample_dir / "debian-faq.en*"))[0]) if isinstance(r, Document)]
     docs = spark.createDataFrame([(t,) for t in texts], "text string").repartition(3)
     pieces = ["Ġthe", "Ġa", "in", "ing", "Ġin", "ĠofĠthe"] + [p for p in Counter("".join(count_locally(texts)))]
-    spark_step = spark_e_step(spark, count_pre_tokens(docs, superwords))
     local_step = local_e_step(count_locally(texts, superwords))
-    for scores in (np.linspace(-1, -5, len(pieces)), np.linspace(-5, -1, len(pieces))):  # a new model each step
-        spark_freq, spark_tokens = spark_step(pieces, scores)
-        local_freq, local_tokens = local_step(pieces, scores)
-        assert spark_tokens == local_tokens and np.array_equal(spark_freq, local_freq)
+    with persisted() as kept:
+        spark_step = spark_e_step(spark, count_pre_tokens(docs, kept, superwords))
+        for scores in (np.linspace(-1, -5, len(pieces)), np.linspace(-5, -1, len(pieces))):  # a new model each step
+            spark_freq, spark_tokens = spark_step(pieces, scores)
+            local_freq, local_tokens = local_step(pieces, scores)
+            assert spark_tokens == local_tokens and np.array_equal(spark_freq, local_freq)
 
 
 def test_superword_tokenizer_loads_everywhere_and_reports_its_superwords(spark, sample_dir, tmp_path):

@@ -5,7 +5,7 @@ import numpy as np
 import pyarrow as pa
 
 from prep.dedup.batches import DedupConfig, features_batch
-from prep.dedup.in_memory import decide
+from prep.dedup.in_memory import SourceCounts, decide
 from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 
@@ -27,8 +27,8 @@ def test_exact_and_near_copies_leave_the_longest_and_clusters_count_them(sample_
     kept = [t for t, k in zip(texts, decisions.kept) if k]
     assert sum(t.lower() == docs[0].lower() for t in kept) == 1  # one of its three exact copies (equal lengths)
     assert near in kept and docs[1] not in kept and set(docs[2:]) <= set(kept) and len(kept) == 20
-    assert decisions.counts(np.zeros(len(texts), np.int32), 0) == {"input": 23, "kept": 20, "exact": 2, "near": 1,
-                                                                   "earlier": 0}
+    assert decisions.counts(np.zeros(len(texts), np.int32), 0) == SourceCounts(input=23, kept=20, exact=2, near=1,
+                                                                              earlier=0)
     assert decisions.cluster_sizes() == [(2, 1), (3, 1)]
 
 
@@ -39,9 +39,9 @@ def test_per_source_compares_each_source_alone_and_across_drops_the_later_copy(s
     across = decide(features(texts), sources, False, DedupConfig())
     apart = decide(features(texts), sources, True, DedupConfig())
     assert across.kept.tolist() == [True] * 5 + [False] * 2 and apart.kept.all()
-    assert across.counts(sources, 1)["earlier"] == 2 and apart.counts(sources, 1)["earlier"] == 0
+    assert across.counts(sources, 1).earlier == 2 and apart.counts(sources, 1).earlier == 0
 
 
 def test_no_documents():
     decisions = decide(features([]), np.zeros(0, np.int32), False, DedupConfig())
-    assert len(decisions.kept) == 0 and decisions.cluster_sizes() == [] and decisions.candidate_pairs == 0
+    assert len(decisions.kept) == 0 and decisions.cluster_sizes() == [] and decisions.graph.candidate_pairs == 0

@@ -1,4 +1,4 @@
-"""Superword pieces (issue 16): the coarse pre-tokenizer, the superword seed and its share, and the
+"""Superword pieces: the coarse pre-tokenizer, the superword seed and its share, and the
 superword hybrid on the sample (lossless, exact size, specials by id only, fewer tokens than the hybrid)."""
 
 
