@@ -125,13 +125,13 @@ def main() -> None:
              "hybrid (tokenmill)": work / "hybrid" / "tokenizer.json",
              "BPE same size, same sample": work / "hybrid" / "bpe_same_size.json"}
 
-    from prep.ingest.inputs import expand_inputs
+    from prep.ingest.inputs import single_source
     from spark_stages.ingest import load_sources
     from spark_stages.session import get_spark
 
     cores = 2
     spark = get_spark("tokenmill-bench-tokenizer", [f"spark.master=local[{cores}]"])
-    docs = with_hash(load_sources(spark, {"": expand_inputs(args.corpus)})[0])
+    docs = with_hash(load_sources(spark, single_source(args.corpus))[0])
     held = held_out_texts(docs, Config().held_out)  # the job's own held-out documents
     parquet = str(work / "corpus.parquet")
     if not Path(parquet).exists():

@@ -6,6 +6,7 @@ small sample cannot reach.
 """
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 
 from prep.shard_writer import ShardConfig, ShardWriter
-from schemas.shards import INDEX_FILE, new_index, shard_name
+from schemas.index import INDEX_FILE, new_index
+from schemas.shards import shard_name
 
 
 def main() -> None:
@@ -32,13 +34,11 @@ def main() -> None:
             for tokens, cu in zip(table.column("tokens").to_pylist(), table.column("cu_seqlens").to_pylist()):
                 writer.add(np.array(tokens, np.uint32), np.array(cu, np.int32))
     [entry] = writer.close()
-    (out / entry["file"]).rename(out / shard_name(0))
+    (out / entry.file).rename(out / shard_name(0))
     fields = {k: index[k] for k in ("tokenizer_sha256", "vocab_size", "seq_len", "pad_id", "bos_id", "eos_id")}
-    (out / INDEX_FILE).write_text(json.dumps(new_index([{**entry, "file": shard_name(0)}], **fields,
-                                                       compression_level=index["compression_level"],
-                                                       documents=index["totals"]["documents"] * args.times)))
-    print(f"{out / shard_name(0)}: {entry['rows']} rows, {entry['tokens'] / 1e6:.1f} M tokens, "
-          f"{entry['bytes'] / 1e6:.1f} MB")
+    new_index([dataclasses.replace(entry, file=shard_name(0))], **fields, compression_level=index["compression_level"],
+              documents=index["totals"]["documents"] * args.times).write(out)
+    print(f"{out / shard_name(0)}: {entry.rows} rows, {entry.tokens / 1e6:.1f} M tokens, {entry.bytes / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schemas.mixture import MixtureError, exact_weight, read_mixture_file, source_location
+from schemas.mixture import MixtureError, exact_weight, read_mixture_file
 
 
 @dataclass(frozen=True)
@@ -95,10 +95,9 @@ class Schedule:
 
 def read_mixture(path: str) -> list[Source]:
     """The sources of a mixture.json, in its order; errors name the source."""
-    data = read_mixture_file(Path(path))
-    entries = data["sources"]
-    weights = integer_weights({name: entry["weight"] for name, entry in entries.items()})
-    return [Source(name, source_location(Path(path), entry), weights[name]) for name, entry in entries.items()]
+    mixture = read_mixture_file(Path(path))
+    weights = integer_weights({name: source.weight for name, source in mixture.sources.items()})
+    return [Source(name, mixture.location(Path(path), name), weights[name]) for name in mixture.sources]
 
 
 def sources_of(mixture, weights: dict[str, float] | None = None) -> list[Source]:

@@ -82,7 +82,7 @@ class ShardLoader:
 
     @property
     def embedding_size(self) -> int:
-        return self.sets[0].source.index["embedding_size"]
+        return self.sets[0].source.index.embedding_size
 
     @property
     def global_batch_size(self) -> int:
@@ -192,6 +192,6 @@ def _check_alike(names: list[str], sources: list[ShardSource]) -> None:
     first = sources[0].index
     for name, source in zip(names[1:], sources[1:]):
         for key in SHARED_INDEX_KEYS:
-            if source.index[key] != first[key]:
-                raise MixtureError(f"source {name!r}: {key} {source.index[key]!r} differs from source "
-                                   f"{names[0]!r}'s {first[key]!r} (one tokenizer and seq_len for all)")
+            if getattr(source.index, key) != getattr(first, key):
+                raise MixtureError(f"source {name!r}: {key} {getattr(source.index, key)!r} differs from source "
+                                   f"{names[0]!r}'s {getattr(first, key)!r} (one tokenizer and seq_len for all)")

@@ -23,15 +23,8 @@ import numpy as np
 import pyarrow as pa
 
 from loaders.arrow_ipc import RecordBatchLayout, read_region, shard_layout
-from schemas.shards import (
-    INDEX_FILE,
-    SHARD_SCHEMA,
-    ShardFileError,
-    checked_shard_mapping,
-    file_checksum,
-    index_problems,
-    read_checked_shard,
-)
+from schemas.index import INDEX_FILE, IndexProblem, ShardEntry, ShardIndex
+from schemas.shards import SHARD_SCHEMA, ShardFileError, checked_shard_mapping, file_checksum, read_checked_shard
 from schemas.trust import is_url, private_folder
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tokenmill"  # remote shards fetched here; disk-backed L2 if needed
@@ -56,9 +49,9 @@ class ShardSource:
         else:
             self.local = Path(self.location.removeprefix("file://"))
         self.index = self._read_index()
-        self.entries = self.index["shards"]
+        self.entries = self.index.shards
 
-    def _read_index(self) -> dict:
+    def _read_index(self) -> ShardIndex:
         where = f"{self.location}/{INDEX_FILE}"
         try:
             if self.remote:
@@ -70,10 +63,11 @@ class ShardSource:
             raise ShardError(f"{where}: missing (not a shards folder?)") from None
         except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
             raise ShardError(f"{where}: not JSON: {e}") from None
-        if problems := index_problems(index):
-            raise ShardError(f"{where}: {'; '.join(problems[:3])}" + (f" (and {len(problems) - 3} more)"
-                                                                         if len(problems) > 3 else ""))
-        if not index["shards"]:
+        try:
+            index = ShardIndex.from_json(index)
+        except IndexProblem as e:
+            raise ShardError(f"{where}: {e}") from None
+        if not index.shards:
             raise ShardError(f"{where}: lists no shards: there is nothing to read")
         return index
 
@@ -81,25 +75,25 @@ class ShardSource:
         """The shard on local disk (fetched into the cache first when remote)."""
         entry = self.entries[shard]
         if not self.remote:
-            return self.local / entry["file"]
-        target = self.cache / entry["file"]
-        if not target.exists() or target.stat().st_size != entry["bytes"]:
+            return self.local / entry.file
+        target = self.cache / entry.file
+        if not target.exists() or target.stat().st_size != entry.bytes:
             self._fetch(entry, target)
         return target
 
-    def _fetch(self, entry: dict, target: Path) -> None:
+    def _fetch(self, entry: ShardEntry, target: Path) -> None:
         """The shard copied into the cache under a name of this call's own (others may fetch it too),
         checked against its entry, then renamed into place (atomic: a reader sees all of it or none)."""
-        where = f"{self.location}/{entry['file']}"
-        partial = self.cache / f".{entry['file']}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part"
+        where = f"{self.location}/{entry.file}"
+        partial = self.cache / f".{entry.file}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part"
         try:
-            self.fs.get(f"{self.root}/{entry['file']}", str(partial))
+            self.fs.get(f"{self.root}/{entry.file}", str(partial))
             size = partial.stat().st_size
-            if size != entry["bytes"]:
-                raise ShardError(f"{where}: fetched {size} bytes, index says {entry['bytes']}")
-            checksum = file_checksum(partial, self.index["checksum_algorithm"])
-            if checksum != entry["checksum"]:
-                raise ShardError(f"{where}: checksum mismatch: {checksum}, index says {entry['checksum']} (corrupt)")
+            if size != entry.bytes:
+                raise ShardError(f"{where}: fetched {size} bytes, index says {entry.bytes}")
+            checksum = file_checksum(partial, self.index.checksum_algorithm)
+            if checksum != entry.checksum:
+                raise ShardError(f"{where}: checksum mismatch: {checksum}, index says {entry.checksum} (corrupt)")
             os.replace(partial, target)
         except FileNotFoundError:
             raise ShardError(f"{where}: missing") from None
@@ -178,24 +172,24 @@ class CompressedShard:
 def read_shard(source: ShardSource, shard: int) -> DecodedShard | CompressedShard:
     """Checks one shard (size, checksum, schema, rows) and says how to decompress it into L2."""
     entry = source.entries[shard]
-    path, where = source.local_path(shard), f"{source.location}/{entry['file']}"
+    path, where = source.local_path(shard), f"{source.location}/{entry.file}"
     try:
-        mapped = checked_shard_mapping(path, entry, source.index["checksum_algorithm"])
+        mapped = checked_shard_mapping(path, entry, source.index.checksum_algorithm)
         if mapped is not None:  # the bytes just checked, mapped once for the checksum and the decompression
             batches = _compressed_layout(mapped)
-            if batches is not None and sum(b.rows for b in batches) == entry["rows"]:
-                if sum(b.tokens.values for b in batches) != entry["tokens"]:
+            if batches is not None and sum(b.rows for b in batches) == entry.rows:
+                if sum(b.tokens.values for b in batches) != entry.tokens:
                     mapped.close()
                     raise ShardError(f"{where}: {sum(b.tokens.values for b in batches)} tokens, index says "
-                                     f"{entry['tokens']}")
+                                     f"{entry.tokens}")
                 return CompressedShard(where, mapped, batches)
             mapped.close()
         table = read_checked_shard(path, entry)
     except ShardFileError as e:
         raise ShardError(f"{where}: {e}") from None
     decoded = DecodedShard([ShardArrays.of_batch(batch) for batch in table.to_batches()])
-    if decoded.tokens != entry["tokens"]:
-        raise ShardError(f"{where}: {decoded.tokens} tokens, index says {entry['tokens']}")
+    if decoded.tokens != entry.tokens:
+        raise ShardError(f"{where}: {decoded.tokens} tokens, index says {entry.tokens}")
     return decoded
 
 
@@ -236,7 +230,7 @@ class RecordBatchReader:
         self.batches: dict[tuple[int, int], ShardArrays] = {}
 
     def can_read(self, shard: int) -> bool:
-        return "batch_rows" in self.source.entries[shard]
+        return self.source.entries[shard].batch_rows is not None
 
     def row(self, shard: int, row: int) -> tuple[np.ndarray, np.ndarray]:
         reader, starts = self._open(shard)
@@ -246,7 +240,7 @@ class RecordBatchReader:
                 batch = reader.get_batch(number)
                 batch.validate(full=True)  # offsets inside the values: this batch is read as it is
             except (pa.ArrowInvalid, OSError) as e:
-                raise ShardError(f"{self.source.location}/{self.source.entries[shard]['file']}: record batch "
+                raise ShardError(f"{self.source.location}/{self.source.entries[shard].file}: record batch "
                                  f"{number} cannot be read: {e}") from None
             self.batches[(shard, number)] = ShardArrays.of_batch(batch)
         return self.batches[(shard, number)].row(row - starts[number])
@@ -256,17 +250,17 @@ class RecordBatchReader:
             entry = self.source.entries[shard]
             path = self.source.local_path(shard)
             try:
-                mapped = checked_shard_mapping(path, entry, self.source.index["checksum_algorithm"])
+                mapped = checked_shard_mapping(path, entry, self.source.index.checksum_algorithm)
                 reader = pa.ipc.open_file(pa.py_buffer(b"" if mapped is None else mapped))  # the bytes checked
             except ShardFileError as e:
-                raise ShardError(f"{self.source.location}/{entry['file']}: {e}") from None
+                raise ShardError(f"{self.source.location}/{entry.file}: {e}") from None
             except (pa.ArrowInvalid, OSError) as e:
-                where = f"{self.source.location}/{entry['file']}"
+                where = f"{self.source.location}/{entry.file}"
                 raise ShardError(f"{where}: not a readable Arrow IPC file: {e}") from None
-            if not reader.schema.equals(SHARD_SCHEMA) or reader.num_record_batches != len(entry["batch_rows"]):
-                raise ShardError(f"{self.source.location}/{entry['file']}: schema or record batches differ from the "
+            if not reader.schema.equals(SHARD_SCHEMA) or reader.num_record_batches != len(entry.batch_rows):
+                raise ShardError(f"{self.source.location}/{entry.file}: schema or record batches differ from the "
                                  "index")
-            self.files[shard] = (reader, np.concatenate([[0], np.cumsum(entry["batch_rows"])]))
+            self.files[shard] = (reader, np.concatenate([[0], np.cumsum(entry.batch_rows)]))
         return self.files[shard]
 
     def clear(self) -> None:

@@ -26,6 +26,7 @@ from loaders.shard_reader import (
     read_shard,
 )
 from loaders.shm_arena import CachedShard, SharedArena, arena_bytes, arena_folder, arena_key, entry_bytes
+from schemas.index import ShardEntry
 
 SHM_DIR_VARIABLE = "TOKENMILL_SHM_DIR"  # the default shm_dir
 MAX_RETRIES = 100  # a batch re-read because a shard was evicted while being read; more means thrashing
@@ -51,8 +52,8 @@ class ShardSet:
                           "collated by NumPy, ~4x slower; reinstall with one (pip install -e .)", stacklevel=3)
         self.source = source
         index, entries = self.source.index, self.source.entries
-        self.seq_len, self.pad_id, self.vocab_size = index["seq_len"], index["pad_id"], index["vocab_size"]
-        self.order = GlobalOrder([e["rows"] for e in entries], OrderConfig(seed, options.shuffle_block_shards))
+        self.seq_len, self.pad_id, self.vocab_size = index.seq_len, index.pad_id, index.vocab_size
+        self.order = GlobalOrder([e.rows for e in entries], OrderConfig(seed, options.shuffle_block_shards))
         self._block_span = (0, 0)  # the positions of the shuffle block last entered
         self._views: dict[int, CachedShard] = {}  # L2 entries this process has looked up (checked on use)
         self._runs = np.zeros((len(entries), 4), np.int64)  # each shard's CachedShard.run, as last looked up ...
@@ -150,7 +151,7 @@ class ShardSet:
             except IndexError:
                 problem = "its offsets point outside the shard"
             if problem:
-                return ShardError(f"{self.source.location}/{self.source.entries[shard]['file']}: row {row}: {problem} "
+                return ShardError(f"{self.source.location}/{self.source.entries[shard].file}: row {row}: {problem} "
                                   "(not written by the shards job?)")
         return ShardError(f"shards {sorted(set(shards))} of {self.source.location} hold a row whose offsets point "
                           "outside its shard (not written by the shards job?)")
@@ -195,12 +196,12 @@ class ShardSet:
         self.arena.close()
 
 
-def decompressed_bytes(entries: list[dict]) -> list[int]:
+def decompressed_bytes(entries: tuple[ShardEntry, ...]) -> list[int]:
     """Each shard's size in L2, from the index (cu_seqlens guessed at one piece per 64 tokens)."""
-    return [entry_bytes(e["rows"], e["tokens"], e["rows"] + e["tokens"] // 64) for e in entries]
+    return [entry_bytes(e.rows, e.tokens, e.rows + e.tokens // 64) for e in entries]
 
 
-def cache_capacity(entries: list[dict], shuffle_block_shards: int, cache_bytes: int | None, shm: Path,
+def cache_capacity(entries: tuple[ShardEntry, ...], shuffle_block_shards: int, cache_bytes: int | None, shm: Path,
                    share: float = 1.0) -> int:
     """The L2 byte limit: `share` of `cache_bytes`, else the whole data set when it fits in `share` of
     half of /dev/shm's size, else that; at least two shuffle blocks of the largest shard, the most the

@@ -57,6 +57,7 @@ from pathlib import Path
 import numpy as np
 
 from loaders.shard_reader import ShardArrays
+from schemas.index import ShardIndex
 from schemas.trust import UntrustedPath, owner_name, private_folder
 
 SHM = Path("/dev/shm")
@@ -138,9 +139,9 @@ def arena_name(key: str) -> str:
     return f"tokenmill-{key}.arena"
 
 
-def arena_key(location: str, index: dict) -> str:
+def arena_key(location: str, index: ShardIndex) -> str:
     """Same shards (location and checksums) → same arena on the node."""
-    identity = json.dumps([location, [(e["file"], e["checksum"]) for e in index["shards"]]])
+    identity = json.dumps([location, [(e.file, e.checksum) for e in index.shards]])
     return hashlib.blake2b(identity.encode(), digest_size=8).hexdigest()
 
 

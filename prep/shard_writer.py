@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from schemas.index import ShardEntry
 from schemas.shards import SHARD_SCHEMA, file_checksum
 
 
@@ -48,7 +49,7 @@ class ShardWriter:
     def __init__(self, folder: Path, prefix: str, cfg: ShardConfig):
         self.folder, self.prefix, self.cfg = Path(folder), prefix, cfg
         self.options = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", compression_level=cfg.zstd_level))
-        self.files: list[dict] = []
+        self.files: list[dict] = []  # the entries of the files so far, as they grow
         self._writer = self._sink = self._tmp = None
         self._tokens, self._cu = [], []
         self._pending_bytes = 0
@@ -89,8 +90,8 @@ class ShardWriter:
         os.replace(self._tmp, self.folder / entry["file"])
         self._writer = self._sink = None
 
-    def close(self) -> list[dict]:
+    def close(self) -> list[ShardEntry]:
         self._flush()
         if self._writer is not None:
             self._finish_file()
-        return self.files
+        return [ShardEntry(**{**f, "batch_rows": tuple(f["batch_rows"])}) for f in self.files]

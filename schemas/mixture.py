@@ -8,7 +8,9 @@ mixture.json (MIXTURE_VERSION), written by the pipeline beside its sources' fold
 Every source is a normal shards folder (index.json) written with the same tokenizer and seq_len.
 """
 
+import dataclasses
 import json
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -25,12 +27,33 @@ class MixtureError(ValueError):
     """A mixture that cannot be read; the message names the source."""
 
 
-def new_mixture(sources: dict[str, tuple[str, float, dict]]) -> dict:
-    """mixture.json's content for {name: (relative path, weight, the source's index)}, in order."""
-    return {"format_version": MIXTURE_VERSION,
-            "sources": {name: {"path": path, "weight": weight, "rows": index["totals"]["rows"],
-                               "tokens": index["totals"]["tokens"]}
-                        for name, (path, weight, index) in sources.items()}}
+@dataclass(frozen=True)
+class MixtureSource:
+    path: str  # the source's shards folder: relative to mixture.json and inside its folder, or a URL
+    weight: float | int | str  # as written (exact_weight reads it as an exact fraction)
+    rows: int  # the source's index totals
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Mixture:
+    sources: dict[str, MixtureSource]  # in the order the sources were named
+    format_version: str = MIXTURE_VERSION
+
+    def to_json(self) -> dict:
+        return {"format_version": self.format_version,
+                "sources": {name: dataclasses.asdict(source) for name, source in self.sources.items()}}
+
+    def location(self, mixture_path: Path, name: str) -> str:
+        """Where a source's shards are: its path, relative to mixture.json unless it is a URL (read_mixture_file
+        checked that a relative one stays inside mixture.json's folder)."""
+        path = self.sources[name].path
+        return path if is_url(path) else str(mixture_path.parent / path)
+
+
+def new_mixture(sources: dict[str, tuple[str, float, int, int]]) -> Mixture:
+    """The mixture of {name: (relative path, weight, the source's rows, its tokens)}, in order."""
+    return Mixture({name: MixtureSource(*entry) for name, entry in sources.items()})
 
 
 def exact_weight(name: str, weight) -> Fraction:
@@ -58,13 +81,13 @@ def parse_weights(text: str) -> dict[str, Fraction]:
     return weights
 
 
-def read_mixture_file(path: Path) -> dict:
+def read_mixture_file(path: Path) -> Mixture:
     """mixture.json's content, its structure checked; MixtureError naming the file or the source."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise MixtureError(f"{path}: missing") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise MixtureError(f"{path}: not JSON: {e}") from None
     if not isinstance(data, dict) or data.get("format_version") != MIXTURE_VERSION:
         raise MixtureError(f"{path}: format_version must be {MIXTURE_VERSION!r}")
@@ -80,10 +103,7 @@ def read_mixture_file(path: Path) -> dict:
             except ValueError as e:
                 raise MixtureError(f"{path}: {e}") from None
         exact_weight(name, entry["weight"])
-    return data
-
-
-def source_location(mixture_path: Path, entry: dict) -> str:
-    """Where a source's shards are: its path, relative to mixture.json unless it is a URL (read_mixture_file
-    checked that a relative one stays inside mixture.json's folder)."""
-    return entry["path"] if is_url(entry["path"]) else str(mixture_path.parent / entry["path"])
+        if not all(isinstance(entry[k], int) and not isinstance(entry[k], bool) and entry[k] >= 0
+                   for k in ("rows", "tokens")):
+            raise MixtureError(f"{path}: source {name!r}: rows and tokens must be counts")
+    return Mixture({name: MixtureSource(*(entry[k] for k in SOURCE_KEYS)) for name, entry in data["sources"].items()})

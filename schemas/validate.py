@@ -21,56 +21,49 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.mixture import MIXTURE_FILE, SHARED_INDEX_KEYS, MixtureError, read_mixture_file, source_location
-from schemas.shards import (
-    INDEX_FILE,
-    ROW_MULTIPLE,
-    TOTAL_KEYS,
-    ShardFileError,
-    entry_count_problems,
-    index_problems,
-    open_shard,
-)
+from schemas.index import INDEX_FILE, TOTAL_KEYS, ShardEntry, ShardIndex, entry_count_problems, index_problems
+from schemas.mixture import MIXTURE_FILE, SHARED_INDEX_KEYS, MixtureError, read_mixture_file
+from schemas.shards import ROW_MULTIPLE, ShardFileError, open_shard
 
 
-def _rows_problems(table: pa.Table, index: dict) -> list[str]:
+def _rows_problems(table: pa.Table, index: ShardIndex) -> list[str]:
     problems = []
     tokens, cu = table.column("tokens").combine_chunks(), table.column("cu_seqlens").combine_chunks()
     token_offsets, cu_offsets = tokens.offsets.to_numpy(), cu.offsets.to_numpy()
     values, bounds = tokens.values.to_numpy(zero_copy_only=False), cu.values.to_numpy(zero_copy_only=False)
     lengths = np.diff(token_offsets)
-    bad = np.flatnonzero((lengths % ROW_MULTIPLE != 0) | (lengths == 0) | (lengths > index["seq_len"]))
+    bad = np.flatnonzero((lengths % ROW_MULTIPLE != 0) | (lengths == 0) | (lengths > index.seq_len))
     if bad.size:
         problems.append(f"row {bad[0]} has {lengths[bad[0]]} tokens: not a multiple of {ROW_MULTIPLE} in "
-                        f"(0, {index['seq_len']}] ({len(bad)} rows like it)")
-    if values.size and values.max() >= index["vocab_size"]:
-        problems.append(f"token id {values.max()} is not below vocab_size {index['vocab_size']}")
+                        f"(0, {index.seq_len}] ({len(bad)} rows like it)")
+    if values.size and values.max() >= index.vocab_size:
+        problems.append(f"token id {values.max()} is not below vocab_size {index.vocab_size}")
     for row in range(len(lengths)):
         b = bounds[cu_offsets[row]:cu_offsets[row + 1]]
         if len(b) < 2 or b[0] != 0 or np.any(np.diff(b) <= 0) or b[-1] > lengths[row]:
             problems.append(f"row {row}: cu_seqlens {b[:8].tolist()}... must rise from 0 to at most {lengths[row]}")
             break
         padding = values[token_offsets[row] + b[-1]:token_offsets[row + 1]]
-        if np.any(padding != index["pad_id"]) or len(padding) >= ROW_MULTIPLE:
+        if np.any(padding != index.pad_id) or len(padding) >= ROW_MULTIPLE:
             problems.append(f"row {row}: {len(padding)} tokens after the last boundary, not all pad_id "
-                            f"{index['pad_id']} or 128 or more")
+                            f"{index.pad_id} or 128 or more")
             break
     return problems
 
 
-def shard_problems(folder: Path, entry: dict, index: dict, quick: bool) -> list[str]:
+def shard_problems(folder: Path, entry: ShardEntry, index: ShardIndex, quick: bool) -> list[str]:
     try:
-        table = open_shard(folder / entry["file"], entry, index["checksum_algorithm"])
+        table = open_shard(folder / entry.file, entry, index.checksum_algorithm)
     except ShardFileError as e:
         return [str(e)]
     problems = []
     tokens = int(pc.sum(pc.list_value_length(table.column("tokens"))).as_py() or 0)
-    if tokens != entry["tokens"]:
-        problems.append(f"{tokens} tokens, index says {entry['tokens']}")
+    if tokens != entry.tokens:
+        problems.append(f"{tokens} tokens, index says {entry.tokens}")
     real = sum(int(c[-1]) for c in table.column("cu_seqlens").to_pylist() if c)
-    if real != entry["real_tokens"]:
-        problems.append(f"{real} real tokens, index says {entry['real_tokens']}")
-    if "batch_rows" in entry and entry["batch_rows"] != [batch.num_rows for batch in table.to_batches()]:
+    if real != entry.real_tokens:
+        problems.append(f"{real} real tokens, index says {entry.real_tokens}")
+    if entry.batch_rows is not None and list(entry.batch_rows) != [batch.num_rows for batch in table.to_batches()]:
         problems.append("batch_rows does not match the file's record batches")
     return problems + ([] if quick else _rows_problems(table, index))
 
@@ -82,14 +75,14 @@ def validate(folder: Path, quick: bool = False) -> list[str]:
         index = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return [f"{path}: missing"]
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
         return [f"{path}: not JSON: {e}"]
     if problems := index_problems(index, counts=False):
         return [f"{path}: {p}" for p in problems]
-    problems = []
-    for entry in index["shards"]:  # what the files hold first: it says more than the counts that disagree with it
-        found = shard_problems(folder, entry, index, quick) or entry_count_problems(entry, index["seq_len"])
-        problems += [f"{entry['file']}: {p}" for p in found]
+    typed, problems = ShardIndex.from_json(index, counts=False), []
+    for entry, written in zip(typed.shards, index["shards"]):  # what the files hold first: it says more
+        found = shard_problems(folder, entry, typed, quick) or entry_count_problems(written, typed.seq_len)
+        problems += [f"{entry.file}: {p}" for p in found]
     totals = index["totals"]
     for key in ("rows", "tokens", "real_tokens", "bytes"):
         if key in totals and totals[key] != sum(e.get(key, 0) for e in index["shards"]):
@@ -105,26 +98,26 @@ def validate(folder: Path, quick: bool = False) -> list[str]:
 def validate_mixture(path: Path, quick: bool = False) -> list[str]:
     """Every problem of a mixture.json and its sources, each naming the source."""
     try:
-        sources = read_mixture_file(path)["sources"]
+        mixture = read_mixture_file(path)
     except MixtureError as e:
         return [str(e)]
     problems, first = [], None
-    for name, entry in sources.items():
-        folder = Path(source_location(path, entry))
+    for name, entry in mixture.sources.items():
+        folder = Path(mixture.location(path, name))
         found = validate(folder, quick)
-        problems += [f"source {name!r} ({entry['path']}): {p}" for p in found]
+        problems += [f"source {name!r} ({entry.path}): {p}" for p in found]
         if found:
             continue
-        index = json.loads((folder / INDEX_FILE).read_text(encoding="utf-8"))
+        index = ShardIndex.from_json(json.loads((folder / INDEX_FILE).read_text(encoding="utf-8")))
         for key in ("rows", "tokens"):
-            if entry[key] != index["totals"][key]:
-                problems.append(f"source {name!r}: {key} {entry[key]} in {path.name}, its index says "
-                                f"{index['totals'][key]}")
+            if getattr(entry, key) != getattr(index.totals, key):
+                problems.append(f"source {name!r}: {key} {getattr(entry, key)} in {path.name}, its index says "
+                                f"{getattr(index.totals, key)}")
         first = first or (name, index)
         for key in SHARED_INDEX_KEYS:
-            if index[key] != first[1][key]:
-                problems.append(f"source {name!r}: {key} {index[key]!r} differs from source {first[0]!r}'s "
-                                f"{first[1][key]!r} (a mixture has one tokenizer and seq_len)")
+            if getattr(index, key) != getattr(first[1], key):
+                problems.append(f"source {name!r}: {key} {getattr(index, key)!r} differs from source {first[0]!r}'s "
+                                f"{getattr(first[1], key)!r} (a mixture has one tokenizer and seq_len)")
     return problems
 
 

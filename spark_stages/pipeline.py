@@ -135,8 +135,9 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         stats["shards"][name] = shards_stage.run(spark, {name: files}, shards_cfg,
                                                  str(_folder(out_path, "shards", name, named)))
     if named:
-        mixture = new_mixture({name: (name, float(weights[name]) if weights else index["totals"]["rows"], index)
-                               for name, index in stats["shards"].items()})
+        mixture = new_mixture({name: (name, float(weights[name]) if weights else index["totals"]["rows"],
+                                      index["totals"]["rows"], index["totals"]["tokens"])
+                               for name, index in stats["shards"].items()}).to_json()
         write_json(shards_out / MIXTURE_FILE, mixture)
         stats["mixture"] = mixture
     return stats

@@ -19,6 +19,7 @@ document's id hash), so the same input and settings give byte-identical shards a
 A retried task writes a file of its own; only the files of the attempts Spark kept are read.
 """
 
+import dataclasses
 import logging
 import math
 import os
@@ -35,7 +36,8 @@ from prep.ingest.inputs import Sources, all_files
 from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
 from prep.tokenizer.encode import TokenizerFile, encode_flat
-from schemas.shards import INDEX_FILE, new_index, shard_name
+from schemas.index import INDEX_FILE, ShardEntry, new_index
+from schemas.shards import shard_name
 from spark_stages.ingest import (
     default_partitions,
     document_parquet,
@@ -203,7 +205,7 @@ def pack_and_write(table: pa.Table, group: int, folder: str, cfg: Config, pad_id
     for tokens, cu in zip(*materialize(rows, docs, pad_id)):
         writer.add(tokens, cu)
     files = writer.close()
-    return pa.Table.from_pylist([{"grp": group, **f, "documents": len(docs) if i == 0 else 0}
+    return pa.Table.from_pylist([{"grp": group, **dataclasses.asdict(f), "documents": len(docs) if i == 0 else 0}
                                  for i, f in enumerate(files)], schema=WRITTEN_SCHEMA)
 
 
@@ -215,8 +217,8 @@ def _token_views(chunk: pa.LargeBinaryArray) -> list[np.ndarray]:
 
 
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
-    """Encodes, packs and writes every source's documents into one shards folder; returns the index (also
-    SHARDS/index.json). The pipeline writes each source's shards apart."""
+    """Encodes, packs and writes every source's documents into one shards folder; returns the index as
+    SHARDS/index.json holds it. The pipeline writes each source's shards apart."""
     files = all_files(sources)
     tokenizer = tokenizer_file(cfg)
     staging = staging_dir(out)
@@ -234,22 +236,19 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     for entry in sorted(written, key=lambda r: (r.grp, r.file)):
         name = shard_name(len(shards))
         os.replace(staging / entry.file, staging / name)
-        shards.append({"file": name, "rows": entry.rows, "tokens": entry.tokens, "real_tokens": entry.real_tokens,
-                       "bytes": entry.bytes, "checksum": entry.checksum, "batch_rows": list(entry.batch_rows)})
+        shards.append(ShardEntry(name, entry.rows, entry.tokens, entry.real_tokens, entry.bytes, entry.checksum,
+                                 tuple(entry.batch_rows)))
         log.info("%s: %d rows, %d bytes", name, entry.rows, entry.bytes)
     for leftover in staging.glob("group-*"):  # of task attempts that failed, or lost the race to a retry
         leftover.unlink()
-    extra = {}
-    if quarantined:
-        extra["quarantine_checksum"] = content_checksum(spark, staging / "quarantine")
     index = new_index(shards, tokenizer_sha256=tokenizer.sha256, vocab_size=tokenizer.vocab_size,
                       seq_len=cfg.pack.seq_len, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
                       eos_id=tokenizer.eos_id, compression_level=cfg.zstd_level, documents=documents,
-                      quarantined=quarantined)
-    index.update(extra)
+                      quarantined=quarantined,
+                      quarantine_checksum=content_checksum(spark, staging / "quarantine") if quarantined else None)
     # The index goes first and comes last; a previous run's shards and quarantine go if not rewritten.
-    commit(staging, out, ["quarantine"] if quarantined else [], index, marker=INDEX_FILE)
-    return index
+    commit(staging, out, ["quarantine"] if quarantined else [], index.to_json(), marker=INDEX_FILE)
+    return index.to_json()
 
 
 def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Path, staging: Path):

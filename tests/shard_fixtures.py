@@ -1,5 +1,6 @@
 """Small shard folders written the way the tokenize job writes them, for validator and loader tests."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -7,7 +8,8 @@ import numpy as np
 
 from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
-from schemas.shards import new_index, shard_name
+from schemas.index import new_index
+from schemas.shards import shard_name
 
 PAD, SEQ = 2, 512
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
@@ -71,8 +73,9 @@ def write_text_mixture(folder, weights: dict[str, float], files: dict[str, tuple
     tokenizer_file = TokenizerFile.read(str(folder / "tokenizer.json"))
     indexes = {name: write_text_shards(folder / name, seq_len, files=group, parts=1, tokenizer_file=tokenizer_file)
                for name, group in files.items()}
-    mixture = new_mixture({name: (name, weights[name], index) for name, index in indexes.items()})
-    (folder / MIXTURE_FILE).write_text(json.dumps(mixture))
+    mixture = new_mixture({name: (name, weights[name], index["totals"]["rows"], index["totals"]["tokens"])
+                           for name, index in indexes.items()})
+    (folder / MIXTURE_FILE).write_text(json.dumps(mixture.to_json()))
     return folder / MIXTURE_FILE
 
 
@@ -86,8 +89,8 @@ def write_rows(folder, tokens, cu, parts, batch_bytes, **index_fields):
         for t, c in zip(tokens[lo:hi], cu[lo:hi]):
             writer.add(t, c)
         [entry] = writer.close()
-        (folder / entry["file"]).rename(folder / shard_name(part))
-        entries.append({**entry, "file": shard_name(part)})
-    index = new_index(entries, compression_level=3, **index_fields)
+        (folder / entry.file).rename(folder / shard_name(part))
+        entries.append(dataclasses.replace(entry, file=shard_name(part)))
+    index = new_index(entries, compression_level=3, **index_fields).to_json()
     (folder / "index.json").write_text(json.dumps(index))
     return index

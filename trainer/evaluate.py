@@ -59,13 +59,13 @@ def held_out_loss(model, tokens: list, seq_len: int) -> tuple[float, int]:
 def evaluate(cfg: EvalConfig) -> dict:
     index = ShardSource(sources_of(cfg.shards)[0].location).index  # a folder, a URL or a mixture (shared settings)
     tokenizer = TokenizerFile.read(cfg.tokenizer)
-    if tokenizer.sha256 != index["tokenizer_sha256"]:
+    if tokenizer.sha256 != index.tokenizer_sha256:
         raise SystemExit(f"{cfg.tokenizer} is not the tokenizer of {cfg.shards}")
     texts = [r.text for f in expand_inputs(cfg.input) for r in read_file(f) if isinstance(r, Document)]
     with tempfile.TemporaryDirectory() as rendezvous:  # FSDP wants a process group, even of one
         dist.init_process_group("gloo", init_method=f"file://{rendezvous}/store", rank=0, world_size=1)
         try:
-            model = build_model(TrainConfig(model=cfg.model), index["embedding_size"], torch.device("cpu"))
+            model = build_model(TrainConfig(model=cfg.model), index.embedding_size, torch.device("cpu"))
             checkpoint = latest_checkpoint(Path(cfg.run_dir))
             if checkpoint is None:
                 raise SystemExit(f"no complete checkpoint in {cfg.run_dir}")
@@ -73,7 +73,7 @@ def evaluate(cfg: EvalConfig) -> dict:
             dcp.load(state, checkpoint_id=str(checkpoint))
             set_model_state_dict(model, state["model"])
             model.eval()
-            nats, predicted = held_out_loss(model, encode_documents(tokenizer, texts), index["seq_len"])
+            nats, predicted = held_out_loss(model, encode_documents(tokenizer, texts), index.seq_len)
         finally:
             dist.destroy_process_group()
     size = sum(len(t.encode()) for t in texts)

@@ -24,8 +24,9 @@ def mixture(tmp_path):
     sizes = {"web": 240, "zh": 160, "tiny": 8}
     indexes = {name: write_shards(tmp_path / name, seed=i + 1, documents=n, parts=2 if n > 10 else 1)
                for i, (name, n) in enumerate(sizes.items())}
-    data = new_mixture({name: (name, WEIGHTS[name], indexes[name]) for name in sizes})
-    (tmp_path / "mixture.json").write_text(json.dumps(data))
+    data = new_mixture({name: (name, WEIGHTS[name], indexes[name]["totals"]["rows"], indexes[name]["totals"]["tokens"])
+                        for name in sizes})
+    (tmp_path / "mixture.json").write_text(json.dumps(data.to_json()))
     return tmp_path / "mixture.json", {name: index["totals"]["rows"] for name, index in indexes.items()}
 
 

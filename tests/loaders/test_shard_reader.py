@@ -290,7 +290,7 @@ def test_two_fetchers_of_one_remote_shard_both_succeed(tmp_path, monkeypatch):
     for thread in threads:
         thread.join(60)
     assert not errors and results[0] == results[1]
-    assert file_checksum(results[0]) == sources[0].entries[1]["checksum"]
+    assert file_checksum(results[0]) == sources[0].entries[1].checksum
     assert sorted(p.name for p in results[0].parent.iterdir()) == [shard_name(1)]  # no copy left behind
 
 

@@ -42,7 +42,7 @@ def tokens(loader, steps):
 def test_eviction_takes_the_least_recently_used_and_readers_notice(tmp_path, private_shm):
     write_shards(tmp_path, parts=4)
     source = ShardSource(str(tmp_path))
-    sizes = [entry_bytes(e["rows"], e["tokens"], read_shard(source, i).cu) for i, e in enumerate(source.entries)]
+    sizes = [entry_bytes(e.rows, e.tokens, read_shard(source, i).cu) for i, e in enumerate(source.entries)]
     arena = SharedArena(arena_key(source.location, source.index), 4, sum(sorted(sizes)[-2:]), private_shm)
     fill = lambda shard: arena.fill(shard, lambda: read_shard(source, shard))  # noqa: E731
     first, decompressed = fill(0)
@@ -98,7 +98,7 @@ def test_a_shard_that_fits_only_after_the_writes_in_flight_waits_for_them(tmp_pa
         held.go.set()
         writer.join()
     assert refused.is_set() and decompressed
-    assert cached.arrays.tokens.size == source.entries[1]["tokens"] and arena.evictions == 1
+    assert cached.arrays.tokens.size == source.entries[1].tokens and arena.evictions == 1
     arena.close()
 
 
@@ -211,7 +211,7 @@ def test_a_killed_writers_claim_is_taken_over(tmp_path, private_shm):
     assert arena.lookup(1) is None and not arena._claim(1)  # a live writer's claim is respected
     kill(child)
     cached, decompressed = arena.fill(1, lambda: read_shard(source, 1))
-    assert decompressed and cached.arrays.tokens.size == source.entries[1]["tokens"]
+    assert decompressed and cached.arrays.tokens.size == source.entries[1].tokens
 
 
 def attach_and_exit(path, shm):
@@ -359,7 +359,7 @@ def test_a_stalled_claim_is_reported_with_the_pid_that_holds_it(tmp_path, privat
     finally:
         kill(child)
     cached, decompressed = arena.fill(1, lambda: read_shard(source, 1))  # its claim went with it
-    assert decompressed and cached.arrays.tokens.size == source.entries[1]["tokens"]
+    assert decompressed and cached.arrays.tokens.size == source.entries[1].tokens
 
 
 def fill_within(arena, source, shard, seconds=30):
@@ -381,7 +381,7 @@ def test_a_claim_whose_pid_now_names_another_live_process_is_taken_over(tmp_path
     arena = SharedArena(arena_key(source.location, source.index), 2, 1 << 24, private_shm)
     arena.table[1, [Field.STATE, Field.PID]] = [State.WRITING, os.getppid()]
     cached, decompressed = fill_within(arena, source, 1)
-    assert decompressed and cached.arrays.tokens.size == source.entries[1]["tokens"]
+    assert decompressed and cached.arrays.tokens.size == source.entries[1].tokens
 
 
 @pytest.mark.skipif(os.getuid() != 0 or not shutil.which("unshare"), reason="a PID namespace needs root and unshare")
@@ -410,4 +410,4 @@ def test_a_writer_in_another_pid_namespace_is_waited_for_alive_and_taken_over_de
         kill(child)  # unshare, and with it (--kill-child) the writer
     arena.claim_timeout = 30
     cached, decompressed = fill_within(arena, source, 1)
-    assert decompressed and cached.arrays.tokens.size == source.entries[1]["tokens"]
+    assert decompressed and cached.arrays.tokens.size == source.entries[1].tokens

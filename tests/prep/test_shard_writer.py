@@ -29,9 +29,9 @@ def test_a_file_is_visible_only_once_complete(tmp_path):
     assert partial.startswith("group-00000-0000.arrow.") and partial.endswith(".tmp")
     [entry] = writer.close()
     assert [p.name for p in tmp_path.iterdir()] == ["group-00000-0000.arrow"]
-    path = tmp_path / entry["file"]
-    assert entry["bytes"] == path.stat().st_size and entry["checksum"] == file_checksum(path)
-    assert entry["rows"] == 200 and entry["tokens"] == 200 * 256 and entry["real_tokens"] == 200 * 256
+    path = tmp_path / entry.file
+    assert entry.bytes == path.stat().st_size and entry.checksum == file_checksum(path)
+    assert entry.rows == 200 and entry.tokens == 200 * 256 and entry.real_tokens == 200 * 256
 
 
 def test_two_attempts_at_one_group_write_their_own_partial_files(tmp_path):
@@ -71,8 +71,8 @@ def test_batches_and_files_roll_at_their_sizes_and_every_reader_reads_them(tmp_p
     for tokens, cu in written:
         writer.add(tokens, cu)
     entries = writer.close()
-    assert len(entries) > 1 and sum(e["rows"] for e in entries) == 600
-    first = tmp_path / entries[0]["file"]
+    assert len(entries) > 1 and sum(e.rows for e in entries) == 600
+    first = tmp_path / entries[0].file
     with pa.memory_map(str(first)) as source:
         reader = pa.ipc.open_file(source)
         assert reader.schema.equals(SHARD_SCHEMA) and reader.num_record_batches > 1

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 import xxhash
 
+from schemas.index import ShardEntry
 from schemas.shards import SHARD_SCHEMA, ShardFileError, checked_shard_mapping, file_checksum, shard_name
 from schemas.validate import main, validate
 from tests.shard_fixtures import write_shards
@@ -140,7 +141,7 @@ def test_a_file_checksum_is_the_digest_of_its_bytes(tmp_path, size):
 def test_a_refused_shard_leaves_no_mapping_of_its_file(tmp_path, refusal):
     path = tmp_path / "f.arrow"
     path.write_bytes(bytes(range(256)) * 64)
-    entry = {"bytes": path.stat().st_size, "checksum": "0" * 32}
+    entry = ShardEntry("f.arrow", rows=1, tokens=128, real_tokens=128, bytes=path.stat().st_size, checksum="0" * 32)
     algorithm = "md5" if refusal.startswith("unknown") else "xxh3-128"
     with pytest.raises(ShardFileError, match=refusal) as refused:
         checked_shard_mapping(path, entry, algorithm)
