@@ -84,6 +84,7 @@ class ShardIndex:
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
+        data["shards"] = list(data["shards"])  # as JSON reads back: lists
         for entry in data["shards"]:
             if entry["batch_rows"] is None:
                 del entry["batch_rows"]
