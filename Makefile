@@ -20,6 +20,8 @@ $(STAMP): pyproject.toml Makefile loaders/_collate.c
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q '$(TORCH)'
 	$(PY) -m pip install -q -e '.[dev]'
+	# the driver JVM's class archive, recorded once here so that no job pays for recording it
+	$(PY) -m spark_stages.class_archive
 	touch $(STAMP)
 
 lint: install

@@ -2,9 +2,12 @@
 
 A local job's JVM (python -m jobs.X) loads, parses and verifies tens of thousands of Spark classes on
 its way up and while it plans its first queries: seconds of every job's fixed cost. Java's dynamic CDS
-archive maps those classes ready-parsed instead. The first job on a machine records the archive when
-its JVM exits (Python waits for that, then renames the file into place, so no job ever maps a partial
-one); later jobs map it. The JVM checks an archive against itself and its classpath and ignores one
+archive maps those classes ready-parsed instead. Recording one slows the JVM that records it (the
+first dedup of the sample took 44 s recording, 23 s without an archive, 16 s mapping one), so no job
+records it: `make install` does (`python -m spark_stages.class_archive`: a small job of the kinds of
+work the jobs do, recorded, renamed into place when complete, so no job ever maps a partial one), and
+a job that finds none runs without and, as it exits, starts that recorder in the background at a
+lower priority; later jobs map it. The JVM checks an archive against itself and its classpath and ignores one
 that does not match, silently (its CDS logging is off), so a stale or foreign archive only costs the
 lost speed. The file name carries a key of the Java, Spark and extra jars, so a change records a new one;
 an archive no job has mapped for UNUSED_DAYS is removed when another is recorded (each is ~190 MB).
@@ -64,10 +67,11 @@ class ClassArchive:
     lock: int | None = None  # a descriptor holding the archive's lock while this process records it
 
     @classmethod
-    def for_launch(cls, java_home: str, conf: dict[str, str]) -> "ClassArchive | None":
-        """The archive for a JVM about to start: mapped when there is one, else recorded by this JVM unless
-        another process is recording it (this one then runs without). The lock is the kernel's: it goes
-        with its process, so a killed recorder leaves nothing that blocks the next one."""
+    def for_launch(cls, java_home: str, conf: dict[str, str], record: bool = False) -> "ClassArchive | None":
+        """The archive for a JVM about to start: mapped when there is one; else, with `record` (the
+        recorder), recorded by this JVM unless another process is recording it; else None (this one runs
+        without). The lock is the kernel's: it goes with its process, so a killed recorder leaves nothing
+        that blocks the next one."""
         path = archive_path(java_home, conf)
         if path is None:
             return None
@@ -81,6 +85,8 @@ class ClassArchive:
         if path.is_file():
             _mark_used(path)
             return cls(path)
+        if not record:
+            return None
         try:
             lock = os.open(path.with_suffix(".lock"), os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o644)
         except OSError:  # nowhere to record: run without
@@ -146,3 +152,67 @@ def _remove_unused(folder: Path) -> None:
                 old.with_suffix(".lock").unlink(missing_ok=True)
         except OSError:
             pass
+
+
+def record_in_background() -> None:
+    """Starts the recorder (this module as a program) detached and at the lowest priority, its output
+    dropped: for a job that found no archive, as it exits."""
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    try:
+        subprocess.Popen([sys.executable, "-m", "spark_stages.class_archive"], env=env, cwd=root,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, preexec_fn=_lowest_priority)
+    except OSError:  # no archive this time: only the speed is lost
+        pass
+
+
+def _lowest_priority() -> None:
+    """In the recorder, before it runs: the least CPU beside jobs. A new session is a scheduler group of
+    its own where the kernel groups by session (autogroup), and a group's share ignores its processes'
+    nice values: the group's own is set too."""
+    os.nice(19)
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("19")
+    except OSError:
+        pass
+
+
+def record(master: str = "local[2]") -> bool:
+    """Records the archive of this Java and classpath by a small job of the work the jobs do (a Python
+    task over Arrow batches, a shuffle, a window, Parquet written and read back); waits until it is in
+    place. Says whether one was recorded (False: archives off, one exists, or another recorder runs)."""
+    import tempfile
+
+    import pyarrow as pa
+
+    from spark_stages.session import get_spark
+
+    spark = get_spark("tokenmill-class-archive", [f"spark.master={master}"], record_archive=True)
+    recording = getattr(spark, "_tokenmill_archive", None)
+    if recording is None:
+        spark.stop()
+        return False
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    with tempfile.TemporaryDirectory() as folder:
+        frame = spark.range(0, 20_000, 1, 4).mapInArrow(
+            lambda batches: (pa.RecordBatch.from_pydict({"id": b["id"], "text": [str(i) for i in b["id"].to_pylist()]})
+                             for b in batches), "id long, text string")
+        frame = frame.withColumn("n", F.count("*").over(Window.partitionBy(F.col("id") % 7)))
+        frame.repartition(3, "n").sortWithinPartitions("id").write.parquet(f"{folder}/out")
+        spark.read.parquet(f"{folder}/out").groupBy("n").agg(F.sum("id")).toArrow()
+    _finish(getattr(spark.sparkContext._gateway, "proc", None), recording)
+    atexit.unregister(_finish)
+    return recording.path.is_file()
+
+
+if __name__ == "__main__":
+    from spark_stages import class_archive  # this file as the module the session imports, not a second copy
+
+    class_archive.record()

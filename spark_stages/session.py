@@ -6,6 +6,7 @@ zipped and shipped to the executors, so a cluster needs only the `executor` depe
 (spark_stages/executors.py).
 """
 
+import atexit
 import os
 import sys
 import tempfile
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from spark_stages.class_archive import ClassArchive
+from spark_stages.class_archive import ClassArchive, archive_path, record_in_background
 from spark_stages.java import ensure_java
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +61,10 @@ def _packages_zip() -> str:
     return str(path)
 
 
-def get_spark(app_name: str, conf_pairs: list[str] | None = None):
+def get_spark(app_name: str, conf_pairs: list[str] | None = None, record_archive: bool = False):
+    """The Spark session of a job (local[*] unless the conf or spark-submit says otherwise). A local
+    driver maps the JVM class archive when there is one (spark_stages/class_archive.py); without one,
+    `record_archive` records it (the recorder's own session), else the recorder starts at exit."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -75,8 +79,10 @@ def get_spark(app_name: str, conf_pairs: list[str] | None = None):
         if "spark.driver.extraJavaOptions" not in conf:  # the user's replace all of ours
             options = [f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"]
             if SparkContext._gateway is None:  # this session starts the driver JVM
-                archive = ClassArchive.for_launch(java_home, conf)
+                archive = ClassArchive.for_launch(java_home, conf, record=record_archive)
                 options += archive.java_options() if archive else []
+                if archive is None and not record_archive and archive_path(java_home, conf) is not None:
+                    atexit.register(record_in_background)  # none yet: recorded after this job, not during it
             conf["spark.driver.extraJavaOptions"] = " ".join(options)
     builder = SparkSession.builder.appName(app_name)
     if not launched_by_spark_submit() and "spark.master" not in conf:
@@ -92,7 +98,8 @@ def get_spark(app_name: str, conf_pairs: list[str] | None = None):
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    if archive is not None:
+    if archive is not None and archive.recording is not None:
+        spark._tokenmill_archive = archive  # the recorder finishes it (class_archive.record)
         archive.keep_at_exit(getattr(SparkContext._gateway, "proc", None))
     spark.sparkContext.setLogLevel(conf.get("tokenmill.logLevel", "ERROR"))
     spark.sparkContext.addPyFile(_packages_zip())

@@ -21,8 +21,14 @@ def run_job(cache, class_log=None) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
+def record(cache) -> subprocess.CompletedProcess:
+    """The recorder, as `make install` runs it."""
+    return subprocess.run([sys.executable, "-m", "spark_stages.class_archive"], cwd=REPO, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, CACHE_ENV: str(cache)})
+
+
 @pytest.mark.spark
-def test_the_first_job_records_the_archive_the_next_maps_it_and_a_broken_one_is_ignored(tmp_path):
+def test_the_recorder_records_the_archive_jobs_map_it_and_a_broken_one_is_ignored(tmp_path):
     cache = tmp_path / "jvm"
     cache.mkdir()
     # Archives of another Java or Spark: one unused for longer than UNUSED_DAYS, one mapped yesterday.
@@ -30,8 +36,7 @@ def test_the_first_job_records_the_archive_the_next_maps_it_and_a_broken_one_is_
     for archive, age in ((unused, UNUSED_DAYS + 1), (recent, 1)):
         archive.write_bytes(b"another key's archive")
         os.utime(archive, (time.time() - age * 86400,) * 2)
-    first = run_job(cache)
-    assert first.returncode == 0 and first.stdout.split()[-1] == "499500", first.stderr
+    assert record(cache).returncode == 0
     archives = sorted(set(cache.glob("spark-*.jsa")) - {recent})
     assert len(archives) == 1 and not list(cache.glob("*.partial"))  # moved into place whole
     assert not unused.exists() and recent.exists()  # removed as the new one was recorded
@@ -50,6 +55,21 @@ def test_the_first_job_records_the_archive_the_next_maps_it_and_a_broken_one_is_
     assert "[cds" not in third.stdout + third.stderr  # refused without a word to the user
 
 
+@pytest.mark.spark
+def test_a_job_without_an_archive_runs_without_one_and_has_it_recorded_after_it(tmp_path):
+    """Recording slows the JVM that records (44 s for the sample's dedup against 23): no job records while
+    it runs; the one that found none starts the recorder as it exits."""
+    cache = tmp_path / "jvm"
+    first = run_job(cache, tmp_path / "first.log")
+    assert first.returncode == 0 and first.stdout.split()[-1] == "499500", first.stderr
+    assert "shared objects file (top)" not in (tmp_path / "first.log").read_text()  # no archive mapped ...
+    deadline = time.time() + 300
+    while not list(cache.glob("spark-*.jsa")) and time.time() < deadline:  # ... and one recorded after it
+        time.sleep(1)
+    second = run_job(cache, tmp_path / "second.log")
+    assert second.returncode == 0 and "shared objects file (top)" in (tmp_path / "second.log").read_text()
+
+
 def test_one_process_records_an_archive_and_a_killed_recorders_partial_is_removed(monkeypatch, tmp_path):
     from spark_stages.java import ensure_java
 
@@ -62,11 +82,11 @@ def test_one_process_records_an_archive_and_a_killed_recorders_partial_is_remove
                               stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        assert ClassArchive.for_launch(home, {}) is None  # this JVM runs without
+        assert ClassArchive.for_launch(home, {}, record=True) is None  # this JVM runs without
         assert path.with_suffix(".partial").exists()  # not this process's to remove
     finally:
         holder.communicate("")
-    recorder = ClassArchive.for_launch(home, {})  # the holder is gone, and so is its lock
+    recorder = ClassArchive.for_launch(home, {}, record=True)  # the holder is gone, and so is its lock
     assert recorder.recording == path.with_suffix(".partial") and not recorder.recording.exists()
     os.close(recorder.lock)
 
@@ -83,9 +103,10 @@ def test_the_key_follows_the_java_and_the_classpath(monkeypatch, tmp_path):
     assert archive_key(home, {}) != archive_key(home, {"spark.jars": "extra.jar"})
     assert archive_key(home, {}) != archive_key(str(tmp_path), {})  # another Java
     monkeypatch.setenv(CACHE_ENV, "off")
-    assert ClassArchive.for_launch(home, {}) is None
+    assert ClassArchive.for_launch(home, {}, record=True) is None
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
-    recording = ClassArchive.for_launch(home, {})
+    assert ClassArchive.for_launch(home, {}) is None  # a job records none: the recorder does
+    recording = ClassArchive.for_launch(home, {}, record=True)
     assert recording.recording is not None and "-XX:ArchiveClassesAtExit" in recording.java_options()[0]
     os.close(recording.lock)
     recording.path.write_bytes(b"recorded")
@@ -107,4 +128,4 @@ def test_an_archive_folder_another_user_could_have_planted_is_never_mapped(monke
     home = ensure_java()
     archive_path(home, {}).write_bytes(b"a planted archive")
     with pytest.warns(UserWarning, match="runs without a class archive"):
-        assert ClassArchive.for_launch(home, {}) is None
+        assert ClassArchive.for_launch(home, {}, record=True) is None
