@@ -20,7 +20,9 @@ $(STAMP): pyproject.toml Makefile loaders/_collate.c
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q '$(TORCH)'
 	$(PY) -m pip install -q -e '.[dev]'
-	# the driver JVM's class archive, recorded once here so that no job pays for recording it
+	# what every job would otherwise pay for on a fresh machine, done once here: the compiled kernels'
+	# cache and the driver JVM's class archive
+	$(PY) -m prep.warm
 	$(PY) -m spark_stages.class_archive
 	touch $(STAMP)
 
