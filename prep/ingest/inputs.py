@@ -6,7 +6,8 @@ import os
 import re
 from dataclasses import dataclass
 
-READABLE_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet", ".txt")
+WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz")  # web crawls: the extract job reads them
+READABLE_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet", ".txt", *WARC_SUFFIXES)
 # NAME=PATH: a name is a folder name (it becomes OUT/shards/NAME); "data/a=b" has a slash before
 # its "=", so it stays a path.
 NAMED_INPUT = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]*)=(.+)")
@@ -24,6 +25,10 @@ class InputFile:
 
 def is_readable(path: str) -> bool:
     return path.endswith(READABLE_SUFFIXES)
+
+
+def is_warc(path: str) -> bool:
+    return path.endswith(WARC_SUFFIXES)
 
 
 def _glob_root(pattern: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from prep.ingest.inputs import InputFile
+from prep.ingest.inputs import InputFile, is_warc
 from prep.ingest.streams import CHUNK_BYTES, StreamDamaged, decompressed_chunks, split_lines
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -211,6 +211,9 @@ def read_parquet(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
 
 def read_file(file: InputFile, config: ReaderConfig = ReaderConfig()) -> Iterator[Record]:
     """Every record of one input file; never raises for bad content."""
+    if is_warc(file.path):
+        return iter([FileError(file.relative, "a WARC file: its pages become documents by jobs.extract (the "
+                                              "pipeline runs it first for a source of WARC files)")])
     if file.path.endswith(".parquet"):
         return read_parquet(file, config)
     if file.path.endswith(".txt"):

@@ -1,0 +1,83 @@
+"""What a task makes of one WARC file (prep/extract/warc.py): a row per page extracted (or found empty),
+per quarantined record and per file problem, and per skip reason one row with its count, as Arrow
+batches the Spark stage writes and counts (schemas/documents.py's EXTRACT_RESULT_SCHEMA)."""
+
+import importlib
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import pyarrow as pa
+
+from prep.extract.encoding import decode_html
+from prep.extract.html_text import main_text
+from prep.extract.warc import FileProblem, Page, Quarantined, Skipped, WarcConfig, read_warc
+from prep.ingest.inputs import InputFile
+from schemas.documents import EXTRACT_RESULT_SCHEMA
+
+BATCH_ROWS = 512
+EXTRACTORS = ("tokenmill", "trafilatura")
+
+
+@dataclass(frozen=True)
+class ExtractConfig:
+    # tokenmill: rules over resiliparse's parse, ~5x trafilatura's speed; trafilatura: its default mode
+    # (needs the trafilatura package on the executors), slower, for comparison or where its few points of
+    # F1 matter more than the cores (README, "The extract job")
+    extractor: str = "tokenmill"
+    warc: WarcConfig = field(default_factory=WarcConfig)
+
+    def __post_init__(self):
+        if self.extractor not in EXTRACTORS:
+            raise ValueError(f"extractor must be one of {', '.join(EXTRACTORS)}, got {self.extractor!r}")
+
+
+def host_of(url: str) -> str:
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _text(page: Page, cfg: ExtractConfig) -> tuple[str, str]:
+    """(main text, the charset the page was decoded with)."""
+    if page.is_text:
+        return page.payload.decode("utf-8", errors="replace").strip(), "utf-8"
+    decoded, charset = decode_html(page.payload, page.charset)
+    if cfg.extractor == "trafilatura":  # optional, not in the executor group: the job checks it is there
+        trafilatura = importlib.import_module("trafilatura")
+        return trafilatura.extract(decoded, include_comments=False, include_tables=True) or "", charset
+    return main_text(decoded), charset
+
+
+def file_rows(index: int, file: InputFile, cfg: ExtractConfig) -> Iterator[pa.RecordBatch]:
+    """Every outcome of one WARC file, in EXTRACT_RESULT_SCHEMA, in batches; never raises for its content."""
+    rows, skipped, number = [], Counter(), 0
+    for outcome in read_warc(file.path, cfg.warc):
+        base = {"file_index": index, "record_index": number, "file": file.relative, "count": 1}
+        number += 1
+        if isinstance(outcome, Skipped):
+            skipped[outcome.reason] += 1
+            continue
+        if isinstance(outcome, Page):
+            try:
+                text, charset = _text(outcome, cfg)
+            except Exception as e:  # noqa: BLE001  (a page no rule foresaw: quarantined with its reason)
+                rows.append({**base, "status": "quarantined", "reason": "extraction failed",
+                             "error": f"{type(e).__name__}: {str(e)[:200]}", "id": outcome.id})
+                continue
+            rows.append({**base, "status": "page" if text else "empty", "id": outcome.id, "text": text,
+                         "url": outcome.url, "host": host_of(outcome.url), "warc_date": outcome.date,
+                         "content_type": outcome.content_type, "charset": charset, "bytes_in": len(outcome.payload)})
+        elif isinstance(outcome, Quarantined):
+            rows.append({**base, "status": "quarantined", "reason": "malformed record", "error": outcome.error,
+                         "offset": outcome.offset})
+        elif isinstance(outcome, FileProblem):
+            rows.append({**base, "status": f"file_{outcome.kind}", "error": outcome.message})
+        if len(rows) >= BATCH_ROWS:
+            yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_RESULT_SCHEMA)
+            rows = []
+    rows += [{"file_index": index, "record_index": -1, "file": file.relative, "status": "skipped", "reason": reason,
+              "count": count} for reason, count in sorted(skipped.items())]
+    yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_RESULT_SCHEMA)
