@@ -19,7 +19,8 @@ def test_the_article_is_kept_whole_and_in_order_and_the_page_around_it_goes():
 
 def test_chinese_articles_and_lists_and_tables_come_out_as_lines():
     body = articles(1, size=4, names=("debian-handbook.zh",))[0]
-    items = "<ul><li>第一项：安装软件包并检查依赖关系是否满足。</li><li>第二项：升级系统中所有已安装的软件包。</li></ul>"
+    items = ("<ul><li>第一项：安装软件包并检查依赖关系是否满足。</li>"
+             "<li>第二项：升级系统中所有已安装的软件包。</li></ul>")
     table = "<table><tr><td>稳定版</td><td>适合服务器使用，经过长期测试。</td></tr></table>"
     page = SITE.page("软件包", body, lang="zh").replace("</article>", items + table + "</article>")
     text = main_text(page)
