@@ -1,0 +1,112 @@
+"""`jobs.extract`: WARC files in, each page's main text out with its URL and site, every other record
+counted by reason, damage named, site templates cut, the same rows on any partitioning, and an output
+the clean job reads."""
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from prep.ingest.inputs import single_source
+from spark_stages.extract import Config, TemplateConfig, run
+from tests.spark_stages.conftest import OTHER_CLUSTER, run_module, spark_settings
+from tests.web_fixtures import Response, Site, articles, encoded, write_warc
+
+pytestmark = pytest.mark.spark
+
+BIG = Site("docs.example.org", "Debian Notes")  # a site of 12 pages: its template is found
+SMALL = Site("blog.example.net", "Small Blog")  # 3 pages: too few to tell its template from its text
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("crawl")
+    bodies = articles(16)
+    big = [Response(f"https://docs.example.org/a/{i}", BIG.page(f"Article {i}", body).encode())
+           for i, body in enumerate(bodies[:12])]
+    small = [Response(f"https://blog.example.net/p/{i}", SMALL.page(f"Post {i}", body).encode())
+             for i, body in enumerate(bodies[12:15])]
+    chinese = articles(1, size=3, names=("debian-handbook.zh",))[0]
+    data, content_type = encoded(SMALL.page("Notes", chinese), "gbk", "meta")
+    small.append(Response("https://blog.example.net/zh", data, content_type))
+    write_warc(folder / "a.warc.gz", big[:6] + small)
+    write_warc(folder / "b.warc.gz", big[6:])
+    damaged = write_warc(folder / "c.warc.gz", [Response("https://other.example.com/x",
+                                                         BIG.page("Other", bodies[15]).encode())], crawl_records=False)
+    damaged.write_bytes(damaged.read_bytes()[:-40])  # the last record cut short
+    return folder, bodies, chinese
+
+
+@pytest.fixture(scope="module")
+def extracted(spark, crawl, tmp_path_factory):
+    folder, _, _ = crawl
+    out = tmp_path_factory.mktemp("extracted")
+    stats = run(spark, single_source(str(folder)), Config(), str(out))
+    return out, stats, pq.read_table(out / "docs").to_pylist()
+
+
+def test_every_record_is_counted_by_outcome_and_reason(extracted):
+    out, stats, docs = extracted
+    assert stats["pages"] == 16 and stats["extracted"] == 16 and stats["written"] == 16 == len(docs)
+    assert stats["skipped"]["request"] == 16 + 2 * 3 + 1 and stats["skipped"]["redirect"] == 2  # one per page and extra
+    assert stats["skipped"]["status_404"] == 2 and stats["skipped"]["not_html"] == 2
+    assert {"warcinfo", "revisit", "metadata"} <= set(stats["skipped"])
+    assert [w["file"] for w in stats["file_warnings"]] == ["c.warc.gz"] and stats["file_errors"] == []
+    assert json.loads((out / "stats.json").read_text()) == stats and (out / "report.md").is_file()
+
+
+def test_documents_carry_the_record_id_the_url_the_site_and_the_charset(extracted, crawl):
+    _, _, docs = extracted
+    _, bodies, chinese = crawl
+    by_url = {d["url"]: d for d in docs}
+    first = by_url["https://docs.example.org/a/0"]
+    assert first["id"].startswith("<urn:uuid:") and first["host"] == "docs.example.org"
+    assert first["charset"] == "utf-8" and first["content_type"].startswith("text/html") and first["warc_date"]
+    assert all(p in first["text"] for p in bodies[0])
+    zh = by_url["https://blog.example.net/zh"]
+    assert zh["charset"] == "gb18030" and all(p in zh["text"] for p in chinese)
+
+
+def test_the_template_of_a_site_of_many_pages_is_cut_and_its_articles_kept(extracted, crawl):
+    _, stats, docs = extracted
+    _, bodies, _ = crawl
+    big = [d for d in docs if d["host"] == "docs.example.org"]
+    template = BIG.template_lines()
+    left = sum(line in d["text"] for d in big for line in template)
+    assert len(big) == 12 and left <= 0.05 * len(template) * len(big)  # at least 95% of the template lines cut
+    assert all(all(p in d["text"] for p in bodies[int(d["url"].rsplit("/", 1)[1])]) for d in big)
+    small = [d for d in docs if d["host"] == "blog.example.net"]
+    assert any(SMALL.template_lines()[1] in d["text"] for d in small)  # 4 pages: below min_pages, kept
+    assert stats["templates"]["pages_changed"] == 12 and stats["templates"]["lines_removed"] >= 12
+
+
+def test_the_same_rows_on_another_partitioning_and_without_the_template_step(spark, crawl, extracted, tmp_path):
+    folder, _, _ = crawl
+    _, stats, _ = extracted
+    with spark_settings(spark, OTHER_CLUSTER):
+        again = run(spark, single_source(str(folder)), Config(partitions=3), str(tmp_path / "again"))
+    assert again["checksums"]["docs"].split(":")[0] == stats["checksums"]["docs"].split(":")[0]
+    other = run(spark, single_source(str(folder)), Config(), str(tmp_path / "other"))
+    assert other["checksums"] == stats["checksums"]
+    run(spark, single_source(str(folder)), Config(templates=TemplateConfig(enabled=False)), str(tmp_path / "p"))
+    texts = [d["text"] for d in pq.read_table(tmp_path / "p" / "docs").to_pylist() if "docs.example" in d["url"]]
+    assert all(BIG.template_lines()[1] in t for t in texts)  # what the step removes, there without it
+
+
+def test_the_clean_job_reads_the_output_and_keeps_the_url(spark, extracted, tmp_path):
+    from spark_stages import clean
+
+    out, _, _ = extracted
+    stats = clean.run(spark, single_source(str(out / "docs")), clean.Config(), str(tmp_path / "clean"))
+    assert stats["input"] == 16 and stats["quarantined"] == 0
+    kept = pq.read_table(tmp_path / "clean" / "docs").to_pylist()
+    assert kept and all(json.loads(d["metadata"])["url"].startswith("https://") for d in kept)
+
+
+def test_the_command_line(crawl, tmp_path):
+    folder, _, _ = crawl
+    assert "--templates.min_pages" in run_module("extract", "--help").stdout
+    missing = run_module("extract", "--input", str(tmp_path / "nope"), "--output", str(tmp_path / "o"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    bad = run_module("extract", "--input", str(folder), "--output", str(tmp_path / "o"), "--extractor", "magic")
+    assert bad.returncode == 2 and "extractor must be one of" in bad.stderr
