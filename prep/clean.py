@@ -4,6 +4,7 @@ Pure Python over one document (`clean_text`), plus the Arrow batch function the 
 from mapInArrow: `clean_batch` (READ_SCHEMA, prep/ingest/records.py, to CLEAN_RESULT_SCHEMA).
 """
 
+import json
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -19,6 +20,7 @@ from prep.quality.fineweb import FineWebConfig, fineweb
 from prep.quality.gopher_quality import GopherQualityConfig, gopher_quality
 from prep.quality.gopher_repetition import GopherRepetitionConfig, gopher_repetition
 from prep.quality.profiles import PROFILES, profile_settings
+from prep.quality.url_filter import UrlFilter, UrlFilterConfig
 from prep.quality.word_diversity import WordDiversityConfig, word_diversity
 from schemas import DOCUMENT_SCHEMA, REJECTED_SCHEMA
 
@@ -65,6 +67,7 @@ class CleanConfig:
     normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
     language: LanguageConfig = field(default_factory=LanguageConfig)
     pii: PiiConfig = field(default_factory=PiiConfig)
+    url_filter: UrlFilterConfig = field(default_factory=UrlFilterConfig)  # blocked sites, pages and words in URLs
     en: LanguageRules = field(default_factory=LanguageRules)  # English: the published thresholds
     zh: LanguageRules = field(default_factory=chinese_rules)  # Chinese: character-based, FineWeb-2's
     other: LanguageRules = field(default_factory=other_rules)  # every other language
@@ -119,11 +122,26 @@ CLEAN_RESULT_SCHEMA = pa.schema(
 )
 
 
-def clean_batch(batch: pa.RecordBatch, cfg: CleanConfig) -> pa.RecordBatch:
-    """READ_SCHEMA in, CLEAN_RESULT_SCHEMA out: documents cleaned, everything else passed through."""
+def url_of(metadata: str | None) -> str | None:
+    """A document's URL: its `url` field (the extract job's column, carried in metadata)."""
+    if not metadata or '"url"' not in metadata:
+        return None
+    try:
+        url = json.loads(metadata).get("url")
+    except (ValueError, AttributeError):
+        return None
+    return url if isinstance(url, str) else None
+
+
+def clean_batch(batch: pa.RecordBatch, cfg: CleanConfig, url_filter: UrlFilter | None = None) -> pa.RecordBatch:
+    """READ_SCHEMA in, CLEAN_RESULT_SCHEMA out: documents cleaned, everything else passed through.
+    `url_filter`: cfg.url_filter with its lists read (UrlFilter), rejecting documents by their URL first."""
     rows = batch.to_pylist()
     for row in rows:
         if row["status"] != "doc":
+            continue
+        if url_filter and (reason := url_filter.reason(url_of(row["metadata"]))):
+            row.update(status="rejected", lang="", lang_score=0.0, reason=reason)
             continue
         try:
             cleaned = clean_text(row["text"], cfg)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from prep.clean import CLEAN_RESULT_SCHEMA, CleanConfig, clean_batch
 from prep.ingest.inputs import Sources, all_files
+from prep.quality.url_filter import UrlFilter
 from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, REJECTED_SCHEMA
 from spark_stages.ingest import default_partitions, read_input
 from spark_stages.outputs import checksums, commit, staging_dir
@@ -35,9 +36,11 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     (also OUT/stats.json). The pipeline cleans each source alone, with its own settings."""
     started = time.time()
 
+    blocked = spark.sparkContext.broadcast(UrlFilter(cfg.url_filter))  # the lists read here, once
+
     def clean_partition(batches):
         for batch in batches:
-            yield clean_batch(batch, cfg)
+            yield clean_batch(batch, cfg, blocked.value)
 
     files = all_files(sources)
     records = read_input(spark, files, cfg.reader)
@@ -98,5 +101,9 @@ def summary(stats: dict) -> str:
     return "\n".join(lines)
 
 
+def check(cfg: Config, _sources) -> None:
+    UrlFilter(cfg.url_filter)  # a blocklist that is not there: exit code 2 before Spark starts
+
+
 STAGE = Stage("clean", "Clean raw text: normalization, language, PII, quality rules; rejections and quarantine kept.",
-              Config, run, summary, modules=("spark_stages.clean",))
+              Config, run, summary, modules=("spark_stages.clean",), check=check)

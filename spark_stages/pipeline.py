@@ -94,7 +94,8 @@ def check(cfg: Config, sources: list[str] | None) -> None:
         if unknown := sorted(set(settings) - set(SOURCE_SECTIONS)):
             raise ValueError(f"sources.{name}: {', '.join(unknown)} cannot be set per source (only "
                              f"{', '.join(SOURCE_SECTIONS)})")
-        clean_settings(cfg, name)
+        clean_stage.check(clean_settings(cfg, name), None)
+    clean_stage.check(cfg.clean, None)
 
 
 def _folder(out: Path, stage: str, name: str, named: bool) -> Path:

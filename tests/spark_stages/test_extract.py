@@ -94,13 +94,16 @@ def test_the_same_rows_on_another_partitioning_and_without_the_template_step(spa
 
 
 def test_the_clean_job_reads_the_output_and_keeps_the_url(spark, extracted, tmp_path):
+    from prep.config import override
     from spark_stages import clean
 
     out, _, _ = extracted
-    stats = clean.run(spark, single_source(str(out / "docs")), clean.Config(), str(tmp_path / "clean"))
-    assert stats["input"] == 16 and stats["quarantined"] == 0
+    (tmp_path / "blocked.txt").write_text("example.net\n")  # blocks blog.example.net, a subdomain
+    cfg = override(clean.Config(), {"url_filter": {"blocklists": [str(tmp_path / "blocked.txt")]}})
+    stats = clean.run(spark, single_source(str(out / "docs")), cfg, str(tmp_path / "clean"))
+    assert stats["input"] == 16 and stats["quarantined"] == 0 and stats["rejected_by_reason"]["url_filter:domain"] == 4
     kept = pq.read_table(tmp_path / "clean" / "docs").to_pylist()
-    assert kept and all(json.loads(d["metadata"])["url"].startswith("https://") for d in kept)
+    assert kept and all(json.loads(d["metadata"])["url"].startswith("https://docs.") for d in kept)
 
 
 def test_the_command_line(crawl, tmp_path):
