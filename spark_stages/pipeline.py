@@ -1,6 +1,7 @@
-"""The whole pipeline in one Spark session: clean → dedup → train tokenizer (unless given) → shards.
+"""The whole pipeline in one Spark session: (extract →) clean → dedup → train tokenizer (unless given) → shards.
 
-Writes OUT/clean/, OUT/dedup/, OUT/tokenizer/ (when no tokenizer is given) and OUT/shards/, each
+Writes OUT/extract/ (for WARC input), OUT/clean/, OUT/dedup/, OUT/tokenizer/ (when no tokenizer is given) and
+OUT/shards/, each
 exactly as the stage's own job would. Each stage reads the previous one's output from disk, so a
 failed run can be continued stage by stage with the single jobs. One YAML file sets every stage
 (`clean:`, `dedup:`, `tokenizer:`, `shards:` sections; `--print-config` shows them all).
@@ -21,10 +22,11 @@ from pathlib import Path
 from typing import ClassVar
 
 from prep.config import override
-from prep.ingest.inputs import DEFAULT_SOURCE, InputError, InputFile, Sources, expand_inputs, is_named
+from prep.ingest.inputs import DEFAULT_SOURCE, InputError, InputFile, Sources, expand_inputs, is_named, is_warc
 from schemas.mixture import MIXTURE_FILE, MixtureError, new_mixture, parse_weights
 from spark_stages import clean as clean_stage
 from spark_stages import dedup as dedup_stage
+from spark_stages import extract as extract_stage
 from spark_stages import shards as shards_stage
 from spark_stages import tokenizer as tokenizer_stage
 from spark_stages.outputs import record_written, write_json
@@ -58,6 +60,7 @@ class SourcesConfig:
 @dataclass(frozen=True)
 class Config:
     """Each stage's settings; shards.tokenizer, when set, is used instead of training one."""
+    extract: extract_stage.Config = field(default_factory=extract_stage.Config)  # for sources of WARC files
     clean: clean_stage.Config = field(default_factory=clean_stage.Config)
     dedup: dedup_stage.Config = field(default_factory=dedup_stage.Config)
     tokenizer: tokenizer_stage.Config = field(default_factory=tokenizer_stage.Config)
@@ -78,6 +81,13 @@ def source_weights(cfg: SourcesConfig, names: list[str]) -> dict[str, Fraction] 
 def clean_settings(cfg: Config, source: str) -> clean_stage.Config:
     """The cleaning settings of one source: the pipeline's, with the source's own over them."""
     return override(cfg.clean, cfg.sources.each.get(source, {}).get("clean", {}), f"sources.{source}.clean")
+
+
+def check_sources(sources: Sources) -> None:
+    """A source is WARC files or documents, not both (the extract stage runs for the first kind)."""
+    for name, files in sources.items():
+        if len({is_warc(f.path) for f in files}) > 1:
+            raise InputError(f"source {name!r} holds WARC files and documents: give them as two sources")
 
 
 def check(cfg: Config, sources: list[str] | None) -> None:
@@ -113,10 +123,16 @@ def _documents(folder: Path, source: str, stage: str) -> list[InputFile]:
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     """Every stage in order; returns their stats by stage, by source where the stage runs per source
     (clean, shards). OUT/shards/mixture.json last, for named sources."""
+    check_sources(sources)
     out_path, named = Path(out), is_named(sources)
     weights = source_weights(cfg.sources, list(sources)) if named else None
     stats: dict = {"clean": {}, "shards": {}}
     for name, files in sources.items():
+        if is_warc(files[0].path):  # a crawl: its pages' text first (check made sure the source is all WARC)
+            log.info("extract %s", name)
+            extracted = _folder(out_path, "extract", name, named)
+            stats.setdefault("extract", {})[name] = extract_stage.run(spark, {name: files}, cfg.extract, str(extracted))
+            files = _documents(extracted / "docs", name, "extraction")
         log.info("clean %s", name)
         stats["clean"][name] = clean_stage.run(spark, {name: files}, clean_settings(cfg, name),
                                                str(_folder(out_path, "clean", name, named)))
@@ -162,7 +178,8 @@ def summary(stats: dict) -> str:
             return [f"{label}: {stage.summary(s)}" for s in section.values()]
         return [f"{label}:", *(f"  {name}: {stage.summary(s)}" for name, s in section.items())]
 
-    parts = per_source("clean", clean_stage, stats["clean"])
+    parts = per_source("extract", extract_stage, stats["extract"]) if "extract" in stats else []
+    parts += per_source("clean", clean_stage, stats["clean"])
     parts.append(f"dedup: {dedup_stage.summary(stats['dedup'])}")
     if named:
         parts += [f"  {name}: kept {s['kept']} of {s['input']}, {s['in_an_earlier_source']} in an earlier source"
@@ -178,6 +195,6 @@ def summary(stats: dict) -> str:
 
 STAGE = Stage("pipeline", "The whole pipeline: clean, dedup, train the tokenizer (unless given), write shards.",
               Config, run, summary,
-              modules=tuple(m for stage in (clean_stage, dedup_stage, tokenizer_stage, shards_stage)
+              modules=tuple(m for stage in (extract_stage, clean_stage, dedup_stage, tokenizer_stage, shards_stage)
                             for m in stage.STAGE.modules),
               check=check, section_files={"clean-config": "clean"}, named_inputs=True, per_source="sources")
