@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
+.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
 
 install: $(STAMP)
 
@@ -61,6 +61,16 @@ bench-clean: install
 
 eval-clean: install
 	$(PY) -m benchmarks.eval_clean_quality
+
+# Main-text extraction against trafilatura, resiliparse and readability on trafilatura's evaluation pages, packed
+# into a WARC (its peers installed into .venv the first time). TRAFILATURA_TESTS: the tests/ folder of a clone of
+# https://github.com/adbar/trafilatura.
+TRAFILATURA_TESTS ?= /tmp/trafilatura/tests
+EXTRACT_WARC ?= /tmp/tokenmill-evalwarc
+bench-extract: install
+	$(PY) -m pip install -q 'trafilatura>=2,<3' 'readability-lxml>=0.8,<1'
+	$(PY) -m benchmarks.build_eval_warc --tests $(TRAFILATURA_TESTS) --output $(EXTRACT_WARC)
+	$(PY) -m benchmarks.bench_extract --warc $(EXTRACT_WARC) --trafilatura-tests $(TRAFILATURA_TESTS)
 
 # The cleaning profiles (web, docs, code) on documentation and source code of this machine's packages.
 eval-profiles: install

@@ -1,0 +1,135 @@
+"""Extraction benchmark: tokenmill's main-text extractor against trafilatura (its default and fast
+modes), resiliparse's main-content extraction and readability-lxml, on the same pages of one WARC
+file (benchmarks/build_eval_warc.py: trafilatura's own evaluation pages), one run, one core each;
+then the extract job end to end on the same WARC, copied to more pages.
+
+    python -m benchmarks.bench_extract --warc /tmp/evalwarc [--job-copies 4]
+
+Accuracy is trafilatura's own measure (tests/eval_common.py): a page's text should hold each of its
+"with" snippets and none of its "without" ones, white space normalized; precision, recall and F1 over
+all snippets. Speed is pages per second of CPU time of the extraction alone (the page's bytes in, its
+text out, decoding included), and the WARC's MB per second for tokenmill's whole read (records, decode,
+extract). Prints a Markdown table.
+"""
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from prep.extract.encoding import decode_html
+from prep.extract.html_text import main_text
+from prep.extract.warc import Page, read_warc
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def scores(texts: dict[str, str], annotations: dict) -> tuple[float, float, float]:
+    tp = fp = fn = 0
+    for url, item in annotations.items():
+        text = _norm(texts.get(url) or "")
+        found = sum(_norm(w) in text for w in item["with"])
+        tp, fn, fp = tp + found, fn + len(item["with"]) - found, fp + sum(_norm(w) in text for w in item["without"])
+    precision, recall = tp / max(1, tp + fp), tp / max(1, tp + fn)
+    return precision, recall, 2 * precision * recall / max(1e-9, precision + recall)
+
+
+def extractors() -> dict:
+    import lxml.html
+    import trafilatura
+    from readability import Document
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+    from resiliparse.parse.html import HTMLTree
+
+    def decoded(body: bytes) -> str:
+        return bytes_to_str(body, detect_encoding(body))
+
+    def readability(body: bytes) -> str:
+        return lxml.html.fromstring(Document(decoded(body)).summary()).text_content()
+
+    options = {"include_comments": False, "include_tables": True}
+    return {
+        "tokenmill": lambda body: main_text(decode_html(body)[0]),
+        "trafilatura (fast=False, its default)": lambda body: trafilatura.extract(body, fast=False, **options),
+        "trafilatura (fast=True)": lambda body: trafilatura.extract(body, fast=True, **options),
+        "resiliparse, main content": lambda body: extract_plain_text(HTMLTree.parse(decoded(body)),
+                                                                     main_content=True),
+        "readability-lxml": readability,
+    }
+
+
+def run_one(extract, pages: dict[str, bytes]) -> tuple[dict[str, str], float]:
+    texts, started = {}, time.process_time()
+    for url, body in pages.items():
+        try:
+            texts[url] = extract(body) or ""
+        except Exception:  # noqa: BLE001  (a peer that fails on a page scores nothing there)
+            texts[url] = ""
+    return texts, time.process_time() - started
+
+
+def warc_rate(path: Path) -> tuple[float, int]:
+    """(MB of WARC per CPU second, pages) for tokenmill's whole read: records, decoding, extraction."""
+    started, pages = time.process_time(), 0
+    for outcome in read_warc(str(path)):
+        if isinstance(outcome, Page):
+            main_text(decode_html(outcome.payload, outcome.charset)[0])
+            pages += 1
+    return path.stat().st_size / 1e6 / (time.process_time() - started), pages
+
+
+def job(folder: Path, copies: int, cores: int) -> tuple[float, int]:
+    """(pages per second per core, pages) of `python -m jobs.extract` on the WARC copied `copies` times."""
+    with tempfile.TemporaryDirectory() as work:
+        subprocess.run([sys.executable, "-m", "benchmarks.build_eval_warc", "--tests", str(folder / "tests"),
+                        "--output", work, "--copies", str(copies)], cwd=REPO, check=True, capture_output=True)
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "jobs.extract", "--input", work, "--output",
+                        f"{work}/out", "--conf", f"spark.master=local[{cores}]"], cwd=REPO, check=True,
+                       capture_output=True)
+        seconds = time.perf_counter() - started
+        pages = json.loads(Path(work, "out", "stats.json").read_text())["pages"]
+    return pages / seconds / cores, pages
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--warc", required=True, help="the folder build_eval_warc wrote")
+    parser.add_argument("--trafilatura-tests", help="trafilatura's tests/ folder, for the job's copies")
+    parser.add_argument("--job-copies", type=int, default=8, help="WARC files of the pages for the job's run (0: none)")
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args()
+    folder = Path(args.warc)
+    annotations = json.loads((folder / "annotations.json").read_text(encoding="utf-8"))
+    pages = {o.url: o.payload for o in read_warc(str(folder / "eval.warc.gz")) if isinstance(o, Page)}
+    print(f"{len(pages)} pages, {sum(map(len, pages.values())) / 1e6:.1f} MB of HTML, one core each, "
+          f"{time.strftime('%Y-%m-%d')}\n")
+    print("| extractor | precision | recall | F1 | pages/s per core | vs trafilatura fast |\n|---|---|---|---|---|---|")
+    rates, rows = {}, []
+    for name, extract in extractors().items():
+        texts, seconds = run_one(extract, pages)
+        rates[name] = len(pages) / seconds
+        rows.append((name, *scores(texts, annotations)))
+    for name, precision, recall, f1 in rows:
+        print(f"| {name} | {precision:.3f} | {recall:.3f} | {f1:.3f} | {rates[name]:.0f} | "
+              f"{rates[name] / rates['trafilatura (fast=True)']:.2f}x |")
+    mb_per_s, _ = warc_rate(folder / "eval.warc.gz")
+    print(f"\ntokenmill's whole read of the WARC (records, decoding, extraction): {mb_per_s:.1f} MB/s per core; "
+          f"against trafilatura fast: {rates['tokenmill'] / rates['trafilatura (fast=True)']:.2f}x pages/s")
+    if args.job_copies and args.trafilatura_tests:
+        per_core, count = job(Path(args.trafilatura_tests).parent, args.job_copies, args.cores)
+        print(f"jobs.extract end to end, local[{args.cores}], {count} pages: {per_core:.0f} pages/s per core "
+              f"({per_core / rates['trafilatura (fast=True)']:.2f}x trafilatura fast's rate per core)")
+
+
+if __name__ == "__main__":
+    main()
