@@ -90,12 +90,12 @@ def warc_rate(path: Path) -> tuple[float, int]:
 def job(folder: Path, copies: int, cores: int) -> tuple[float, int]:
     """(pages per second per core, pages) of `python -m jobs.extract` on the WARC copied `copies` times."""
     with tempfile.TemporaryDirectory() as work:
+        crawl = f"{work}/crawl"
         subprocess.run([sys.executable, "-m", "benchmarks.build_eval_warc", "--tests", str(folder / "tests"),
-                        "--output", work, "--copies", str(copies)], cwd=REPO, check=True, capture_output=True)
+                        "--output", crawl, "--copies", str(copies)], cwd=REPO, check=True, capture_output=True)
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "jobs.extract", "--input", work, "--output",
-                        f"{work}/out", "--conf", f"spark.master=local[{cores}]"], cwd=REPO, check=True,
-                       capture_output=True)
+        subprocess.run([sys.executable, "-m", "jobs.extract", "--input", crawl, "--output", f"{work}/out",
+                        "--conf", f"spark.master=local[{cores}]"], cwd=REPO, check=True, capture_output=True)
         seconds = time.perf_counter() - started
         pages = json.loads(Path(work, "out", "stats.json").read_text())["pages"]
     return pages / seconds / cores, pages
