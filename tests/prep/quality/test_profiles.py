@@ -7,6 +7,7 @@ from prep.clean import CleanConfig, clean_text
 from prep.config import ConfigError, override
 from prep.quality.profiles import PROFILES
 from tests.labelled.quality_set import build
+from tests.shard_fixtures import sample_texts
 
 
 def test_web_is_the_defaults_and_a_profile_is_a_base_the_users_settings_win_over():
@@ -32,10 +33,8 @@ def test_an_unknown_profile_is_an_error_naming_the_key():
 
 
 @pytest.mark.parametrize("profile", [p for p in PROFILES if p != "web"])
-def test_a_profile_keeps_documentation_the_web_rules_reject(sample_dir, profile):
-    from tests.spark_stages.test_pipeline_sources import read_sample
-
-    texts = [d["text"] for d in read_sample(sample_dir, "python-index-pages.en")]
+def test_a_profile_keeps_documentation_the_web_rules_reject(profile):
+    texts = sample_texts(["python-index-pages.en"])
     kept = {p: sum(clean_text(t, override(CleanConfig(), {"profile": p})).reason is None for t in texts)
             for p in ("web", profile)}
     assert kept[profile] > kept["web"]
