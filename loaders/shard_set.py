@@ -123,7 +123,8 @@ class ShardSet:
         try:  # copies: no view outlives it
             written = collate_into(parts, self.seq_len, self.pad_id, self.vocab_size, out, first_row, pieces)
         except ValueError:
-            raise self._bad_row(shards, rows, lambda s, r: parts[list(zip(shards, rows)).index((s, r))]) from None
+            read = dict(zip(zip(shards, rows), parts))
+            raise self._bad_row(shards, rows, lambda s, r: read[(s, r)]) from None
         finally:
             self._direct.clear()
         if not all(self.arena.still_valid(c) for c in cached.values() if c is not None):

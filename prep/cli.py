@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import yaml
 
 from prep.config import ConfigError, load_yaml, merged, nested, override, to_yaml
+from prep.ingest.inputs import NAMED_INPUT
 
 SCALARS = (int, float, str, bool)
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -143,17 +144,13 @@ def command_line(config_type, argv: list[str] | None, *, prog: str, description:
     for flag in config_flags:
         _add_flag(settings, flag, taken=set(parser._option_string_actions))
     args, rest = parser.parse_known_args(argv)
-    values: dict = {}
+    values, so_far = {}, config_type()
     for path, where in _section_files(args, section_files or {}, per_source):
         try:
             values = merged(values, nested(where, load_yaml(path)))
-            override(config_type(), values)
+            so_far = override(config_type(), values)  # the files so far: an error names this one
         except ConfigError as e:
             parser.error(f"{path}: {e}")
-    try:
-        so_far = override(config_type(), values)
-    except ConfigError as e:  # the files together
-        parser.error(str(e))
     for flag in config_flags:
         if (value := getattr(args, flag.dest)) is not None:
             try:
@@ -182,9 +179,9 @@ def _section_files(args, section_files: dict[str, str], per_source: str | None) 
         given = getattr(args, name.replace("-", "_"))
         if not given:
             continue
-        source, equals, path = given.partition("=")
-        if per_source and equals and source.isidentifier() and not os.path.exists(given):
-            files.append((path, (*per_source.split("."), source, section)))
+        named = NAMED_INPUT.fullmatch(given)  # NAME=FILE, named as --input names sources
+        if per_source and named and not os.path.exists(given):
+            files.append((named.group(2), (*per_source.split("."), named.group(1), section)))
         else:
             files.append((given, (section,)))
     return files

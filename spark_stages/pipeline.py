@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from prep.config import override
-from prep.ingest.inputs import DEFAULT_SOURCE, InputError, InputFile, Sources, expand_inputs, is_named, is_warc
+from prep.ingest.inputs import InputError, InputFile, Sources, expand_inputs, is_named, is_warc
 from schemas.mixture import MIXTURE_FILE, MixtureError, new_mixture, parse_weights
 from spark_stages import clean as clean_stage
 from spark_stages import dedup as dedup_stage
@@ -83,29 +83,24 @@ def clean_settings(cfg: Config, source: str) -> clean_stage.Config:
     return override(cfg.clean, cfg.sources.each.get(source, {}).get("clean", {}), f"sources.{source}.clean")
 
 
-def check_sources(sources: Sources) -> None:
-    """A source is WARC files or documents, not both (the extract stage runs for the first kind)."""
-    for name, files in sources.items():
-        if len({is_warc(f.path) for f in files}) > 1:
-            raise InputError(f"source {name!r} holds WARC files and documents: give them as two sources")
-
-
-def check(cfg: Config, sources: list[str] | None) -> None:
+def check(cfg: Config, sources: Sources) -> None:
     if cfg.shards.tokenizer:
         shards_stage.tokenizer_file(cfg.shards)
-    if sources:
-        source_weights(cfg.sources, sources)
+    if is_named(sources):
+        source_weights(cfg.sources, list(sources))
     elif cfg.sources.weights:
         raise ValueError("--weights needs named sources: --input NAME=PATH (one per source)")
+    for name, files in sources.items():  # the extract stage runs for a source of WARC files
+        if len({is_warc(f.path) for f in files}) > 1:
+            raise InputError(f"source {name!r} holds WARC files and documents: give them as two sources")
     for name, settings in cfg.sources.each.items():
-        if name not in (sources or []):
+        if name not in sources or not is_named(sources):
             raise ValueError(f"sources.{name}: settings for a source that is not given (the sources are "
-                             f"{', '.join(sources or [DEFAULT_SOURCE])})")
+                             f"{', '.join(sources)})")
         if unknown := sorted(set(settings) - set(SOURCE_SECTIONS)):
             raise ValueError(f"sources.{name}: {', '.join(unknown)} cannot be set per source (only "
                              f"{', '.join(SOURCE_SECTIONS)})")
-        clean_stage.check(clean_settings(cfg, name), None)
-    clean_stage.check(cfg.clean, None)
+        clean_settings(cfg, name)  # its settings over the pipeline's: a ConfigError names the bad key
 
 
 def _folder(out: Path, stage: str, name: str, named: bool) -> Path:
@@ -123,12 +118,11 @@ def _documents(folder: Path, source: str, stage: str) -> list[InputFile]:
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     """Every stage in order; returns their stats by stage, by source where the stage runs per source
     (clean, shards). OUT/shards/mixture.json last, for named sources."""
-    check_sources(sources)
     out_path, named = Path(out), is_named(sources)
     weights = source_weights(cfg.sources, list(sources)) if named else None
     stats: dict = {"clean": {}, "shards": {}}
     for name, files in sources.items():
-        if is_warc(files[0].path):  # a crawl: its pages' text first (check made sure the source is all WARC)
+        if is_warc(files[0].path):  # a crawl: its pages' text first (check made sure the whole source is)
             log.info("extract %s", name)
             extracted = _folder(out_path, "extract", name, named)
             stats.setdefault("extract", {})[name] = extract_stage.run(spark, {name: files}, cfg.extract, str(extracted))

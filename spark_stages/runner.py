@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prep.cli import command_line
-from prep.ingest.inputs import DEFAULT_SOURCE, InputError, all_files, expand_sources, input_roots, named_inputs
+from prep.ingest.inputs import DEFAULT_SOURCE, InputError, Sources, all_files, expand_sources, input_roots, named_inputs
 from spark_stages.executors import ExecutorEnvironmentError, check_executors
 from spark_stages.outputs import check_apart, claimed_output
 from spark_stages.session import get_spark, parse_conf
@@ -38,8 +38,8 @@ class Stage:
     run: Callable
     summary: Callable[[dict], str]  # the stats for the console
     modules: tuple[str, ...]  # what its Spark tasks import: checked on an executor before anything runs
-    # check(cfg, source names or None): ValueError/OSError if it cannot run, before the input is read
-    check: Callable[[object, list[str] | None], None] | None = None
+    # check(cfg, sources): ValueError/OSError if it cannot run, before Spark starts (the files are only listed)
+    check: Callable[[object, Sources], None] | None = None
     named_inputs: bool = False  # takes `--input NAME=PATH ...`
     section_files: dict[str, str] = field(default_factory=dict)  # extra flags naming a section's YAML file
     per_source: str | None = None  # the config's per-source settings (prep/cli.py command_line), if it has any
@@ -73,10 +73,10 @@ def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
         try:
             parse_conf(args.conf)
             named = named_inputs(args.input) if stage.named_inputs else None
-            if stage.check:
-                stage.check(cfg, list(named) if named else None)
             specs = named or {DEFAULT_SOURCE: ",".join(args.input)}
             inputs = expand_sources(specs)
+            if stage.check:
+                stage.check(cfg, inputs)
             roots = [root for spec in specs.values() for root in input_roots(spec)]
             check_apart(args.output, roots, [f.path for f in all_files(inputs)])
             claimed.enter_context(claimed_output(args.output))  # the whole run: a second job here is refused

@@ -21,6 +21,10 @@ class UrlFilterConfig:
     categories: list[str] = field(default_factory=list)  # of a UT1-style folder, the categories to block (all: empty)
     banned_words: list[str] = field(default_factory=list)  # a URL holding one of these words (as a word) is rejected
 
+    def __post_init__(self):  # where a config is made (the driver): a list that is not there stops the job at once
+        if missing := [path for path in self.blocklists if not Path(path).exists()]:
+            raise ValueError(f"blocklists: {', '.join(missing)} does not exist")
+
 
 def _entries(path: Path) -> list[str]:
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -40,8 +44,6 @@ class UrlFilter:
         self.domains: set[str] = set()
         self.urls: set[tuple[str, str]] = set()
         for listed in map(Path, cfg.blocklists):
-            if not listed.exists():
-                raise FileNotFoundError(f"url_filter.blocklists: {listed} does not exist")
             files = ([listed] if listed.is_file() else
                      [listed / category / kind for category in sorted(cfg.categories or
                                                                       (p.name for p in listed.iterdir() if p.is_dir()))

@@ -46,3 +46,20 @@ def test_settings_for_no_source_or_no_setting_are_one_line_and_exit_code_2(tmp_p
     error = capsys.readouterr().err
     assert code == 2 and message in error and error.count("\n") == 1, error
     assert not (tmp_path / "out").exists()
+
+
+def test_a_source_of_warc_files_and_documents_together_is_refused_before_spark(tmp_path, capsys):
+    from tests.web_fixtures import write_warc
+
+    folder = tmp_path / "mixed"
+    write_lines(folder / "a.jsonl", [{"text": "x"}], mkdir=True)
+    write_warc(folder / "crawl.warc.gz", [])
+    code = run_stage(pipeline.STAGE, ["--input", f"web={folder}", "--output", str(tmp_path / "out")])
+    assert code == 2 and "holds WARC files and documents" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_section_file_for_a_source_named_as_input_names_are(tmp_path):
+    (tmp_path / "c.yaml").write_text("profile: code\n")
+    cfg = parse(["--clean-config", f"web-2.0={tmp_path / 'c.yaml'}"])
+    assert pipeline.clean_settings(cfg, "web-2.0").profile == "code"

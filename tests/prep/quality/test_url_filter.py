@@ -45,8 +45,8 @@ def test_blocked_domains_pages_and_words(lists, url, reason):
 def test_every_category_of_a_ut1_folder_when_none_is_chosen_and_a_missing_list_is_an_error(lists):
     every = UrlFilter(UrlFilterConfig(blocklists=[str(lists / "ut1")]))
     assert every.reason("http://roulette.example/") == "url_filter:domain"
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        UrlFilter(UrlFilterConfig(blocklists=[str(lists / "nope.txt")]))
+    with pytest.raises(ValueError, match="nope.txt does not exist"):
+        UrlFilterConfig(blocklists=[str(lists / "nope.txt")])
     assert not UrlFilter(UrlFilterConfig())  # no list, no word: nothing to filter
 
 
