@@ -155,12 +155,13 @@ def arena_folder(key: str, needed: int, fallback: Path, shm: Path = SHM) -> Path
     bytes, else the disk folder `fallback` when it can (every process of the node must choose the same:
     an existing arena wins); else ArenaTooSmall. Both folders are this user's own (private_folder)."""
     mine = private_folder(user_folder(shm), "the shard cache's folder") if shm.is_dir() else None
-    fallback = private_folder(fallback, "the shard cache's disk folder")
-    for folder in filter(None, (mine, fallback)):
-        if (folder / arena_name(key)).exists():
+    disk = fallback.exists() or fallback.is_symlink()  # checked when there, made only when chosen
+    for folder in (mine, private_folder(fallback, "the shard cache's disk folder") if disk else None):
+        if folder is not None and (folder / arena_name(key)).exists():
             return folder
     if mine is not None and shutil.disk_usage(mine).free >= needed:
         return mine
+    fallback = private_folder(fallback, "the shard cache's disk folder")
     free = shutil.disk_usage(fallback).free
     if free < needed:
         raise ArenaTooSmall(f"the shard cache needs {needed / 2**30:.2f} GiB, more than {shm} and {fallback} "

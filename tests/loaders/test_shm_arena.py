@@ -6,6 +6,7 @@ import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -411,3 +412,12 @@ def test_a_writer_in_another_pid_namespace_is_waited_for_alive_and_taken_over_de
     arena.claim_timeout = 30
     cached, decompressed = fill_within(arena, source, 1)
     assert decompressed and cached.arrays.tokens.size == source.entries[1].tokens
+
+
+def test_the_disk_folder_is_made_only_when_the_cache_goes_there(tmp_path, private_shm):
+    from loaders.shm_arena import arena_folder
+
+    assert arena_folder("k", 1 << 20, tmp_path / "arena", private_shm) == user_folder(private_shm)
+    assert not (tmp_path / "arena").exists()  # /dev/shm had room: nothing on the disk
+    assert arena_folder("k", 1 << 20, tmp_path / "arena", tmp_path / "no-shm") == tmp_path / "arena"
+    assert stat.S_IMODE((tmp_path / "arena").stat().st_mode) == 0o700
