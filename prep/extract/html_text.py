@@ -1,16 +1,17 @@
 """The main text of an HTML page: the article, not the page around it.
 
 resiliparse parses the page (lexbor, in C) and drops what is never content (<nav>, <aside>, <footer>,
-<form>); its own main-content pass renders the rest as blocks, with the links marked; then, block by
+<form>); list items become paragraphs first (resiliparse's main-content pass drops every list, taking
+it for a menu); that pass renders the rest as blocks, with the links marked; then, block by
 block: a short block that is mostly link text is navigation (menus, related links, tag lists), and a
 short block that says what boilerplate says (newsletter, share, related articles, copyright, cookie,
 photo credits, dates and bylines, in English, German, French and Spanish) goes; finally the text is
 trimmed to the stretch from its first to its last block of prose (a long line, or a sentence of eight
 words), where the page's head and tail (titles of other articles, footers) fall outside. Paragraphs,
-headings, list items and table rows come out as lines, separated by blank lines between blocks.
+headings, list items and table rows come out as blocks separated by blank lines.
 
 Measured against trafilatura, resiliparse alone and readability on trafilatura's own evaluation
-pages (benchmarks/bench_extract.py; README).
+pages (benchmarks/bench_extract.py; docs/extract.md).
 """
 
 import html
@@ -20,6 +21,8 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
 NEVER_CONTENT = ("nav", "aside", "footer", "form")
+LIST_TAGS = re.compile(r"<(/?)(?:li|ul|ol|dl|dt|dd)\b", re.I)
+LINKED_BLOCK = 300  # a block shorter than this that is mostly links is navigation
 TAG = re.compile(r"<[^>]+>")
 LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
 BLOCK = re.compile(r"</?(?:p|h[1-6]|li|ul|ol|pre|br|div|tr|table|blockquote)\b[^>]*>")
@@ -52,9 +55,6 @@ def _is_prose(text: str) -> bool:
     return len(text) >= 80 or (len(text.split()) >= 8 and SENTENCE_END.search(text) is not None)
 
 
-LIST_TAGS = re.compile(r"<(/?)(?:li|ul|ol|dl|dt|dd)\b", re.I)
-
-
 def main_text(page: str, max_link_share: float = 0.3, short_block: int = 120) -> str:
     """The main text of a decoded HTML page ("" when it has none)."""
     # resiliparse's main-content pass drops lists (it takes them for menus): their items become paragraphs
@@ -67,7 +67,7 @@ def main_text(page: str, max_link_share: float = 0.3, short_block: int = 120) ->
             if node.parent is not None:
                 node.parent.remove_child(node)
     kept = [text for text, links in _blocks(tree)
-            if not (len(text) < 300 and links > max_link_share) and not (len(text) < short_block
+            if not (len(text) < LINKED_BLOCK and links > max_link_share) and not (len(text) < short_block
                                                                           and BOILERPLATE.search(text))]
     prose = [i for i, text in enumerate(kept) if _is_prose(text)]
     if prose:
