@@ -75,7 +75,7 @@ class ShardIndex:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             raise IndexProblem("; ".join(problems[:3]) + more)
         fields = {f.name for f in dataclasses.fields(cls)}
-        entries = tuple(ShardEntry(**{k: v for k, v in e.items() if k in SHARD_FIELDS},
+        entries = tuple(ShardEntry(**{k: e[k] for k in SHARD_KEYS},
                                    batch_rows=tuple(e["batch_rows"]) if e.get("batch_rows") is not None else None)
                         for e in data["shards"])
         totals = IndexTotals(**{k: data["totals"][k] for k in TOTAL_FIELDS if k in data["totals"]})
@@ -98,7 +98,6 @@ class ShardIndex:
         (folder / INDEX_FILE).write_text(json.dumps(self.to_json()) + "\n", encoding="utf-8")
 
 
-SHARD_FIELDS = ("file", "rows", "tokens", "real_tokens", "bytes", "checksum")
 TOTAL_FIELDS = tuple(f.name for f in dataclasses.fields(IndexTotals))
 
 
@@ -119,7 +118,7 @@ def new_index(shards: list[ShardEntry], *, tokenizer_sha256: str, vocab_size: in
 
 INDEX_KEYS = ("format_version", "tokenizer_sha256", "vocab_size", "embedding_size", "seq_len", "pad_id", "bos_id",
               "eos_id", "compression", "compression_level", "checksum_algorithm", "shards", "totals")
-SHARD_KEYS = ("file", "rows", "tokens", "real_tokens", "bytes", "checksum")
+SHARD_KEYS = ("file", "rows", "tokens", "real_tokens", "bytes", "checksum")  # required: ShardEntry's but batch_rows
 TOTAL_KEYS = ("shards", "rows", "tokens", "real_tokens", "bytes", "documents", "padding_waste")
 
 
@@ -151,8 +150,10 @@ def index_problems(index, counts: bool = True) -> list[str]:
         return problems
     problems += [f"{key} {index[key]!r} is not an id below vocab_size {vocab}" for key in ("pad_id", "bos_id", "eos_id")
                  if not (_count(index[key]) and index[key] < vocab)]
-    if not isinstance(index["totals"], dict):
-        problems.append("totals must be an object")
+    totals = index["totals"]
+    if not isinstance(totals, dict) or not all(isinstance(totals.get(k), (int, float)) and not isinstance(
+            totals.get(k), bool) for k in TOTAL_KEYS):
+        problems.append(f"totals must be an object of numbers: {', '.join(TOTAL_KEYS)}")
     if not isinstance(index["shards"], list):
         return problems + ["shards must be a list of shard entries"]
     names = set()

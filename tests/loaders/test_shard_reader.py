@@ -240,6 +240,8 @@ def test_a_shard_file_name_from_an_index_is_a_plain_name_remote_or_local(tmp_pat
     (lambda index: index.update(embedding_size=100), "embedding_size 100"),
     (lambda index: index.update(pad_id=5000), "pad_id 5000 is not an id"),
     (lambda index: index["shards"].append(dict(index["shards"][0])), "listed twice"),
+    (lambda index: index["totals"].pop("documents"), "totals must be an object of numbers"),
+    (lambda index: index.update(totals=[]), "totals must be an object of numbers"),
 ])
 def test_numbers_of_an_index_are_checked_before_they_size_anything(tmp_path, change, words):
     with pytest.raises(ShardError, match=words):
