@@ -5,8 +5,10 @@ headings and examples, and code is neither sentences nor prose, so those rules r
 A profile is a base: it sets the settings below for English and every other language (Chinese keeps
 its own rules: no Chinese documentation corpus was at hand to measure a change on), and whatever the
 user sets besides wins over it. `web` is the defaults. Measured by `python -m benchmarks.eval_profiles`
-(README, "Cleaning profiles").
+(docs/clean.md, "Profiles").
 """
+
+from prep.config import merged, nested, plain
 
 # Documentation (manuals, handbooks, API references): repetition allowed up to twice the web's,
 # lines need not end like sentences, one sentence suffices, nothing is cut from the text (option
@@ -57,8 +59,6 @@ def _at(data: dict, path: tuple[str, ...]):
 def profile_settings(name: str, defaults) -> dict:
     """The settings of profile `name` (KeyError when there is none) over a config's `defaults`: every
     setting some profile changes, so that choosing a profile undoes another's."""
-    from prep.config import merged, nested, plain
-
     chosen = PROFILES[name]
     touched = set().union(*(_paths(p) for p in PROFILES.values()))
     base = plain(defaults)
