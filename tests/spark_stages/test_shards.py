@@ -127,11 +127,14 @@ def test_index_describes_the_tokenizer(shards, corpus):
 def test_bad_records_are_quarantined_and_bad_arguments_exit_2(tmp_path, corpus, capsys):
     folder, _, _ = corpus
     tokenizer = str(folder / "tokenizer.json")
-    assert run_stage(STAGE, ["--input", str(tmp_path), "--tokenizer", tokenizer, "--output", str(tmp_path / "o"),
+    # A readable input, so that each call fails on the argument it names and nothing else.
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "some text"}\n')
+    documents = str(tmp_path / "in.jsonl")
+    assert run_stage(STAGE, ["--input", documents, "--tokenizer", tokenizer, "--output", str(tmp_path / "o"),
                              "--seq-len", "1000"]) == 2
     assert "multiple of 128" in capsys.readouterr().err
     (tmp_path / "not-a-tokenizer.json").write_text("{}")
-    assert run_stage(STAGE, ["--input", str(tmp_path), "--tokenizer", str(tmp_path / "not-a-tokenizer.json"),
+    assert run_stage(STAGE, ["--input", documents, "--tokenizer", str(tmp_path / "not-a-tokenizer.json"),
                              "--output", str(tmp_path / "o")]) == 2
     assert "not a tokenizers file" in capsys.readouterr().err
 
