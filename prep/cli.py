@@ -120,7 +120,8 @@ class ArgumentParser(argparse.ArgumentParser):
 def command_line(config_type, argv: list[str] | None, *, prog: str, description: str,
                  add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
                  section_files: dict[str, str] | None = None,
-                 per_source: str | None = None) -> tuple[argparse.Namespace, object]:
+                 per_source: str | None = None,
+                 mapping_flags: dict[str, tuple[str, ...]] | None = None) -> tuple[argparse.Namespace, object]:
     """(the other arguments, the Config: defaults, then --config FILE, then section files, then flags,
     merged into one mapping and applied at once, so that a profile's settings come first and what the
     user wrote wins over them wherever they wrote it).
@@ -128,7 +129,9 @@ def command_line(config_type, argv: list[str] | None, *, prog: str, description:
     `section_files` maps extra flags to the section whose YAML file they name (`clean-config` → `clean`).
     `per_source`: the path of the Config's per-source settings (a dataclass with EXTRA, e.g. "sources"):
     a section file given as NAME=FILE then sets that source's section, and `--sources.NAME.clean.KEY
-    VALUE` sets one of its settings. Prints the Config and exits for --print-config; sets up logging."""
+    VALUE` sets one of its settings. `mapping_flags` maps extra repeatable flags to a mapping setting
+    each `--FLAG NAME=VALUE` adds to (`benchmark` → `benchmarks`). Prints the Config and exits for
+    --print-config; sets up logging."""
     epilog = f"--{per_source}.NAME.SECTION.KEY VALUE sets a setting of source NAME alone." if per_source else None
     parser = ArgumentParser(prog=prog, description=description, epilog=epilog)
     if add_arguments:
@@ -137,6 +140,9 @@ def command_line(config_type, argv: list[str] | None, *, prog: str, description:
     for name, section in (section_files or {}).items():
         one_source = " (NAME=FILE: source NAME's)" if per_source else ""
         parser.add_argument(f"--{name}", metavar="FILE", help=f"a YAML file of the {section} settings{one_source}")
+    for name, path in (mapping_flags or {}).items():
+        parser.add_argument(f"--{name}", action="append", default=[], metavar="NAME=VALUE",
+                            help=f"adds NAME: VALUE to {'.'.join(path)} (repeatable)")
     parser.add_argument("--print-config", action="store_true", help="print every setting and exit")
     parser.add_argument("--log-level", default="INFO", choices=LOG_LEVELS, help="default INFO")
     settings = parser.add_argument_group("settings (each also in the --config file, by the same path)")
@@ -161,6 +167,11 @@ def command_line(config_type, argv: list[str] | None, *, prog: str, description:
             values = merged(values, one)
     for path, value in _source_flags(parser, rest, per_source):
         values = merged(values, nested(path, value))
+    for name, path in (mapping_flags or {}).items():
+        for given in getattr(args, name.replace("-", "_")):
+            if not (named := NAMED_INPUT.fullmatch(given)):
+                parser.error(f"--{name} {given}: expected NAME=VALUE")
+            values = merged(values, nested((*path, named.group(1)), named.group(2)))
     try:
         cfg = override(config_type(), values)
     except ConfigError as e:

@@ -1,7 +1,9 @@
-"""The whole pipeline in one Spark session: (extract →) clean → dedup → train tokenizer (unless given) → shards.
+"""The whole pipeline in one Spark session: (extract →) clean → dedup (→ decontaminate) → train tokenizer
+(unless given) → shards.
 
-Writes OUT/extract/ (for WARC input), OUT/clean/, OUT/dedup/, OUT/tokenizer/ (when no tokenizer is given) and
-OUT/shards/, each
+Writes OUT/extract/ (for WARC input), OUT/clean/, OUT/dedup/, OUT/decontaminate/ (with `--benchmark
+NAME=PATH`: after dedup, so that neither the tokenizer nor the shards see benchmark text),
+OUT/tokenizer/ (when no tokenizer is given) and OUT/shards/, each
 exactly as the stage's own job would. Each stage reads the previous one's output from disk, so a
 failed run can be continued stage by stage with the single jobs. One YAML file sets every stage
 (`clean:`, `dedup:`, `tokenizer:`, `shards:` sections; `--print-config` shows them all).
@@ -11,7 +13,8 @@ cleaned alone (OUT/clean/NAME/); dedup runs over all of them (a document in two 
 the one named first) or, `--dedup per-source`, over each alone (OUT/dedup/docs/source=NAME/); one
 tokenizer is trained on text taken from the sources in the shares of their weights; each source's
 shards go to OUT/shards/NAME/, and OUT/shards/mixture.json names them with their weights (by default
-each source's rows: the corpus as it is), for the loader.
+each source's rows: the corpus as it is), for the loader. Decontamination runs per source
+(OUT/decontaminate/NAME/).
 """
 
 import dataclasses
@@ -25,6 +28,7 @@ from prep.config import override
 from prep.ingest.inputs import InputError, InputFile, Sources, expand_inputs, is_named, is_warc
 from schemas.mixture import MIXTURE_FILE, MixtureError, new_mixture, parse_weights
 from spark_stages import clean as clean_stage
+from spark_stages import decontaminate as decontaminate_stage
 from spark_stages import dedup as dedup_stage
 from spark_stages import extract as extract_stage
 from spark_stages import shards as shards_stage
@@ -63,6 +67,8 @@ class Config:
     extract: extract_stage.Config = field(default_factory=extract_stage.Config)  # for sources of WARC files
     clean: clean_stage.Config = field(default_factory=clean_stage.Config)
     dedup: dedup_stage.Config = field(default_factory=dedup_stage.Config)
+    # runs when benchmarks are given (--benchmark NAME=PATH)
+    decontaminate: decontaminate_stage.Config = field(default_factory=decontaminate_stage.Config)
     tokenizer: tokenizer_stage.Config = field(default_factory=tokenizer_stage.Config)
     shards: shards_stage.Config = field(default_factory=shards_stage.Config)
     sources: SourcesConfig = field(default_factory=SourcesConfig)
@@ -84,6 +90,8 @@ def clean_settings(cfg: Config, source: str) -> clean_stage.Config:
 
 
 def check(cfg: Config, sources: Sources) -> None:
+    if cfg.decontaminate.benchmarks:
+        decontaminate_stage.check(cfg.decontaminate)
     if cfg.shards.tokenizer:
         shards_stage.tokenizer_file(cfg.shards)
     if is_named(sources):
@@ -136,6 +144,8 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
                                      per_source=cfg.sources.dedup == "per-source")
     deduplicated = {name: _documents(out_path / "dedup" / "docs" / (f"source={name}" if named else ""), name, "dedup")
                     for name in sources}
+    if cfg.decontaminate.benchmarks:
+        deduplicated = _decontaminated(spark, deduplicated, cfg, out_path, named, stats)
     shards_cfg = _with_tokenizer(spark, deduplicated, cfg, out_path, stats, weights)
     shards_out = out_path / "shards"
     if named:
@@ -152,6 +162,17 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         write_json(shards_out / MIXTURE_FILE, mixture)
         stats["mixture"] = mixture
     return stats
+
+
+def _decontaminated(spark, deduplicated: Sources, cfg: Config, out_path: Path, named: bool, stats: dict) -> Sources:
+    """Each source decontaminated alone; the documents kept, by source."""
+    stats["decontaminate"] = {}
+    for name, files in deduplicated.items():
+        log.info("decontaminate %s", name)
+        folder = _folder(out_path, "decontaminate", name, named)
+        stats["decontaminate"][name] = decontaminate_stage.run(spark, {name: files}, cfg.decontaminate, str(folder))
+    return {name: _documents(_folder(out_path, "decontaminate", name, named) / "docs", name, "decontamination")
+            for name in deduplicated}
 
 
 def _with_tokenizer(spark, deduplicated: Sources, cfg: Config, out_path: Path, stats: dict, weights=None):
@@ -178,6 +199,8 @@ def summary(stats: dict) -> str:
     if named:
         parts += [f"  {name}: kept {s['kept']} of {s['input']}, {s['in_an_earlier_source']} in an earlier source"
                   for name, s in stats["dedup"]["sources"].items()]
+    if "decontaminate" in stats:
+        parts += per_source("decontaminate", decontaminate_stage, stats["decontaminate"])
     if "tokenizer" in stats:
         parts.append(tokenizer_stage.summary(stats["tokenizer"]))
     parts += per_source("shards", shards_stage, stats["shards"])
@@ -187,8 +210,9 @@ def summary(stats: dict) -> str:
     return "\n".join(parts)
 
 
-STAGE = Stage("pipeline", "The whole pipeline: clean, dedup, train the tokenizer (unless given), write shards.",
-              Config, run, summary,
-              modules=tuple(m for stage in (extract_stage, clean_stage, dedup_stage, tokenizer_stage, shards_stage)
-                            for m in stage.STAGE.modules),
-              check=check, section_files={"clean-config": "clean"}, named_inputs=True, per_source="sources")
+STAGES = (extract_stage, clean_stage, dedup_stage, decontaminate_stage, tokenizer_stage, shards_stage)
+STAGE = Stage("pipeline", "The whole pipeline: clean, dedup, decontaminate (with --benchmark), train the tokenizer "
+              "(unless given), write shards.", Config, run, summary,
+              modules=tuple(m for stage in STAGES for m in stage.STAGE.modules),
+              check=check, section_files={"clean-config": "clean"}, named_inputs=True, per_source="sources",
+              mapping_flags={"benchmark": ("decontaminate", "benchmarks")})

@@ -43,6 +43,8 @@ class Stage:
     named_inputs: bool = False  # takes `--input NAME=PATH ...`
     section_files: dict[str, str] = field(default_factory=dict)  # extra flags naming a section's YAML file
     per_source: str | None = None  # the config's per-source settings (prep/cli.py command_line), if it has any
+    # extra repeatable `--FLAG NAME=VALUE` flags, each adding to a mapping setting at a path (prep/cli.py)
+    mapping_flags: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _add_paths(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +66,7 @@ def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
     try:
         args, cfg = command_line(stage.config, argv, prog=prog, description=stage.description,
                                  add_arguments=_add_paths, section_files=stage.section_files,
-                                 per_source=stage.per_source)
+                                 per_source=stage.per_source, mapping_flags=stage.mapping_flags)
     except SystemExit as e:  # --help, --print-config, or a bad flag or config (2): the exit code is the result
         return e.code
     if not (args.input and args.output):

@@ -1,0 +1,115 @@
+"""Benchmark items read from the files a benchmark is given as: JSON Lines (plain, .gz, .zst), Parquet,
+or .txt (a file is one item), one item per record.
+
+An item's text is its `text` field, or the fields `text_fields` (or the benchmark's own, `by_benchmark`)
+names joined by line breaks (a list
+of strings, as a question's choices, joined the same way; numbers written out); its id is the `id`
+field (`id_field`), else the record's position, FILE:LINE as the readers name documents. A record that
+cannot be an item (malformed JSON, a named field missing or not text) is counted by reason, never
+matched; a benchmark with no item at all is an error (InputError), since it would remove nothing.
+"""
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from prep.ingest.inputs import InputError, InputFile, expand_inputs, is_warc
+from prep.ingest.streams import StreamDamaged, decompressed_chunks, split_lines
+
+MAX_ITEM_BYTES = 10_000_000
+
+
+@dataclass(frozen=True)
+class ItemsConfig:
+    """How a benchmark's records become items."""
+    text_fields: list[str] = field(default_factory=list)  # fields joined into an item's text (default: text)
+    id_field: str = "id"  # an item's id (a record without one: its position, FILE:LINE)
+    # NAME: [fields]: a benchmark's own text_fields (benchmarks of different shapes in one run)
+    by_benchmark: dict[str, list[str]] = field(default_factory=dict)
+
+    def fields_of(self, benchmark: str) -> list[str]:
+        return self.by_benchmark.get(benchmark) or self.text_fields or ["text"]
+
+
+@dataclass
+class Benchmark:
+    name: str
+    items: list[tuple[str, str]]  # (id, text)
+    skipped: dict[str, int]  # records that are not items, by reason
+
+
+def _text_of(value) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list) and all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value):
+        return "\n".join(str(v) for v in value)
+    return None
+
+
+def item_of(record, position: str, fields: list[str], id_field: str) -> tuple[str, str] | str:
+    """(id, text) of one record, or why it is not an item."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    parts = []
+    for name in fields:
+        if name not in record or record[name] is None:
+            return f"missing field {name!r}"
+        if (text := _text_of(record[name])) is None:
+            return f"field {name!r} is not text"
+        parts.append(text)
+    raw_id = record.get(id_field)
+    item_id = position if raw_id is None else raw_id if isinstance(raw_id, str) else json.dumps(raw_id, default=str)
+    return item_id, "\n".join(parts)
+
+
+def _records(file: InputFile) -> Iterator[tuple[object, str]]:
+    """(record or the reason it is not one, position) of every record of a file."""
+    if file.path.endswith(".parquet"):
+        row = 0
+        for batch in pq.ParquetFile(file.path).iter_batches(batch_size=1024):
+            for record in batch.to_pylist():
+                row += 1
+                yield record, f"{file.relative}:{row}"
+    elif file.path.endswith(".txt"):
+        with open(file.path, "rb") as f:
+            yield {"text": f.read(MAX_ITEM_BYTES).decode("utf-8", "replace")}, file.relative
+    else:
+        for line in split_lines(decompressed_chunks(file.path), MAX_ITEM_BYTES):
+            if line.too_long:
+                yield f"record over {MAX_ITEM_BYTES} bytes", f"{file.relative}:{line.number}"
+            elif line.data.strip():
+                try:
+                    yield json.loads(line.data.decode("utf-8")), f"{file.relative}:{line.number}"
+                except (UnicodeDecodeError, ValueError, RecursionError) as e:
+                    yield f"malformed JSON: {type(e).__name__}", f"{file.relative}:{line.number}"
+
+
+def read_benchmark(name: str, spec: str, cfg: ItemsConfig) -> Benchmark:
+    """Every item of the files `spec` names (files, folders or globs, comma-separated)."""
+    files = expand_inputs(spec)
+    if warc := [f.relative for f in files if is_warc(f.path)]:
+        raise InputError(f"benchmark {name}: {warc[0]} is a WARC file, not benchmark items")
+    benchmark = Benchmark(name, [], {})
+    for file in files:
+        try:
+            for record, position in _records(file):
+                found = record if isinstance(record, str) else item_of(record, position, cfg.fields_of(name),
+                                                                       cfg.id_field)
+                if isinstance(found, str):
+                    benchmark.skipped[found] = benchmark.skipped.get(found, 0) + 1
+                else:
+                    benchmark.items.append(found)
+        except (StreamDamaged, OSError, pa.ArrowException) as e:
+            raise InputError(f"benchmark {name}: {file.relative} cannot be read: {e}") from None
+    if not benchmark.items:
+        reasons = ", ".join(f"{reason} ({n})" for reason, n in benchmark.skipped.items()) or "no records"
+        raise InputError(f"benchmark {name}: no item in {spec}: {reasons} (an item's text is the fields "
+                         f"{', '.join(cfg.fields_of(name))}: set items.text_fields, or items.by_benchmark.{name})")
+    return benchmark

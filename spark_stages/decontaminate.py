@@ -1,0 +1,183 @@
+"""The decontamination stage: benchmark items cut out of the documents, span by span, with an audit.
+
+Writes OUT/docs/ (every kept document, the input's columns; one without a match exactly as it was),
+OUT/matches/ (a row per removed span: id, benchmark, item, start, end in the original text, score,
+kind exact or fuzzy), OUT/dropped/ (the documents dropped, with their reason), OUT/quarantine/,
+OUT/report.md and OUT/stats.json: input == kept + dropped + quarantined; modified and chars_removed;
+per benchmark its items, the items found, the documents they were found in and the share found.
+
+The benchmarks are read on the driver (prep/decontam/items.py) into one index (prep/decontam/index.py)
+broadcast to every task; the documents stream through prep/decontam/documents.py batch by batch. Only
+sums and per-benchmark counts come back to the driver, whatever the corpus size.
+"""
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from prep.decontam.documents import (
+    CHARS_REMOVED,
+    REASON,
+    SPANS,
+    STATUS,
+    DecontamConfig,
+    decontaminate_batch,
+    result_schema,
+)
+from prep.decontam.index import build_index
+from prep.decontam.items import Benchmark, read_benchmark
+from prep.ingest.inputs import InputError, Sources, all_files
+from schemas import FORMAT_VERSION
+from spark_stages.ingest import default_partitions, load_documents
+from spark_stages.outputs import checksums, commit, staging_dir
+from spark_stages.persisted import persisted
+from spark_stages.runner import Stage
+from spark_stages.session import spark_schema
+
+log = logging.getLogger(__name__)
+
+OUTPUTS = ["docs", "matches", "dropped", "quarantine"]
+
+
+@dataclass(frozen=True)
+class Config(DecontamConfig):
+    """The benchmarks, how their items are matched and cut (prep/decontam/), and how the job spreads the work."""
+    # NAME: PATH (files, folders or globs of items, as --input), also given as --benchmark NAME=PATH
+    benchmarks: dict[str, str] = field(default_factory=dict)
+    partitions: int | None = None  # output files (default: from the input size)
+
+
+def check(cfg: Config, _sources=None) -> None:
+    """Every benchmark read (an error names the one with no item, or a file that cannot be read), before
+    Spark starts; run reads them again (a second or two for a few hundred thousand items)."""
+    read_benchmarks(cfg)
+
+
+def read_benchmarks(cfg: Config) -> list[Benchmark]:
+    if not cfg.benchmarks:
+        raise ValueError("no benchmark given: --benchmark NAME=PATH (repeatable)")
+    if unknown := sorted(set(cfg.items.by_benchmark) - set(cfg.benchmarks)):
+        raise ValueError(f"items.by_benchmark names {', '.join(unknown)}, not a benchmark given "
+                         f"({', '.join(cfg.benchmarks)})")
+    return [read_benchmark(name, spec, cfg.items) for name, spec in cfg.benchmarks.items()]
+
+
+def read_index(cfg: Config):
+    """(the index of every benchmark's items, each benchmark's skipped records by reason)."""
+    benchmarks = read_benchmarks(cfg)
+    items = [(b.name, item_id, text) for b in benchmarks for item_id, text in b.items]
+    index = build_index(items, cfg.index)
+    log.info("benchmark index: %d items of %s, %.1f MB", index.items, ", ".join(cfg.benchmarks), index.nbytes() / 1e6)
+    if index.items == 0:
+        raise InputError(f"no benchmark item has {cfg.index.min_item_units} units or more: nothing to match")
+    return index, {b.name: b.skipped for b in benchmarks}
+
+
+def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
+    """Decontaminates every source's documents into one output; returns the stats (also OUT/stats.json)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    started = time.time()
+    index, skipped = read_index(cfg)
+    shared = spark.sparkContext.broadcast(index)
+    files = all_files(sources)
+
+    with persisted() as kept:
+        docs, quarantine = load_documents(spark, files, kept)
+        columns = docs.columns
+        arrow_schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in docs.schema.fields])
+
+        def decontaminate_partition(batches):
+            for batch in batches:
+                yield decontaminate_batch(batch, shared.value, cfg)
+
+        result = kept.keep(docs.mapInArrow(decontaminate_partition, spark_schema(result_schema(arrow_schema))))
+        staging = staging_dir(out)
+        partitions = cfg.partitions or default_partitions(files)
+        order = ["id", F.xxhash64("text")]  # ids may repeat in raw input: the text decides between them
+        (result.where(F.col(STATUS) == "kept").select(*columns).repartition(partitions, "id")
+         .sortWithinPartitions(*order).write.parquet(str(staging / "docs")))
+        (result.where(F.col(STATUS) == "dropped").select(*columns, F.col(REASON).alias("reason"))
+         .repartition(partitions, "id").sortWithinPartitions(*order).write.parquet(str(staging / "dropped")))
+        matches = kept.keep(result.where(F.size(SPANS) > 0).select("id", F.explode(SPANS).alias("m"))
+                            .select("id", "m.*"))
+        matches.orderBy("id", "start", "benchmark", "item").coalesce(1).write.parquet(str(staging / "matches"))
+        quarantine.write.parquet(str(staging / "quarantine"))
+        stats = _stats(result, matches, quarantine, index, skipped, len(files), started)
+        stats["checksums"] = checksums(spark, staging, OUTPUTS)
+    (staging / "report.md").write_text(decontamination_report(stats), encoding="utf-8")
+    commit(staging, out, OUTPUTS, stats)
+    return stats
+
+
+def _stats(result, matches, quarantine, index, skipped, files: int, started: float) -> dict:
+    from pyspark.sql import functions as F
+
+    by_status, reasons = {"kept": 0, "dropped": 0}, {}
+    for row in result.groupBy(STATUS, REASON).count().collect():
+        by_status[row[STATUS]] += row["count"]
+        if row[REASON]:
+            reasons[row[REASON]] = row["count"]
+    modified, removed = result.where((F.col(STATUS) == "kept") & (F.size(SPANS) > 0)).agg(
+        F.count("*"), F.sum(CHARS_REMOVED)).first()
+    found = {r["benchmark"]: r for r in matches.groupBy("benchmark").agg(
+        F.countDistinct("item").alias("items"), F.countDistinct("id").alias("documents"),
+        F.sum(F.when(F.col("kind") == "exact", 1).otherwise(0)).alias("exact"),
+        F.sum(F.when(F.col("kind") == "fuzzy", 1).otherwise(0)).alias("fuzzy")).collect()}
+    items = {name: int((index.item_benchmark == i).sum()) for i, name in enumerate(index.benchmarks)}
+    quarantined = quarantine.count()
+    benchmarks = {}
+    for name in index.benchmarks:
+        hit = found.get(name)
+        benchmarks[name] = {
+            "items": items[name], "items_too_short": index.too_short[name], "items_skipped": skipped.get(name, {}),
+            "items_found": hit["items"] if hit else 0, "documents": hit["documents"] if hit else 0,
+            "share_found": round(hit["items"] / items[name], 6) if hit and items[name] else 0.0,
+            "spans_exact": hit["exact"] if hit else 0, "spans_fuzzy": hit["fuzzy"] if hit else 0}
+    return {
+        "format_version": FORMAT_VERSION,
+        "input": by_status["kept"] + by_status["dropped"] + quarantined,
+        "kept": by_status["kept"],
+        "dropped": by_status["dropped"],
+        "quarantined": quarantined,
+        "dropped_by_reason": dict(sorted(reasons.items())),
+        "modified": modified,
+        "chars_removed": removed or 0,
+        "spans": sum(b["spans_exact"] + b["spans_fuzzy"] for b in benchmarks.values()),
+        "benchmarks": benchmarks,
+        "index_bytes": index.nbytes(),
+        "files": files,
+        "seconds": round(time.time() - started, 1),
+    }
+
+
+def decontamination_report(stats: dict) -> str:
+    lines = ["# Decontamination report", "",
+             f"{stats['input']} documents: {stats['kept']} kept ({stats['modified']} with spans cut, "
+             f"{stats['chars_removed']} characters removed), {stats['dropped']} dropped, "
+             f"{stats['quarantined']} quarantined.", "",
+             "| benchmark | items | found | share | documents | exact spans | fuzzy spans | too short | skipped |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, b in stats["benchmarks"].items():
+        lines.append(f"| {name} | {b['items']} | {b['items_found']} | {100 * b['share_found']:.2f}% | "
+                     f"{b['documents']} | {b['spans_exact']} | {b['spans_fuzzy']} | {b['items_too_short']} | "
+                     f"{sum(b['items_skipped'].values())} |")
+    lines += ["", "## Dropped documents", ""] + [f"- {r}: {n}" for r, n in stats["dropped_by_reason"].items()]
+    for name, b in stats["benchmarks"].items():
+        lines += [f"- {name}: record skipped, {reason}: {n}" for reason, n in b["items_skipped"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def summary(stats: dict) -> str:
+    found = ", ".join(f"{name} {b['items_found']}/{b['items']}" for name, b in stats["benchmarks"].items())
+    return (f"input {stats['input']}: kept {stats['kept']} ({stats['modified']} modified, {stats['chars_removed']} "
+            f"characters removed), dropped {stats['dropped']}, quarantined {stats['quarantined']}; items found: "
+            f"{found} ({stats['seconds']} s)")
+
+
+STAGE = Stage("decontaminate", "Cut benchmark items out of the documents, span by span, with an audit of each.",
+              Config, run, summary, modules=("spark_stages.decontaminate",), check=check,
+              mapping_flags={"benchmark": ("benchmarks",)})

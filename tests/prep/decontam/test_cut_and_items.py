@@ -1,0 +1,64 @@
+"""What a cut removes (the span, its window out to word boundaries, overlaps merged, the pieces joined by a
+paragraph break) and how benchmark files become items (fields joined, ids or positions, bad records counted
+by reason, a benchmark of no item an error)."""
+
+import gzip
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from prep.decontam.cut import PIECE_SEPARATOR, cut_ranges, without
+from prep.decontam.items import ItemsConfig, read_benchmark
+from prep.ingest.inputs import InputError
+from tests.conftest import write_lines
+
+
+def test_the_window_is_widened_to_word_boundaries_and_overlaps_merged():
+    text = "alpha beta gamma delta epsilon zeta eta theta"
+    begin = text.index("delta")
+    (b, e), = cut_ranges(text, [(begin, begin + 5)], window=3)  # 3 characters end inside "gamma" and "epsilon"
+    assert text[b:e] == "gamma delta epsilon"
+    assert cut_ranges(text, [(0, 5), (6, 10)], window=1) == [(0, 11)]  # "alpha" and "beta", their windows meet
+    assert cut_ranges("北京是中国的首都", [(2, 4)], window=1) == [(1, 5)]  # a CJK character is a word
+
+
+def test_what_is_left_is_one_document_with_its_paragraphs():
+    text = "First paragraph.\n\nSecond one, cut here.\n\nThird paragraph\nwith two lines."
+    begin = text.index("cut here")
+    left = without(text, [(begin - 5, begin + 9)])
+    assert left == "First paragraph.\n\nSecond" + PIECE_SEPARATOR + "Third paragraph\nwith two lines."
+    assert without(text, [(0, len(text))]) == ""
+
+
+def test_items_from_named_fields_lists_joined_and_ids_or_positions(tmp_path):
+    records = [{"id": 7, "question": "What is the capital of France?", "choices": ["Paris", "Lyon", 3]},
+               {"question": "Which gas do plants take in?", "choices": ["CO2", "O2"]},
+               {"question": "No choices here"}, {"question": ["a", {"b": 1}], "choices": []}, b"{broken"]
+    write_lines(tmp_path / "mmlu.jsonl", records)
+    benchmark = read_benchmark("mmlu", str(tmp_path / "mmlu.jsonl"), ItemsConfig(text_fields=["question", "choices"]))
+    assert benchmark.items == [("7", "What is the capital of France?\nParis\nLyon\n3"),
+                               ("mmlu.jsonl:2", "Which gas do plants take in?\nCO2\nO2")]
+    assert benchmark.skipped == {"missing field 'choices'": 1, "field 'question' is not text": 1,
+                                 "malformed JSON: JSONDecodeError": 1}
+
+
+def test_parquet_gzip_and_text_files_are_benchmarks_too(tmp_path):
+    pq.write_table(pa.table({"id": ["a", "b"], "text": ["one item text", "two item text"]}), tmp_path / "b.parquet")
+    (tmp_path / "c.jsonl.gz").write_bytes(gzip.compress(json.dumps({"text": "three"}).encode() + b"\n"))
+    (tmp_path / "d.txt").write_text("a whole file is one item")
+    items = read_benchmark("x", str(tmp_path), ItemsConfig()).items
+    assert items == [("a", "one item text"), ("b", "two item text"), ("c.jsonl.gz:1", "three"),
+                     ("d.txt", "a whole file is one item")]
+
+
+def test_a_benchmark_without_items_or_a_damaged_file_is_an_error(tmp_path):
+    write_lines(tmp_path / "wrong.jsonl", [{"question": "q", "answer": "a"}])
+    with pytest.raises(InputError, match="no item in .*missing field 'text' \\(1\\).*set items.text_fields"):
+        read_benchmark("wrong", str(tmp_path / "wrong.jsonl"), ItemsConfig())
+    (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(b'{"text": "x"}\n' * 1000)[:-30])
+    with pytest.raises(InputError, match="cut.jsonl.gz cannot be read"):
+        read_benchmark("cut", str(tmp_path / "cut.jsonl.gz"), ItemsConfig())
+    with pytest.raises(InputError, match="no such file"):
+        read_benchmark("gone", str(tmp_path / "gone.jsonl"), ItemsConfig())

@@ -1,0 +1,146 @@
+"""`jobs.decontaminate` on Spark: benchmark items planted in documents of the sample are cut out span by
+span and audited, everything else passes as it was, the counts add up, the same rows on another
+partitioning, the command line's errors, and the pipeline running it before the tokenizer and shards."""
+
+import json
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from prep.decontam.items import ItemsConfig
+from prep.ingest.inputs import single_source
+from spark_stages.decontaminate import Config, run
+from tests.conftest import write_lines
+from tests.decontam_fixtures import FOUND, NEAR_MISSES, chinese_items, english_items, hosts, planted
+from tests.spark_stages.conftest import OTHER_CLUSTER, run_module, spark_settings
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def contaminated(tmp_path_factory):
+    """(folder with in.jsonl, mmlu.jsonl (question and choices) and ceval.jsonl (text), the documents by id)."""
+    folder = tmp_path_factory.mktemp("contaminated")
+    rng = random.Random(11)
+    english, chinese = english_items(30), chinese_items(30)
+    write_lines(folder / "mmlu.jsonl", [{"id": f"q{i}", "question": t.rsplit(" ", 4)[0], "choices": t.rsplit(" ", 4)[1:]}
+                                        for i, t in enumerate(english)])
+    write_lines(folder / "ceval.jsonl", [{"text": t} for t in chinese])
+    docs = {}
+    for language, items, pool in (("en", english, hosts(False, 20)), ("zh", chinese, hosts(True, 20))):
+        for i, kind in enumerate(FOUND + NEAR_MISSES):
+            docs[f"{language}-{kind}"] = planted(kind, items[i], pool[i], rng, chinese=language == "zh")[0]
+        for i, host in enumerate(pool[10:14]):
+            docs[f"{language}-clean-{i}"] = host
+    docs["en-short"] = "A note quoting a question.\n\n" + english[20]
+    write_lines(folder / "in.jsonl", [{"id": k, "text": v, "lang": k[:2]} for k, v in docs.items()] + [b"{broken"])
+    return folder, docs
+
+
+def _config(folder, **more) -> Config:
+    return Config(benchmarks={"mmlu": str(folder / "mmlu.jsonl"), "ceval": str(folder / "ceval.jsonl")},
+                  items=ItemsConfig(by_benchmark={"mmlu": ["question", "choices"]}), **more)
+
+
+@pytest.fixture(scope="module")
+def decontaminated(spark, contaminated, tmp_path_factory):
+    folder, _ = contaminated
+    out = tmp_path_factory.mktemp("decontaminated")
+    stats = run(spark, single_source(str(folder / "in.jsonl")), _config(folder), str(out))
+    return out, stats
+
+
+def test_the_counts_add_up_by_benchmark(decontaminated, contaminated):
+    out, stats = decontaminated
+    _, docs = contaminated
+    assert stats["input"] == stats["kept"] + stats["dropped"] + stats["quarantined"] == len(docs) + 1
+    assert stats["quarantined"] == 1 and stats["dropped_by_reason"] == {"too_short_after_removal": 1}
+    assert stats["modified"] == 2 * len(FOUND) and stats["chars_removed"] > 0
+    mmlu, ceval = stats["benchmarks"]["mmlu"], stats["benchmarks"]["ceval"]
+    assert (mmlu["items"], ceval["items"]) == (30, 30)
+    assert mmlu["items_found"] == len(FOUND) + 1 and mmlu["documents"] == len(FOUND) + 1
+    assert ceval["items_found"] >= len(FOUND) and ceval["share_found"] == round(ceval["items_found"] / 30, 6)
+    assert stats["spans"] == sum(b["spans_exact"] + b["spans_fuzzy"] for b in (mmlu, ceval)) == pq.read_metadata(
+        next((out / "matches").glob("*.parquet"))).num_rows
+    assert json.loads((out / "stats.json").read_text()) == stats and "| mmlu | 30 |" in (out / "report.md").read_text()
+
+
+def test_matches_point_at_the_original_text_and_the_rest_passes_unchanged(decontaminated, contaminated):
+    out, _ = decontaminated
+    _, docs = contaminated
+    matches = pq.read_table(out / "matches").to_pylist()
+    assert pq.read_table(out / "matches").schema.names == ["id", "benchmark", "item", "start", "end", "score", "kind"]
+    planted_ids = {m["id"] for m in matches}
+    assert planted_ids == {f"{lang}-{kind}" for lang in ("en", "zh") for kind in FOUND} | {"en-short"}
+    for m in matches:
+        assert m["kind"] in ("exact", "fuzzy") and 0 < m["score"] <= 1 and 0 <= m["start"] < m["end"]
+    verbatim = next(m for m in matches if m["id"] == "en-verbatim")
+    assert docs["en-verbatim"][verbatim["start"]:verbatim["end"]].startswith(english_items(1)[0][:40])
+    kept = {d["id"]: d for d in pq.read_table(out / "docs").to_pylist()}
+    assert set(kept) == set(docs) - {"en-short"} and set(next(iter(kept.values()))) == {"id", "text", "source",
+                                                                                         "metadata"}
+    for doc_id, text in docs.items():
+        if doc_id not in planted_ids:
+            assert kept[doc_id]["text"] == text  # near misses and clean documents: byte for byte
+        elif doc_id in kept:
+            assert len(kept[doc_id]["text"]) < len(text)
+    dropped = pq.read_table(out / "dropped").to_pylist()
+    assert [(d["id"], d["reason"]) for d in dropped] == [("en-short", "too_short_after_removal")]
+    assert dropped[0]["text"] == docs["en-short"]
+
+
+def test_the_same_rows_on_another_partitioning(spark, contaminated, decontaminated, tmp_path):
+    folder, _ = contaminated
+    _, stats = decontaminated
+    with spark_settings(spark, OTHER_CLUSTER):
+        again = run(spark, single_source(str(folder / "in.jsonl")), _config(folder, partitions=3), str(tmp_path / "a"))
+    for name in ("docs", "matches", "dropped"):  # the same content (the files are cut differently)
+        assert again["checksums"][name].split(":")[0] == stats["checksums"][name].split(":")[0]
+    same = run(spark, single_source(str(folder / "in.jsonl")), _config(folder), str(tmp_path / "b"))
+    assert same["checksums"] == stats["checksums"]
+
+
+def test_parquet_input_keeps_its_columns_and_types(spark, contaminated, tmp_path):
+    folder, docs = contaminated
+    table = pa.table({"id": list(docs), "text": list(docs.values()), "year": pa.array(range(len(docs)), pa.int16())})
+    pq.write_table(table, tmp_path / "in.parquet")
+    run(spark, single_source(str(tmp_path / "in.parquet")), _config(folder), str(tmp_path / "out"))
+    kept = pq.read_table(tmp_path / "out" / "docs")
+    assert kept.schema.names == ["id", "text", "year"] and kept.schema.field("year").type == pa.int16()
+    by_id = {d["id"]: d for d in kept.to_pylist()}
+    assert by_id["en-clean-0"]["year"] == list(docs).index("en-clean-0")
+
+
+def test_the_command_line(contaminated, tmp_path):
+    folder, _ = contaminated
+    given = ["--input", str(folder / "in.jsonl"), "--output", str(tmp_path / "o")]
+    printed = run_module("decontaminate", *given, "--benchmark", f"mmlu={folder}/mmlu.jsonl", "--print-config")
+    assert printed.returncode == 0 and f"mmlu: {folder}/mmlu.jsonl" in printed.stdout
+    missing = run_module("decontaminate", *given)
+    assert missing.returncode == 2 and "no benchmark given" in missing.stderr
+    wrong = run_module("decontaminate", *given, "--benchmark", f"mmlu={folder}/mmlu.jsonl")  # no text field
+    assert wrong.returncode == 2 and "benchmark mmlu: no item" in wrong.stderr and "Traceback" not in wrong.stderr
+    gone = run_module("decontaminate", *given, "--benchmark", f"x={tmp_path}/gone.jsonl")
+    assert gone.returncode == 2 and "no such file" in gone.stderr
+    done = run_module("decontaminate", *given, "--benchmark", f"ceval={folder}/ceval.jsonl", "--cut.window", "50")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "items found: ceval" in done.stdout and json.loads((tmp_path / "o" / "stats.json").read_text())["modified"]
+
+
+def test_the_pipeline_decontaminates_before_the_tokenizer_and_the_shards(contaminated, tmp_path):
+    folder, _ = contaminated
+    out = tmp_path / "out"
+    done = run_module("pipeline", "--input", str(folder / "in.jsonl"), "--output", str(out), "--vocab-size", "2048",
+                      "--clean.profile", "docs", "--benchmark", f"ceval={folder}/ceval.jsonl")
+    assert done.returncode == 0, done.stderr[-3000:]
+    stats = json.loads((out / "decontaminate" / "stats.json").read_text())
+    deduplicated = json.loads((out / "dedup" / "stats.json").read_text())
+    left = set(pq.read_table(out / "dedup" / "docs").column("id").to_pylist())  # after cleaning and dedup
+    planted_left = {f"zh-{kind}" for kind in FOUND} & left
+    assert stats["input"] == deduplicated["kept"] and len(planted_left) >= 3
+    assert stats["benchmarks"]["ceval"]["documents"] == len(planted_left)
+    index = json.loads((out / "shards" / "index.json").read_text())
+    assert index["totals"]["documents"] == stats["kept"]  # the shards are made of what decontamination kept
+    assert "decontaminate:" in done.stdout
