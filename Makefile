@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
+.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-decontaminate bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
 
 install: $(STAMP)
 
@@ -75,6 +75,11 @@ bench-extract: install
 # The cleaning profiles (web, docs, code) on documentation and source code of this machine's packages.
 eval-profiles: install
 	$(PY) -m benchmarks.eval_profiles
+
+# Benchmark items planted in the sample's documents: tokenmill against the GPT-3 13-gram rule and datatrove's
+# n-gram filter (in .bench/datatrove-venv, made the first time), 100,000 items (distractors from the man pages).
+bench-decontaminate: install
+	$(PY) -m benchmarks.bench_decontaminate
 
 bench-dedup: install
 	$(PY) -m benchmarks.bench_dedup

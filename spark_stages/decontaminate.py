@@ -116,13 +116,15 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
 def _stats(result, matches, quarantine, index, skipped, files: int, started: float) -> dict:
     from pyspark.sql import functions as F
 
-    by_status, reasons = {"kept": 0, "dropped": 0}, {}
-    for row in result.groupBy(STATUS, REASON).count().collect():
-        by_status[row[STATUS]] += row["count"]
+    by_status, reasons, modified, removed = {"kept": 0, "dropped": 0}, {}, 0, 0
+    changed = (F.col(STATUS) == "kept") & (F.size(SPANS) > 0)
+    for row in result.groupBy(STATUS, REASON).agg(F.count("*").alias("n"), F.sum(changed.cast("long")).alias("changed"),
+                                                   F.sum(F.when(changed, F.col(CHARS_REMOVED))).alias("removed")
+                                                   ).collect():
+        by_status[row[STATUS]] += row["n"]
         if row[REASON]:
-            reasons[row[REASON]] = row["count"]
-    modified, removed = result.where((F.col(STATUS) == "kept") & (F.size(SPANS) > 0)).agg(
-        F.count("*"), F.sum(CHARS_REMOVED)).first()
+            reasons[row[REASON]] = row["n"]
+        modified, removed = modified + (row["changed"] or 0), removed + (row["removed"] or 0)
     found = {r["benchmark"]: r for r in matches.groupBy("benchmark").agg(
         F.countDistinct("item").alias("items"), F.countDistinct("id").alias("documents"),
         F.sum(F.when(F.col("kind") == "exact", 1).otherwise(0)).alias("exact"),
@@ -145,7 +147,7 @@ def _stats(result, matches, quarantine, index, skipped, files: int, started: flo
         "quarantined": quarantined,
         "dropped_by_reason": dict(sorted(reasons.items())),
         "modified": modified,
-        "chars_removed": removed or 0,
+        "chars_removed": removed,
         "spans": sum(b["spans_exact"] + b["spans_fuzzy"] for b in benchmarks.values()),
         "benchmarks": benchmarks,
         "index_bytes": index.nbytes(),

@@ -35,9 +35,9 @@ def chinese_items(count: int | None = None) -> list[str]:
 
 
 def hosts(chinese: bool = False, count: int | None = None) -> list[str]:
-    """Long documents (3,000 characters or more) of the handbook, to plant items in."""
+    """Long documents (3,000 characters or more; Chinese ones mostly in Chinese) of the handbook, to plant items in."""
     texts = sample_texts(["debian-handbook.zh" if chinese else "debian-handbook.en"])
-    return [t for t in texts if len(t) >= 3000][:count]
+    return [t for t in texts if len(t) >= 3000 and (not chinese or len(CJK_CHAR.findall(t)) > 0.2 * len(t))][:count]
 
 
 def _words(item: str, chinese: bool) -> list[str]:
@@ -80,12 +80,12 @@ def planted(kind: str, item: str, host: str, rng: random.Random, chinese: bool =
         text = _join(words[start:start + size], chinese)
     elif kind == "edit_1_in_8":
         text = edited(item, chinese, rng, fillers)
-    elif kind == "run_10":  # ten units: ten words of no punctuation inside (a URL is many units), ten characters
+    elif kind == "run_10":  # ten units in a row (as matching counts them: a URL is many), as normalized text
         from prep.dedup.shingles import units
 
-        units_of = [w for w in words if (CJK_CHAR.match(w) if chinese else True)]
-        starts = [i for i in range(len(units_of) - 10) if len(units(_join(units_of[i:i + 10], chinese))) == 10]
-        text = _join(units_of[(rng.choice(starts)):][:10], chinese)
+        normalized = units(item)
+        start = rng.randrange(0, len(normalized) - 10)
+        text = _join(normalized[start:start + 10], chinese)
     elif kind == "scattered":  # every third word of the item, each between words of other text
         text = _join([w for i, w in enumerate(words) if i % 3 == 0 for w in (w, *rng.sample(fillers, 4))], chinese)
     else:

@@ -26,17 +26,16 @@ def planting():
                                                                         for i, t in enumerate(chinese)]
     index = build_index(items, IndexConfig())
     docs, labels, texts = [], [], []
-    for language, pool, host_pool in (("en", english, hosts(False, 60)), ("zh", chinese, hosts(True, 60))):
+    for language, pool, host_pool in (("en", english, hosts(False)), ("zh", chinese, hosts(True))):
         offset = 0 if language == "en" else len(english)
-        hosts_left = iter(host_pool)
         for n, kind in enumerate(FOUND + NEAR_MISSES):
             for k in range(PLANTED_PER_KIND):
                 item = n * PLANTED_PER_KIND + k
-                doc, text = planted(kind, pool[item], next(hosts_left), rng, chinese=language == "zh")
+                doc, text = planted(kind, pool[item], host_pool[item % len(host_pool)], rng, chinese=language == "zh")
                 docs.append(doc)
                 labels.append((kind, language, offset + item))
                 texts.append(text)
-        for host in list(hosts_left)[:10]:
+        for host in host_pool[-10:]:
             docs.append(host)
             labels.append(("clean", language, None))
             texts.append("")
