@@ -65,11 +65,10 @@ def decontaminate_batch(batch: pa.RecordBatch, index: BenchmarkIndex, cfg: Decon
         else:
             changed[d] = left
     if changed:
-        again = find_matches(list(changed.values()), index, cfg.match)
-        for k in np.unique(again.doc).tolist():
-            d = list(changed)[k]
-            status[d], reason[d] = "dropped", "matches_left_after_removal"
-            del changed[d]
+        cut = list(changed)
+        for k in np.unique(find_matches(list(changed.values()), index, cfg.match).doc).tolist():
+            status[cut[k]], reason[cut[k]] = "dropped", "matches_left_after_removal"
+            del changed[cut[k]]
     if changed:
         mask = np.zeros(rows, np.bool_)
         mask[list(changed)] = True

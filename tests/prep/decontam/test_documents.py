@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from prep.decontam.cut import CutConfig
 from prep.decontam.documents import DecontamConfig, decontaminate_batch
 from prep.decontam.index import IndexConfig, build_index
 from prep.decontam.match import MatchConfig, find_matches
@@ -131,3 +132,22 @@ def test_an_item_sharing_any_13_gram_is_found_however_many_items_share_its_seeds
         docs.append("Some unrelated words here and there. " + " ".join(words[start:start + 13]) + " and more after.")
     spans = find_matches(docs, index, MatchConfig(fuzzy=False))
     assert all(i in spans.item[spans.doc == i] for i in range(100))
+
+
+def test_a_match_the_cut_itself_forms_drops_the_document():
+    """Item Y sits inside item Z: cut with no window, Z's two halves meet and make Z's n-grams; the document
+    is dropped rather than kept with them."""
+    from prep.dedup.shingles import units
+
+    items = english_items()
+    z = next(t for t in items if 20 <= len(units(t)) <= 24 and len(t.split()) == len(units(t)))  # halves under 13
+    y = next(t for t in items if len(units(t)) >= 40)  # long: Z around it aligns badly
+    index = build_index([("b", "y", y), ("b", "z", z)], IndexConfig())
+    words = z.split()
+    half = len(words) // 2
+    host = hosts(False, 1)[0]
+    doc = host[:1000] + "\n\n" + " ".join(words[:half]) + " " + y + " " + " ".join(words[half:]) + "\n\n" + host[1000:]
+    assert {index.item_ids[t] for t in find_matches([doc], index, MatchConfig()).item} == {"y"}
+    batch = pa.record_batch({"id": ["d"], "text": [doc]})
+    row = decontaminate_batch(batch, index, DecontamConfig(cut=CutConfig(window=0))).to_pylist()[0]
+    assert (row["_status"], row["_reason"]) == ("dropped", "matches_left_after_removal") and row["text"] == doc
