@@ -25,8 +25,9 @@ def contaminated(tmp_path_factory):
     folder = tmp_path_factory.mktemp("contaminated")
     rng = random.Random(11)
     english, chinese = english_items(30), chinese_items(30)
-    write_lines(folder / "mmlu.jsonl", [{"id": f"q{i}", "question": t.rsplit(" ", 4)[0], "choices": t.rsplit(" ", 4)[1:]}
-                                        for i, t in enumerate(english)])
+    questions = [t.rsplit(" ", 4) for t in english]  # the last four words as choices
+    write_lines(folder / "mmlu.jsonl", [{"id": f"q{i}", "question": q[0], "choices": q[1:]}
+                                        for i, q in enumerate(questions)])
     write_lines(folder / "ceval.jsonl", [{"text": t} for t in chinese])
     docs = {}
     for language, items, pool in (("en", english, hosts(False, 20)), ("zh", chinese, hosts(True, 20))):
