@@ -76,7 +76,11 @@ class ShardLoader:
         self._produced = 0  # ... and of the next one collated (ahead by the batches in the ring)
         self._consumed = [0] * len(self.sets)  # rows each source gave up to `position`
         self._ahead = [0] * len(self.sets)  # ... up to `_produced`
-        self._given: deque[list[int]] = deque()  # rows per source of each batch in the ring
+        # per batch in the ring: how far it moves `position` (skipped stretches before it included) and
+        # the rows each source gives up to its end
+        self._given: deque[tuple[int, list[int]]] = deque()
+        self._skips: list[tuple[int, int]] = []  # stretches of global positions [start, end) never served
+        self.served_position = 0  # global position of the batch next() returned last
         self._origin = (0, [0] * len(self.sets))  # where the current weights took effect: (position, rows)
         self.counters = {"blocked_seconds": 0.0, "batches": 0}
 
@@ -110,15 +114,38 @@ class ShardLoader:
         while len(self.ring) < target:
             self.ring.push(self._collate())
         batch = self.ring.pop()
-        self.position += self.global_batch_size
-        self._consumed = [a + b for a, b in zip(self._consumed, self._given.popleft())]
+        advance, given = self._given.popleft()
+        self.served_position = self.position + advance - self.global_batch_size
+        self.position += advance
+        self._consumed = [a + b for a, b in zip(self._consumed, given)]
         self.counters["batches"] += 1
         self.counters["blocked_seconds"] += time.perf_counter() - started
         return batch
 
+    def skip(self, start: int, end: int) -> None:
+        """Never serves the global positions [start, end) (whole global batches, none served yet): the
+        batches there are passed over as if trained on, so every later batch is the one it would have
+        been. Part of the state: the order stays a function of the seed, the position and the skips."""
+        batch = self.global_batch_size
+        if start % batch or end % batch or not self.position <= start < end:
+            raise ValueError(f"a skip is whole global batches of {batch} rows from the position {self.position} "
+                             f"on, got [{start}, {end})")
+        self._skips = sorted([*self._skips, (start, end)])
+        self._restart(self.position, self._consumed)
+
+    def _skipped(self, position: int) -> bool:
+        return any(start <= position < end for start, end in self._skips)
+
     def _collate(self) -> dict[str, np.ndarray]:
         """This rank's part of the next global batch to produce: each source's rows, source after source,
-        collated into one set of arrays."""
+        collated into one set of arrays (the skipped stretches before it passed over)."""
+        moved, passed = 0, [0] * len(self.sets)
+        while self._skipped(self._produced + moved):
+            given = self._schedule.rows([rows - at for rows, at in zip(self._ahead, self._origin[1])],
+                                        self.global_batch_size)
+            self._ahead = [a + b for a, b in zip(self._ahead, given)]
+            passed = [p + g for p, g in zip(passed, given)]
+            moved += self.global_batch_size
         since = [rows - at for rows, at in zip(self._ahead, self._origin[1])]
         given = self._schedule.rows(since, self.global_batch_size)
         lo, hi = self.rank * self.batch_size, (self.rank + 1) * self.batch_size
@@ -132,8 +159,8 @@ class ShardLoader:
                 source[a - lo:b - lo] = i
             start += rows
         self._ahead = [a + b for a, b in zip(self._ahead, given)]
-        self._given.append(given)
-        self._produced += self.global_batch_size
+        self._given.append((moved + self.global_batch_size, [p + g for p, g in zip(passed, given)]))
+        self._produced += moved + self.global_batch_size
         return {**batch_of(out, pieces), "source": source}
 
     def state_dict(self) -> dict:
@@ -145,7 +172,8 @@ class ShardLoader:
                 "sources": [{"name": name, "rows": rows, "epoch_size": s.order.epoch_size}
                             for name, rows, s in zip(self.sources, self._consumed, self.sets)],
                 "weights": dict(zip(self.sources, self._weights)),
-                "weights_since": {"position": self._origin[0], "rows": list(self._origin[1])}}
+                "weights_since": {"position": self._origin[0], "rows": list(self._origin[1])},
+                "skips": [list(stretch) for stretch in self._skips]}
 
     def load_state_dict(self, state: dict, allow_new_weights: bool = False) -> None:
         """Continues exactly where `state` stopped, at any world size with the same global batch. A state
@@ -169,6 +197,11 @@ class ShardLoader:
                              f"{mine['weights']} (allow_new_weights=True continues with the new ones)")
         since = state["weights_since"]
         self._origin = (since["position"], list(since["rows"])) if same_weights else (position, list(rows))
+        self._skips = _skips_of(state.get("skips", []), self.global_batch_size)
+        self._restart(position, rows)
+
+    def _restart(self, position: int, rows: list[int]) -> None:
+        """Produces again from `position` (each source at `rows`): what was prefetched is dropped."""
         self.position = self._produced = position
         self._consumed, self._ahead = list(rows), list(rows)
         self._given.clear()
@@ -186,6 +219,17 @@ class ShardLoader:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _skips_of(saved, batch: int) -> list[tuple[int, int]]:
+    """A saved state's skipped stretches, checked: whole global batches, each non-empty, in order."""
+    try:
+        skips = [(int(a), int(b)) for a, b in saved]
+    except (TypeError, ValueError):
+        raise ValueError(f"cannot resume: the loader state's skips are not [start, end] pairs: {saved!r}") from None
+    if any(a % batch or b % batch or not 0 <= a < b for a, b in skips) or skips != sorted(skips):
+        raise ValueError(f"cannot resume: the loader state's skips {skips} are not sorted whole global batches")
+    return skips
 
 
 def _check_alike(names: list[str], sources: list[ShardSource]) -> None:

@@ -305,3 +305,28 @@ def test_a_record_batch_that_does_not_decompress_is_a_shard_error_in_the_first_b
     (tmp_path / "index.json").write_text(json.dumps(index))
     with pytest.raises(ShardError, match=f"{shard_name(0)}: record batch [0-9]+ cannot be read"):
         next(ShardLoader(str(tmp_path), 4, seed=3))
+
+
+def test_a_skipped_stretch_is_passed_over_and_kept_in_the_state(shards):
+    path, _ = shards
+    whole = stream(make(path, 1), 10)
+    loaders = make(path, 2)
+    first = stream(loaders, 2)
+    for loader in loaders:
+        loader.skip(4 * GLOBAL_BATCH, 7 * GLOBAL_BATCH)  # batches 4, 5 and 6 never served
+    assert first + stream(loaders, 5) == whole[:4 * GLOBAL_BATCH] + whole[7 * GLOBAL_BATCH:]
+    assert loaders[0].served_position == 9 * GLOBAL_BATCH and loaders[0].position == 10 * GLOBAL_BATCH
+    state = loaders[0].state_dict()
+    assert state["skips"] == [[4 * GLOBAL_BATCH, 7 * GLOBAL_BATCH]]
+    resumed = make(path, 1)[0]  # another world size, from a state saved before the stretch
+    early = make(path, 2)
+    stream(early, 2)
+    for loader in early:
+        loader.skip(4 * GLOBAL_BATCH, 7 * GLOBAL_BATCH)
+    resumed.load_state_dict(early[0].state_dict())
+    assert stream([resumed], 5) == whole[2 * GLOBAL_BATCH:4 * GLOBAL_BATCH] + whole[7 * GLOBAL_BATCH:]
+    with pytest.raises(ValueError, match="whole global batches"):
+        resumed.skip(3, 16)
+    bad = dict(state, skips=[[16, 8]])
+    with pytest.raises(ValueError, match="skips"):
+        resumed.load_state_dict(bad)
