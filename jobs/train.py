@@ -2,8 +2,10 @@
 
     torchrun --nproc_per_node=N jobs/train.py --shards SHARDS --run-dir DIR [--model tiny|125m|1b]
         [--steps N] [--global-batch-size B] [--checkpoint-every N] [--resume] [--config FILE] [--print-config]
+    python jobs/train.py ...      # one process, without torchrun
 
 Flags are TrainConfig's fields (trainer/loop.py); --config takes a YAML file of them, flags override it.
+A bad setting is exit code 2 and one line (under torchrun: from every worker, before any work).
 """
 
 import os
@@ -15,4 +17,11 @@ if __name__ == "__main__":
     from trainer.loop import TrainConfig, train
 
     _, config = command_line(TrainConfig, None, prog="jobs.train", description=__doc__.split("\n")[0])
+    if "RANK" not in os.environ:  # not under torchrun: a world of one process
+        import socket
+
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            port = free.getsockname()[1]
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     train(config)

@@ -122,6 +122,10 @@ class ShardLoader:
         self.counters["blocked_seconds"] += time.perf_counter() - started
         return batch
 
+    @property
+    def skips(self) -> list[tuple[int, int]]:
+        return list(self._skips)
+
     def skip(self, start: int, end: int) -> None:
         """Never serves the global positions [start, end) (whole global batches, none served yet): the
         batches there are passed over as if trained on, so every later batch is the one it would have

@@ -150,20 +150,29 @@ def command_line(config_type, argv: list[str] | None, *, prog: str, description:
     for flag in config_flags:
         _add_flag(settings, flag, taken=set(parser._option_string_actions))
     args, rest = parser.parse_known_args(argv)
-    values, so_far = {}, config_type()
+    # Each file and flag is tried in turn so that an error can name the one it comes from; a check
+    # across settings may fail half way (--steps before --warmup-steps), so only an error the whole
+    # configuration still has is reported, under the name of the file or flag it first showed at.
+    values, so_far, seen = {}, config_type(), {}
     for path, where in _section_files(args, section_files or {}, per_source):
         try:
             values = merged(values, nested(where, load_yaml(path)))
-            so_far = override(config_type(), values)  # the files so far: an error names this one
         except ConfigError as e:
             parser.error(f"{path}: {e}")
+        try:
+            so_far = override(config_type(), values)
+        except ConfigError as e:
+            seen.setdefault(str(e), f"{path}: {e}")
     for flag in config_flags:
         if (value := getattr(args, flag.dest)) is not None:
             try:
                 one = nested(flag.path, _flag_value(flag, value))
+            except ConfigError as e:
+                parser.error(f"--{flag.name}: {str(e).removeprefix(flag.name + ': ')}")
+            try:
                 so_far = override(so_far, one)
             except ConfigError as e:  # "a.b: what is wrong" → "--a.b: what is wrong"
-                parser.error(f"--{flag.name}: {str(e).removeprefix(flag.name + ': ')}")
+                seen.setdefault(str(e), f"--{flag.name}: {str(e).removeprefix(flag.name + ': ')}")
             values = merged(values, one)
     for path, value in _source_flags(parser, rest, per_source):
         values = merged(values, nested(path, value))
@@ -175,7 +184,7 @@ def command_line(config_type, argv: list[str] | None, *, prog: str, description:
     try:
         cfg = override(config_type(), values)
     except ConfigError as e:
-        parser.error(str(e))
+        parser.error(seen.get(str(e), str(e)))
     if args.print_config:
         print(to_yaml(cfg), end="")
         parser.exit(0)

@@ -1,10 +1,10 @@
 """Checkpoints of the training loop: asynchronous, complete or absent, and exact to resume from.
 
 DIR/checkpoints/step-NNNNNNN holds the model, optimizer, scheduler, step, world size, the loader's
-state and each rank's RNG states (torch.distributed.checkpoint). A save is written as
-step-NNNNNNN.partial on a gloo group of its own and renamed by rank 0 once every rank's part and
-DCP's metadata are on disk; the ranks decide that together at a step boundary. Loading reshards
-the model and optimizer when the world size changed.
+state (its skips included), the training guard's and each rank's RNG states
+(torch.distributed.checkpoint). A save is written as step-NNNNNNN.partial on a gloo group of its own
+and renamed by rank 0 once every rank's part and DCP's metadata are on disk; the ranks decide that
+together at a step boundary. Loading reshards the model and optimizer when the world size changed.
 
 A checkpoint is code: DCP reads its metadata with pickle, as torch.load reads any PyTorch checkpoint.
 So resume() loads only a checkpoint folder of this user's that nobody else can write (owner and mode
@@ -95,12 +95,14 @@ def set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def training_state(model, optimizer, scheduler, loader, step: int, rank: int, world: int) -> dict:
+def training_state(model, optimizer, scheduler, loader, step: int, rank: int, world: int,
+                   guard_json: str = "") -> dict:
     """What a checkpoint holds. RNG states are per rank under rank-unique keys: DCP keeps one copy of
     a key saved by several ranks, so a shared key would hand every rank the same state."""
     model_state, optimizer_state = get_state_dict(model, optimizer)
     return {"model": model_state, "optimizer": optimizer_state, "scheduler": scheduler.state_dict(),
-            "train": {"step": step, "world_size": world, "loader_json": json.dumps(loader.state_dict())},
+            "train": {"step": step, "world_size": world, "loader_json": json.dumps(loader.state_dict()),
+                      "guard_json": guard_json},
             f"rng_rank{rank}": rng_state()}
 
 
@@ -114,9 +116,10 @@ def check_checkpoint(checkpoint: Path) -> None:
 
 
 def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, world: int,
-           allow_new_weights: bool = False) -> int:
+           allow_new_weights: bool = False) -> tuple[int, str]:
     """Loads `checkpoint` (resharded by DCP when the world size changed) after check_checkpoint; returns
-    the step to run next. allow_new_weights: the loader's mixture weights may differ from the checkpoint's."""
+    the step to run next and the training guard's state (trainer/guard.py) as saved. allow_new_weights:
+    the loader's mixture weights may differ from the checkpoint's."""
     check_checkpoint(checkpoint)
     state = training_state(model, optimizer, scheduler, loader, 0, rank, world)
     saved_keys = dcp.FileSystemReader(str(checkpoint)).read_metadata().state_dict_metadata
@@ -134,4 +137,4 @@ def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, wor
     loader.load_state_dict(json.loads(state["train"]["loader_json"]), allow_new_weights)
     if f"rng_rank{rank}" in state and state["train"]["world_size"] == world:
         set_rng_state(state[f"rng_rank{rank}"])
-    return int(state["train"]["step"])
+    return int(state["train"]["step"]), state["train"]["guard_json"]

@@ -1,9 +1,10 @@
 """The training guard: a step whose loss or gradient is not finite applies nothing; a loss spike rolls the
 run back to its last checkpoint and skips the stretch of data that led to it.
 
-A spike is a loss above the median of the last `window` applied steps by more than `spike_mads` median
-absolute deviations and by at least `spike_rise` nats (both: a flat loss has a tiny deviation), judged
-once `warmup` steps are applied. The guard decides from the global loss and gradient norm, which every
+A spike is a loss above the median of the last five applied steps by more than `spike_mads` times the
+median step-to-step change over the last `window` applied steps, and by at least `spike_rise` nats
+(both: a flat loss has tiny changes), judged once `warmup` steps are applied. Step-to-step changes,
+not the spread of the losses: a loss that falls fast early on has a wide spread and small changes. The guard decides from the global loss and gradient norm, which every
 rank has: every rank decides the same. On a spike the loop restores the newest checkpoint (on every rank),
 and the loader skips the spiking batch and the `skip_before` batches before it (never those before the
 checkpoint: they are in its weights already), as PaLM and OPT restarted from before a spike and skipped
@@ -24,7 +25,7 @@ class GuardConfig:
     enabled: bool = True  # skip non-finite steps; roll back and skip the data after a loss spike
     window: int = 32  # applied steps the spike statistic is over
     warmup: int = 16  # applied steps before a spike is judged (the loss falls fast at first)
-    spike_mads: float = 8.0  # a spike: the loss above the window's median by this many median deviations ...
+    spike_mads: float = 8.0  # a spike: the loss above the last five's median by this many median changes ...
     spike_rise: float = 0.5  # ... and by at least this many nats
     skip_before: int = 4  # batches before the spiking one skipped with it
     max_rollbacks: int = 3  # more rollbacks than this within rollback_window steps stop the run
@@ -33,7 +34,7 @@ class GuardConfig:
     def __post_init__(self):
         if self.window < 4 or self.warmup < 1 or self.spike_mads <= 0 or self.spike_rise < 0 or self.skip_before < 0 \
                 or self.max_rollbacks < 0 or self.rollback_window < 1:
-            raise ValueError("guard: need window >= 4, warmup >= 1, spike_mads > 0, spike_rise >= 0, skip_before "
+            raise ValueError("need window >= 4, warmup >= 1, spike_mads > 0, spike_rise >= 0, skip_before "
                              ">= 0, max_rollbacks >= 0, rollback_window >= 1")
 
 
@@ -72,9 +73,9 @@ class Guard:
         recent = self.state.recent
         if len(recent) < max(4, self.cfg.warmup):
             return None
-        median = statistics.median(recent)
-        deviation = statistics.median(abs(x - median) for x in recent)
-        if loss - median > max(self.cfg.spike_mads * deviation, self.cfg.spike_rise):
+        baseline = statistics.median(recent[-5:])
+        change = statistics.median(abs(b - a) for a, b in zip(recent, recent[1:]))
+        if loss - baseline > max(self.cfg.spike_mads * change, self.cfg.spike_rise):
             return "spike"
         return None
 

@@ -1,18 +1,22 @@
-"""The bundled pretraining loop: FSDP2 over the loader's batches, exact and elastic resume.
+"""The bundled pretraining loop: FSDP2 over the loader's batches, exact and elastic resume, guarded.
 
-One process per device (gloo on CPU, NCCL on CUDA), started by torchrun (jobs/train.py). Every step:
-a batch from ShardLoader, forward with attention inside documents only, the loss averaged over the
-real tokens of all ranks, AdamW with warmup then cosine decay, gradient clipping. Checkpoints go to
-DIR/checkpoints/ (trainer/checkpoints.py); per-step metrics to DIR/metrics.jsonl, with each source's
-tokens and loss when the shards are a mixture (`--shards OUT/shards/mixture.json`).
+One process per device (gloo on CPU, NCCL on CUDA), started by torchrun (jobs/train.py). At start the
+ranks check together that they can train together (trainer/preflight.py) and rank 0 takes the run
+folder (trainer/run_folder.py); a worker dies with its torchrun agent. Every step: a batch from
+ShardLoader, forward with attention inside documents only, the loss averaged over the real tokens of
+all ranks, AdamW with warmup then cosine decay, gradient clipping; the guard (trainer/guard.py) applies
+nothing for a non-finite loss or gradient and rolls back past a loss spike. Checkpoints go to
+DIR/checkpoints/ (trainer/checkpoints.py); per-step metrics and guard events to DIR/metrics.jsonl, with
+each source's tokens and loss when the shards are a mixture (`--shards OUT/shards/mixture.json`).
 """
 
 import json
 import logging
 import math
 import os
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,8 +27,12 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from loaders import ShardLoader
 from loaders.collate import IGNORE
 from schemas.mixture import parse_weights
+from trainer import test_hooks
 from trainer.checkpoints import Checkpoints, resume, training_state
-from trainer.model import Transformer, preset
+from trainer.guard import Guard, GuardConfig, GuardState, TooManyRollbacks
+from trainer.model import PRESETS, Transformer, preset
+from trainer.preflight import check_ranks
+from trainer.run_folder import die_with_parent, run_folder
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +48,10 @@ class TrainConfig:
     run_dir: str = "out/train"  # checkpoints/ and metrics.jsonl
     model: str = "tiny"  # tiny | 125m | 1b (trainer/model.py)
     steps: int = 200  # optimizer steps in all, counted from the start of the run (a resume goes on)
-    global_batch_size: int = 8  # rows per step over all ranks; kept when resuming at another world size
+    global_batch_size: int = 8  # rows per step over all ranks (a multiple of them); kept when resuming elsewhere
     lr: float = 3e-4  # peak learning rate
     min_lr_ratio: float = 0.1  # cosine decay ends at lr * this
-    warmup_steps: int = 2000  # linear warmup
+    warmup_steps: int = 20  # linear warmup (fewer than steps)
     weight_decay: float = 0.1  # AdamW, on matrices only
     grad_clip: float = 1.0  # max global gradient norm
     checkpoint_every: int = 100  # steps between checkpoints (and one at the end)
@@ -54,6 +62,24 @@ class TrainConfig:
     compile: bool = False  # torch.compile each block
     num_workers: int = 0  # the loader's decompression processes per rank
     loss_chunk_tokens: int = 0  # > 0: logits made this many tokens at a time (less memory, one more pass)
+    wait_for_run_dir: bool = False  # when another run holds run_dir: wait for it (false: refuse, exit code 2)
+    guard: GuardConfig = field(default_factory=GuardConfig)
+
+    def __post_init__(self):
+        problems = [what for bad, what in (
+            (self.steps < 1, "steps must be at least 1"),
+            (not 0 <= self.warmup_steps < self.steps, f"warmup_steps ({self.warmup_steps}) must be below steps "
+                                                      f"({self.steps}): the run would never leave warmup"),
+            (self.global_batch_size < 1, "global_batch_size must be at least 1"),
+            (self.lr <= 0 or not 0 <= self.min_lr_ratio <= 1, "lr must be positive and min_lr_ratio in [0, 1]"),
+            (self.checkpoint_every < 1 or self.keep_checkpoints < 1, "checkpoint_every and keep_checkpoints must be "
+                                                                    "at least 1"),
+            (self.grad_clip <= 0, "grad_clip must be positive"),
+            (self.model not in PRESETS, f"model must be one of {', '.join(PRESETS)}, got {self.model!r}"),
+            (self.num_workers < 0 or self.loss_chunk_tokens < 0, "num_workers and loss_chunk_tokens cannot be "
+                                                                 "negative")) if bad]
+        if problems:
+            raise ValueError("; ".join(problems))
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -88,8 +114,9 @@ def build_model(cfg: TrainConfig, vocab_size: int, device: torch.device) -> Tran
 
 
 def build_optimizer(model: torch.nn.Module, cfg: TrainConfig):
-    matrices = [p for p in model.parameters() if p.dim() >= 2]
-    vectors = [p for p in model.parameters() if p.dim() < 2]
+    named = [(name, p) for name, p in model.named_parameters() if name not in test_hooks.LEFT_OUT]
+    matrices = [p for _, p in named if p.dim() >= 2]
+    vectors = [p for _, p in named if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": matrices, "weight_decay": cfg.weight_decay},
                                    {"params": vectors, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate(step, cfg) / cfg.lr)
@@ -103,9 +130,13 @@ class Step(NamedTuple):
     source_rows: list[int]  # rows of each source in the global batch
     source_tokens: list[int]  # real tokens of each source in the global batch
     source_loss: list[float | None]  # their mean loss (None: the source had no token in this batch)
+    event: str | None  # why nothing was applied: "nonfinite" or "spike" (trainer/guard.py); None: applied
 
 
-def train_step(model, optimizer, batch: dict, world: int, cfg: TrainConfig, sources: int = 1) -> Step:
+def train_step(model, optimizer, batch: dict, world: int, cfg: TrainConfig, sources: int = 1,
+               guard: Guard | None = None, poison: bool = False) -> Step:
+    """One step; with a guard, the optimizer steps only when the loss is no spike and the loss and the
+    gradient are finite (every rank has the same global figures, so every rank decides the same)."""
     labels = batch["labels"]
     row_loss = model(batch["input_ids"], batch["position_ids"], batch["cu_seqlens"], labels=labels,
                      loss_chunk_tokens=cfg.loss_chunk_tokens)
@@ -117,15 +148,23 @@ def train_step(model, optimizer, batch: dict, world: int, cfg: TrainConfig, sour
                         by_source.flatten()])
     dist.all_reduce(counts)  # one reduction for the step's figures and every source's
     real_tokens = max(1.0, counts[0].item())
-    # FSDP averages gradients over ranks: scale so the result is the gradient of the global mean.
+    loss = counts[1].item() / real_tokens
+    event = guard.verdict(loss) if guard else None
+    # FSDP averages gradients over ranks: scale so the result is the gradient of the global mean. The
+    # backward runs whatever the verdict: FSDP's hooks expect it after a forward.
     (loss_sum * world / real_tokens).backward()
+    if poison:  # a test's fault: one rank's gradient turns infinite (the global norm does on every rank)
+        next(model.parameters()).grad.fill_(float("inf"))
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-    grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
-    optimizer.step()
+    grad_norm = (grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm).item()
+    if event is None and guard is not None and not guard.gradient_ok(grad_norm):
+        event = "nonfinite"
+    if event is None:
+        optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     rows, tokens, losses = counts[3:].view(3, sources).tolist()
-    return Step(counts[1].item() / real_tokens, grad_norm.item(), int(counts[2].item()), [int(r) for r in rows],
-                [int(t) for t in tokens], [loss / t if t else None for t, loss in zip(tokens, losses)])
+    return Step(loss, grad_norm, int(counts[2].item()), [int(r) for r in rows], [int(t) for t in tokens],
+                [loss / t if t else None for t, loss in zip(tokens, losses)], event)
 
 
 def peak_flops(device: torch.device) -> float | None:
@@ -135,8 +174,17 @@ def peak_flops(device: torch.device) -> float | None:
     return next((flops for key, flops in PEAK_FLOPS.items() if key in name), None)
 
 
+class RunStopped(Exception):
+    """The run cannot start or go on: one line says why (exit code 2 at start, 3 for the guard)."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
 def train(cfg: TrainConfig) -> None:
     """The loop in this torchrun process; its process group is destroyed however the loop ends."""
+    die_with_parent()  # an orphan of a killed agent would go on writing into the run folder
     cuda = torch.cuda.is_available()
     dist.init_process_group(backend="nccl" if cuda else "gloo")
     try:
@@ -144,6 +192,9 @@ def train(cfg: TrainConfig) -> None:
         if cuda:
             torch.cuda.set_device(device)
         _train(cfg, device)
+    except RunStopped as e:
+        print(f"jobs.train: error: {e}", file=sys.stderr, flush=True)
+        raise SystemExit(e.code) from None
     finally:
         dist.destroy_process_group()
 
@@ -151,44 +202,99 @@ def train(cfg: TrainConfig) -> None:
 def _train(cfg: TrainConfig, device: torch.device) -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     if cfg.global_batch_size % world:
-        raise SystemExit(f"--global-batch-size {cfg.global_batch_size} is not a multiple of the {world} processes")
+        raise RunStopped(f"global_batch_size {cfg.global_batch_size} is not a multiple of the {world} processes", 2)
     run_dir = Path(cfg.run_dir)
-    loader = ShardLoader(cfg.shards, cfg.global_batch_size // world, rank=rank, world_size=world, seed=cfg.seed,
-                         num_workers=cfg.num_workers, device=device, weights=parse_weights(cfg.weights) or None)
+    with run_folder(run_dir, rank, cfg.wait_for_run_dir) as refused:
+        if refused:
+            raise RunStopped(refused, 2)
+        loader = ShardLoader(cfg.shards, cfg.global_batch_size // world, rank=rank, world_size=world, seed=cfg.seed,
+                             num_workers=cfg.num_workers, device=device, weights=parse_weights(cfg.weights) or None)
+        try:
+            _run(cfg, device, loader, run_dir, rank, world)
+        finally:
+            loader.close()
+
+
+def _run(cfg: TrainConfig, device: torch.device, loader: ShardLoader, run_dir: Path, rank: int, world: int) -> None:
     mixture = len(loader.sources) > 1
+    model = build_model(cfg, loader.embedding_size, device)
+    optimizer, scheduler = build_optimizer(model, cfg)
+    checkpoints = Checkpoints(run_dir, cfg.keep_checkpoints, rank, device)
+    guard = Guard(cfg.guard)
+    step = 0
+    if cfg.resume and (latest := checkpoints.latest()) is not None:
+        step, saved_guard = resume(latest, model, optimizer, scheduler, loader, rank, world, cfg.allow_new_weights)
+        guard.state = GuardState.from_json(saved_guard)
+        log.info("resumed from %s at step %d (%d processes)", latest, step, world)
+    problem = check_ranks(model, optimizer, loader, cfg)
+    if problem:
+        raise RunStopped(problem, 2)
+    metrics = Metrics(run_dir / "metrics.jsonl" if rank == 0 else None, model.flops_per_token(loader.seq_len),
+                      peak_flops(device), world)
+    with metrics:
+        while step < cfg.steps:
+            started = time.perf_counter()  # before next(): the data wait is part of the step
+            batch = next(loader)
+            data_wait = time.perf_counter() - started
+            result = train_step(model, optimizer, batch, world, cfg, len(loader.sources), guard,
+                                poison=test_hooks.poisoned(step + 1, rank))
+            if result.event == "spike":
+                step = _roll_back(step + 1, result.loss, loader, model, optimizer, scheduler, checkpoints, guard,
+                                  metrics, rank, world)
+                continue
+            lr = scheduler.get_last_lr()[0]
+            scheduler.step()
+            step += 1
+            if result.event == "nonfinite":
+                guard.not_applied()
+                metrics.event("nonfinite", step, loss=result.loss, grad_norm=result.grad_norm)
+            else:
+                guard.applied(result.loss)
+            if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+                checkpoints.save(training_state(model, optimizer, scheduler, loader, step, rank, world,
+                                                guard.state.to_json()), step)
+            checkpoints.poll()
+            seconds = time.perf_counter() - started
+            per_source = {f"source_{key}": dict(zip(loader.sources, getattr(result, f"source_{key}")))
+                          for key in ("rows", "tokens", "loss")} if mixture else {}
+            metrics.write(step=step, loss=result.loss, lr=lr, grad_norm=result.grad_norm,
+                          tokens_per_s=cfg.global_batch_size * loader.seq_len / seconds,
+                          data_wait_pct=100 * data_wait / seconds, token_sum=result.token_sum,
+                          position=loader.served_position, applied=result.event is None, **per_source)
+    checkpoints.wait()
+    # Each rank's data loading counters (decompressions here and on its node, cache hits, waits).
+    (run_dir / f"loader-rank{rank}.json").write_text(json.dumps({**loader.stats(), "guard": json.loads(
+        guard.state.to_json())}) + "\n")
+
+
+def _roll_back(step: int, loss: float, loader, model, optimizer, scheduler, checkpoints, guard: Guard, metrics,
+               rank: int, world: int) -> int:
+    """After a spike at `step`: every rank back to the newest checkpoint, the stretch that led to the spike
+    skipped; returns the step to go on from. Without a checkpoint yet, the batch alone is passed over."""
+    served = loader.served_position
     try:
-        model = build_model(cfg, loader.embedding_size, device)
-        optimizer, scheduler = build_optimizer(model, cfg)
-        checkpoints = Checkpoints(run_dir, cfg.keep_checkpoints, rank, device)
-        step = 0
-        if cfg.resume and (latest := checkpoints.latest()) is not None:
-            step = resume(latest, model, optimizer, scheduler, loader, rank, world, cfg.allow_new_weights)
-            log.info("resumed from %s at step %d (%d processes)", latest, step, world)
-        metrics = Metrics(run_dir / "metrics.jsonl" if rank == 0 else None, model.flops_per_token(loader.seq_len),
-                          peak_flops(device), world)
-        with metrics:
-            while step < cfg.steps:
-                started = time.perf_counter()  # before next(): the data wait is part of the step
-                batch = next(loader)
-                data_wait = time.perf_counter() - started
-                result = train_step(model, optimizer, batch, world, cfg, len(loader.sources))
-                lr = scheduler.get_last_lr()[0]
-                scheduler.step()
-                step += 1
-                if step % cfg.checkpoint_every == 0 or step == cfg.steps:
-                    checkpoints.save(training_state(model, optimizer, scheduler, loader, step, rank, world), step)
-                checkpoints.poll()
-                seconds = time.perf_counter() - started
-                per_source = {f"source_{key}": dict(zip(loader.sources, getattr(result, f"source_{key}")))
-                              for key in ("rows", "tokens", "loss")} if mixture else {}
-                metrics.write(step=step, loss=result.loss, lr=lr, grad_norm=result.grad_norm,
-                              tokens_per_s=cfg.global_batch_size * loader.seq_len / seconds,
-                              data_wait_pct=100 * data_wait / seconds, token_sum=result.token_sum, **per_source)
-        checkpoints.wait()
-        # Each rank's data loading counters (decompressions here and on its node, cache hits, waits).
-        (run_dir / f"loader-rank{rank}.json").write_text(json.dumps(loader.stats()) + "\n")
-    finally:
-        loader.close()
+        guard.rollback(step)
+    except TooManyRollbacks as e:
+        metrics.event("stopped", step, loss=loss, reason=str(e))
+        raise RunStopped(str(e), 3) from None
+    checkpoints.wait()
+    latest = checkpoints.latest()
+    if latest is None:  # nothing to go back to: the batch (already passed) is not applied, the run goes on
+        back_to, (start, end) = step - 1, (served, served + loader.global_batch_size)
+    else:
+        live = loader.skips
+        # (allow_new_weights: the checkpoint is this run's own, saved with the weights it runs with now)
+        back_to, saved_guard = resume(latest, model, optimizer, scheduler, loader, rank, world, True)
+        guard.restore(GuardState.from_json(saved_guard))
+        for a, b in live:  # skips of this run since that checkpoint (earlier rollbacks to it) stay
+            if (a, b) not in loader.skips and a >= loader.position:
+                loader.skip(a, b)
+        start, end = guard.skip_stretch(served, loader.position, loader.global_batch_size)
+        loader.skip(start, end)
+    log.warning("loss spike at step %d (%.4f): back to step %d, positions [%d, %d) skipped", step, loss, back_to,
+                start, end)
+    metrics.event("rollback", step, loss=loss, back_to=back_to, skipped=[start, end])
+    return back_to
 
 
 class Metrics:
@@ -206,6 +312,14 @@ class Metrics:
     def __exit__(self, *exc) -> None:
         if self.file is not None:
             self.file.close()
+
+    def event(self, kind: str, step: int, **details) -> None:
+        """A guard event: its own line in metrics.jsonl (`event`, `at_step`; no `step`, which names a step's
+        record) and in the log."""
+        log.warning("guard: %s at step %d %s", kind, step, details)
+        if self.file is not None:
+            self.file.write(json.dumps({"event": kind, "at_step": step, **details}) + "\n")
+            self.file.flush()
 
     def write(self, **record) -> None:
         if self.file is None:

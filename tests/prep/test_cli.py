@@ -98,3 +98,20 @@ def test_print_config_prints_what_would_run_and_a_section_file_sets_a_section(tm
               section_files={"inner-config": "inner"})
     printed = yaml.safe_load(capsys.readouterr().out)
     assert exit_.value.code == 0 and printed["threshold"] == 0.5 and printed["inner"]["num_perm"] == 16
+
+
+def test_a_check_across_settings_judges_the_whole_configuration(capsys):
+    from trainer.loop import TrainConfig
+
+    def parsed(argv):
+        return command_line(TrainConfig, argv, prog="jobs.train", description="")[1]
+
+    cfg = parsed(["--steps", "12", "--warmup-steps", "4"])  # steps alone would be below the default warmup
+    assert (cfg.steps, cfg.warmup_steps) == (12, 4)
+    with pytest.raises(SystemExit) as exit_:
+        parsed(["--steps", "10", "--warmup-steps", "20"])
+    error = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--steps: warmup_steps (20) must be below steps (10)" in error
+    with pytest.raises(SystemExit):
+        parsed(["--steps", "10", "--warmup-steps", "5", "--lr", "-1"])  # fixed on the way; another error
+    assert "lr must be positive" in capsys.readouterr().err
