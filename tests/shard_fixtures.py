@@ -41,9 +41,10 @@ def sample_texts(files) -> list[str]:
 
 
 def write_text_shards(folder, seq_len=512, vocab_size=1024, files=("debian-faq.en", "debian-faq.zh"), parts=2,
-                      tokenizer_file=None):
+                      tokenizer_file=None, edit_rows=None):
     """Shards of real text: documents of the embedded sample, tokenized by a small BPE trained on them
-    (or by `tokenizer_file`; no Spark: the prep functions the shards job runs), packed into rows of seq_len."""
+    (or by `tokenizer_file`; no Spark: the prep functions the shards job runs), packed into rows of seq_len.
+    `edit_rows(tokens, cu, bounds)` may change rows before they are written (bounds: each shard's first row)."""
     from prep.tokenizer.bpe import train_bpe
     from prep.tokenizer.encode import TokenizerFile, encode_documents
 
@@ -54,6 +55,8 @@ def write_text_shards(folder, seq_len=512, vocab_size=1024, files=("debian-faq.e
         tokenizer_file = TokenizerFile.read(str(folder / "tokenizer.json"))
     docs = encode_documents(tokenizer_file, texts)
     tokens, cu = materialize(pack([len(d) for d in docs], PackConfig(seq_len)), docs, tokenizer_file.pad_id)
+    if edit_rows is not None:
+        edit_rows(tokens, cu, np.linspace(0, len(tokens), parts + 1).astype(int))
     return write_rows(folder, tokens, cu, parts, 64 << 10, tokenizer_sha256=tokenizer_file.sha256,
                       vocab_size=tokenizer_file.vocab_size, seq_len=seq_len, pad_id=tokenizer_file.pad_id,
                       bos_id=tokenizer_file.bos_id, eos_id=tokenizer_file.eos_id, documents=len(docs))

@@ -4,8 +4,9 @@ run back to its last checkpoint and skips the stretch of data that led to it.
 A spike is a loss above the median of the last five applied steps by more than `spike_mads` times the
 median step-to-step change over the last `window` applied steps, and by at least `spike_rise` nats
 (both: a flat loss has tiny changes), judged once `warmup` steps are applied. Step-to-step changes,
-not the spread of the losses: a loss that falls fast early on has a wide spread and small changes. The guard decides from the global loss and gradient norm, which every
-rank has: every rank decides the same. On a spike the loop restores the newest checkpoint (on every rank),
+not the spread of the losses: a loss that falls fast early on has a wide spread and small changes.
+The guard decides from the global loss and gradient norm, which every rank has: every rank decides
+the same. On a spike the loop restores the newest checkpoint (on every rank),
 and the loader skips the spiking batch and the `skip_before` batches before it (never those before the
 checkpoint: they are in its weights already), as PaLM and OPT restarted from before a spike and skipped
 its batches by hand. More than `max_rollbacks` rollbacks within `rollback_window` steps stop the run with
