@@ -2,8 +2,8 @@
 
 mixture.json (MIXTURE_VERSION), written by the pipeline beside its sources' folders:
   format_version, sources: {NAME: {path (the source's shards folder, relative to mixture.json and
-  inside its folder, or a URL), weight (positive), rows, tokens (its index totals)}}, in the order
-  the sources were named.
+  inside its folder, or a URL), weight (positive), rows, tokens (its index totals), and optionally
+  heldout (its held-out shards folder, as path)}}, in the order the sources were named.
 
 Every source is a normal shards folder (index.json) written with the same tokenizer and seq_len.
 """
@@ -33,6 +33,7 @@ class MixtureSource:
     weight: float | int | str  # as written (exact_weight reads it as an exact fraction)
     rows: int  # the source's index totals
     tokens: int
+    heldout: str | None = None  # its held-out shards folder (as path), if it has one
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ class Mixture:
 
     def to_json(self) -> dict:
         return {"format_version": self.format_version,
-                "sources": {name: dataclasses.asdict(source) for name, source in self.sources.items()}}
+                "sources": {name: {k: v for k, v in dataclasses.asdict(source).items() if v is not None}
+                            for name, source in self.sources.items()}}
 
     def location(self, mixture_path: Path, name: str) -> str:
         """Where a source's shards are: its path, relative to mixture.json unless it is a URL (read_mixture_file
@@ -51,8 +53,8 @@ class Mixture:
         return path if is_url(path) else str(mixture_path.parent / path)
 
 
-def new_mixture(sources: dict[str, tuple[str, float, int, int]]) -> Mixture:
-    """The mixture of {name: (relative path, weight, the source's rows, its tokens)}, in order."""
+def new_mixture(sources: dict[str, tuple]) -> Mixture:
+    """The mixture of {name: (relative path, weight, the source's rows, its tokens[, held-out path])}, in order."""
     return Mixture({name: MixtureSource(*entry) for name, entry in sources.items()})
 
 
@@ -97,13 +99,17 @@ def read_mixture_file(path: Path) -> Mixture:
         absent = [k for k in SOURCE_KEYS if not isinstance(entry, dict) or k not in entry]
         if absent:
             raise MixtureError(f"{path}: source {name!r} lacks {', '.join(absent)}")
-        if not is_url(entry["path"]):
-            try:
-                relative_inside(entry["path"], f"source {name!r}: path")
-            except ValueError as e:
-                raise MixtureError(f"{path}: {e}") from None
+        for key in ("path", "heldout") if entry.get("heldout") is not None else ("path",):
+            if not isinstance(entry[key], str):
+                raise MixtureError(f"{path}: source {name!r}: {key} must be text")
+            if not is_url(entry[key]):
+                try:
+                    relative_inside(entry[key], f"source {name!r}: {key}")
+                except ValueError as e:
+                    raise MixtureError(f"{path}: {e}") from None
         exact_weight(name, entry["weight"])
         if not all(isinstance(entry[k], int) and not isinstance(entry[k], bool) and entry[k] >= 0
                    for k in ("rows", "tokens")):
             raise MixtureError(f"{path}: source {name!r}: rows and tokens must be counts")
-    return Mixture({name: MixtureSource(*(entry[k] for k in SOURCE_KEYS)) for name, entry in data["sources"].items()})
+    return Mixture({name: MixtureSource(*(entry[k] for k in SOURCE_KEYS), entry.get("heldout"))
+                    for name, entry in data["sources"].items()})

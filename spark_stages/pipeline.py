@@ -70,7 +70,8 @@ class Config:
     # runs when benchmarks are given (--benchmark NAME=PATH)
     decontaminate: decontaminate_stage.Config = field(default_factory=decontaminate_stage.Config)
     tokenizer: tokenizer_stage.Config = field(default_factory=tokenizer_stage.Config)
-    shards: shards_stage.Config = field(default_factory=shards_stage.Config)
+    # 1% of the documents (by a hash of the id) held out: OUT/shards/heldout/ (NAME/heldout/ per source)
+    shards: shards_stage.Config = field(default_factory=lambda: shards_stage.Config(heldout_share=0.01))
     sources: SourcesConfig = field(default_factory=SourcesConfig)
 
 
@@ -157,7 +158,8 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
                                                  str(_folder(out_path, "shards", name, named)))
     if named:
         mixture = new_mixture({name: (name, float(weights[name]) if weights else index["totals"]["rows"],
-                                      index["totals"]["rows"], index["totals"]["tokens"])
+                                      index["totals"]["rows"], index["totals"]["tokens"],
+                                      f"{name}/{shards_stage.HELDOUT}" if shards_stage.HELDOUT in index else None)
                                for name, index in stats["shards"].items()}).to_json()
         write_json(shards_out / MIXTURE_FILE, mixture)
         stats["mixture"] = mixture

@@ -1,8 +1,10 @@
 """The shards stage: encode documents, pack them into rows and write zstd Arrow shards with an index.
 
 Writes SHARDS/shard-00000.arrow, ... and SHARDS/index.json (last; see schemas/shards.py), and
-SHARDS/quarantine/ when some input records were not documents. Check a result with
-`python -m schemas.validate SHARDS`.
+SHARDS/quarantine/ when some input records were not documents. With `heldout_share`, the documents
+whose id hashes into that share of the hash space go to SHARDS/heldout/ instead, a shards folder of
+its own (chosen by the id, not by position: the end of an input is not a sample of it). Check a result
+with `python -m schemas.validate SHARDS`.
 
 Two Spark jobs, no shuffle. The first encodes: each task reads its documents (a tokenmill stage's
 Parquet output with pyarrow, straight from the files; other input through the ingestion readers), writes
@@ -46,7 +48,7 @@ from spark_stages.ingest import (
     parquet_pieces,
     spread,
 )
-from spark_stages.outputs import SCRATCH, commit, content_checksum, staging_dir
+from spark_stages.outputs import SCRATCH, commit, content_checksum, record_written, staging_dir
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
 from spark_stages.session import spark_schema
@@ -66,7 +68,26 @@ TASKS_PER_CORE = 4
 class Config(ShardConfig):
     """How shard files are written (prep/shard_writer.py) and rows packed (prep/packing.py)."""
     tokenizer: str | None = None  # the tokenizer.json that encodes the documents (required)
+    # documents (chosen by a hash of the id) written to SHARDS/heldout/ instead, for held-out loss
+    heldout_share: float = 0.0
     pack: PackConfig = field(default_factory=PackConfig)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not 0 <= self.heldout_share < 1:
+            raise ValueError(f"heldout_share must be in [0, 1), got {self.heldout_share}")
+
+
+HELDOUT = "heldout"
+PARTS = ("all", "train", HELDOUT)
+
+
+def in_part(keys: np.ndarray, part: str, share: float) -> np.ndarray | None:
+    """Which documents of id hashes `keys` (id_keys) belong to `part`; None for all of them."""
+    if part == "all":
+        return None
+    heldout = keys < np.uint64(min(int(share * 2**64), 2**64 - 1))
+    return heldout if part == HELDOUT else ~heldout
 
 
 def tokenizer_file(cfg: Config) -> TokenizerFile:
@@ -79,18 +100,19 @@ def check(cfg: Config, _sources) -> None:
     tokenizer_file(cfg)
 
 
-def encode(docs, tokenizer: TokenizerFile, spark, folder: Path) -> list:
+def encode(docs, tokenizer: TokenizerFile, spark, folder: Path, part: tuple[str, float] = ("all", 0.0)) -> list:
     """Encodes the documents of a frame in the executors, each task into one file of `folder`
     (encoded_file); returns a row (file, documents, text_bytes, null_texts) per task."""
     shared = spark.sparkContext.broadcast(tokenizer)
 
     def run(batches):
-        yield encoded_file(batches, shared.value, folder)
+        yield encoded_file(batches, shared.value, folder, part)
 
     return docs.select("id", "text").mapInArrow(run, spark_schema(ENCODED_TASK_SCHEMA)).collect()
 
 
-def encode_parquet(pieces: list, tasks: int, tokenizer: TokenizerFile, spark, folder: Path) -> list:
+def encode_parquet(pieces: list, tasks: int, tokenizer: TokenizerFile, spark, folder: Path,
+                   part: tuple[str, float] = ("all", 0.0)) -> list:
     """encode() of a document Parquet input's pieces (spark_stages.ingest.parquet_pieces), each task
     reading its own with pyarrow: the text goes from the file to the encoder, not through the JVM's
     Parquet reader and Arrow hand-over, which cost a tenth of the encoding on the same cores."""
@@ -99,7 +121,7 @@ def encode_parquet(pieces: list, tasks: int, tokenizer: TokenizerFile, spark, fo
     def run(batches):
         listed, tokenizer = shared.value
         mine = [listed[i] for batch in batches for i in batch.column("id").to_pylist()]
-        yield encoded_file(parquet_documents(mine), tokenizer, folder)
+        yield encoded_file(parquet_documents(mine), tokenizer, folder, part)
 
     return (spark.range(0, len(pieces), 1, min(len(pieces), tasks))
             .mapInArrow(run, spark_schema(ENCODED_TASK_SCHEMA)).collect())
@@ -118,17 +140,21 @@ def id_keys(ids: pa.Array) -> np.ndarray:
     return hashes ^ np.uint64(1 << 63)
 
 
-def encoded_file(batches, tokenizer: TokenizerFile, folder: Path) -> pa.RecordBatch:
+def encoded_file(batches, tokenizer: TokenizerFile, folder: Path, part: tuple[str, float] = ("all", 0.0)
+                 ) -> pa.RecordBatch:
     """Runs in a task: its documents' (key, id, uint32 tokens as bytes) written to a file of its own in
     `folder`, one record batch per input batch, each sorted by key (memory stays one batch, however
     large the task); returns the row naming the file ("" for no documents). Documents without text
-    are counted, not encoded (the driver quarantines them)."""
+    are counted, not encoded (the driver quarantines them); only those of `part` (in_part) are encoded."""
     name, writer, documents, text_bytes, null_texts = "", None, 0, 0, 0
     try:
         for batch in batches:
             if batch.column("text").null_count:
                 null_texts += batch.column("text").null_count
                 batch = batch.filter(pc.is_valid(batch.column("text")))
+            key = id_keys(batch.column("id"))
+            if (chosen := in_part(key, *part)) is not None:
+                batch, key = batch.filter(pa.array(chosen)), key[chosen]
             if not batch.num_rows:
                 continue
             text = batch.column("text")
@@ -137,7 +163,6 @@ def encoded_file(batches, tokenizer: TokenizerFile, folder: Path) -> pa.RecordBa
             documents += batch.num_rows
             binary = pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,  # each document's ids as bytes
                                            [None, pa.py_buffer(4 * offsets), pa.py_buffer(tokens)])
-            key = id_keys(batch.column("id"))
             order = pa.array(np.argsort(key, kind="stable"))
             if writer is None:
                 name = f"encoded-{uuid.uuid4().hex}.arrow"  # an attempt's own: a retry never writes into it
@@ -217,14 +242,26 @@ def _token_views(chunk: pa.LargeBinaryArray) -> list[np.ndarray]:
 
 
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
-    """Encodes, packs and writes every source's documents into one shards folder; returns the index as
-    SHARDS/index.json holds it. The pipeline writes each source's shards apart."""
+    """Encodes, packs and writes every source's documents into one shards folder (and its held-out
+    documents into SHARDS/heldout/, with heldout_share); returns the index as SHARDS/index.json holds it,
+    with the held-out folder's under "heldout". The pipeline writes each source's shards apart."""
+    if not cfg.heldout_share:
+        return write_shards(spark, sources, cfg, out, "all")
+    index = write_shards(spark, sources, cfg, out, "train")
+    record_written(Path(out), [HELDOUT])  # after the training shards' commit, which removes what it did not write
+    heldout = write_shards(spark, sources, cfg, str(Path(out) / HELDOUT), HELDOUT)
+    return {**index, HELDOUT: heldout}
+
+
+def write_shards(spark, sources: Sources, cfg: Config, out: str, part: str) -> dict:
+    """One shards folder of the documents of `part` (PARTS); its index."""
     files = all_files(sources)
     tokenizer = tokenizer_file(cfg)
     staging = staging_dir(out)
     encoded = staging / SCRATCH / "encoded"
     encoded.mkdir(parents=True)
-    tasks, quarantined = _encoded_and_quarantined(spark, files, tokenizer, encoded, staging)
+    tasks, quarantined = _encoded_and_quarantined(spark, files, tokenizer, encoded, staging,
+                                                  (part, cfg.heldout_share))
     # About one shard file per group, sized from the text: the same number whatever the partitions.
     text_bytes = sum(task.text_bytes for task in tasks)
     groups = max(1, math.ceil(text_bytes / (TEXT_PER_SHARD_BYTE * cfg.shard_bytes)))
@@ -251,24 +288,26 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     return index.to_json()
 
 
-def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Path, staging: Path):
-    """(encode's task rows, quarantined records), the quarantined written to STAGING/quarantine when any.
-    A document Parquet input is read by the encoding tasks themselves, which count its documents without
-    text: only if there are any does Spark read it again for them."""
+def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Path, staging: Path,
+                             part: tuple[str, float]):
+    """(encode's task rows, quarantined records), the quarantined written to STAGING/quarantine when any
+    (the held-out part has none of its own: the training part lists them). A document Parquet input is
+    read by the encoding tasks themselves, which count its documents without text: only if there are any
+    does Spark read it again for them."""
     # Several tasks per core (a few large tasks leave cores idle at the end). Partitions never decide the
     # output here: groups do.
     min_tasks = TASKS_PER_CORE * spark.sparkContext.defaultParallelism
     if document_parquet(files):  # tasks no larger than the default partitions (about 128 MB of input each)
         count = max(min_tasks, default_partitions(files))
-        tasks = encode_parquet(parquet_pieces(files, count), count, tokenizer, spark, folder)
-        quarantined = sum(task.null_texts for task in tasks)
+        tasks = encode_parquet(parquet_pieces(files, count), count, tokenizer, spark, folder, part)
+        quarantined = sum(task.null_texts for task in tasks) if part[0] != HELDOUT else 0
         if quarantined:
             load_documents(spark, files)[1].write.parquet(str(staging / "quarantine"))
         return tasks, quarantined
     with persisted() as kept:  # raw input: a task per file (read_input), parsed once
         docs, quarantine = load_documents(spark, files, kept)
-        tasks = encode(spread(docs, min_tasks), tokenizer, spark, folder)
-        quarantined = quarantine.count()
+        tasks = encode(spread(docs, min_tasks), tokenizer, spark, folder, part)
+        quarantined = quarantine.count() if part[0] != HELDOUT else 0
         if quarantined:
             quarantine.write.parquet(str(staging / "quarantine"))
         return tasks, quarantined
@@ -276,9 +315,13 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
 
 def summary(index: dict) -> str:
     t = index["totals"]
-    return (f"{t['documents']} documents -> {t['rows']} rows of at most {index['seq_len']} tokens in {t['shards']} "
+    line = (f"{t['documents']} documents -> {t['rows']} rows of at most {index['seq_len']} tokens in {t['shards']} "
             f"shards: {t['real_tokens']} real tokens, padding waste {t['padding_waste']:.2%}, "
             f"{t['bytes_per_token']:.3f} bytes/token on disk, {t['quarantined']} quarantined")
+    if HELDOUT in index:
+        held = index[HELDOUT]["totals"]
+        line += f"; held out: {held['documents']} documents, {held['rows']} rows in {HELDOUT}/"
+    return line
 
 
 STAGE = Stage("shards", "Encode documents, pack them into rows and write zstd Arrow shards with an index.", Config,

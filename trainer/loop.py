@@ -26,10 +26,12 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 from loaders import ShardLoader
 from loaders.collate import IGNORE
-from schemas.mixture import parse_weights
+from loaders.shard_reader import ShardError
+from schemas.mixture import MixtureError, parse_weights
 from trainer import test_hooks
 from trainer.checkpoints import Checkpoints, resume, training_state
 from trainer.guard import Guard, GuardConfig, GuardState, TooManyRollbacks
+from trainer.heldout import HeldOut, HeldOutConfig
 from trainer.model import PRESETS, Transformer, preset
 from trainer.preflight import check_ranks
 from trainer.run_folder import die_with_parent, run_folder
@@ -64,6 +66,7 @@ class TrainConfig:
     loss_chunk_tokens: int = 0  # > 0: logits made this many tokens at a time (less memory, one more pass)
     wait_for_run_dir: bool = False  # when another run holds run_dir: wait for it (false: refuse, exit code 2)
     guard: GuardConfig = field(default_factory=GuardConfig)
+    heldout: HeldOutConfig = field(default_factory=HeldOutConfig)
 
     def __post_init__(self):
         problems = [what for bad, what in (
@@ -229,6 +232,14 @@ def _run(cfg: TrainConfig, device: torch.device, loader: ShardLoader, run_dir: P
     problem = check_ranks(model, optimizer, loader, cfg)
     if problem:
         raise RunStopped(problem, 2)
+    index = loader.sets[0].source.index
+    try:
+        heldout = HeldOut(cfg.shards, cfg.heldout, rank, world, device, index.vocab_size, index.tokenizer_sha256) \
+            if cfg.heldout.every else None
+    except (ShardError, MixtureError, ValueError) as e:
+        raise RunStopped(f"held-out shards: {e}", 2) from None
+    if cfg.heldout.every and not heldout:
+        log.warning("no held-out shards (SHARDS/heldout, mixture.json's, or heldout.heldout): no held-out loss")
     metrics = Metrics(run_dir / "metrics.jsonl" if rank == 0 else None, model.flops_per_token(loader.seq_len),
                       peak_flops(device), world)
     with metrics:
@@ -261,6 +272,8 @@ def _run(cfg: TrainConfig, device: torch.device, loader: ShardLoader, run_dir: P
                           tokens_per_s=cfg.global_batch_size * loader.seq_len / seconds,
                           data_wait_pct=100 * data_wait / seconds, token_sum=result.token_sum,
                           position=loader.served_position, applied=result.event is None, **per_source)
+            if heldout and (step % cfg.heldout.every == 0 or step == cfg.steps):
+                metrics.heldout(step, heldout.evaluate(model, loader.seq_len, loader.pad_id))
     checkpoints.wait()
     # Each rank's data loading counters (decompressions here and on its node, cache hits, waits).
     (run_dir / f"loader-rank{rank}.json").write_text(json.dumps({**loader.stats(), "guard": json.loads(
@@ -319,6 +332,16 @@ class Metrics:
         log.warning("guard: %s at step %d %s", kind, step, details)
         if self.file is not None:
             self.file.write(json.dumps({"event": kind, "at_step": step, **details}) + "\n")
+            self.file.flush()
+
+    def heldout(self, step: int, figures: dict) -> None:
+        """The held-out figures by source: a line of their own (`heldout_at_step`) and a log line."""
+        for name, f in figures.items():
+            bpb = f" | {f['bits_per_byte']:.4f} ± {f['bits_per_byte_se']:.4f} bits/byte" if "bits_per_byte" in f else ""
+            log.info("held out %s at step %d: loss %.4f ± %.4f over %d rows%s", name, step, f["loss"], f["loss_se"],
+                     f["rows"], bpb)
+        if self.file is not None:
+            self.file.write(json.dumps({"heldout_at_step": step, "sources": figures}) + "\n")
             self.file.flush()
 
     def write(self, **record) -> None:

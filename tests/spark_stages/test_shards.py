@@ -192,3 +192,41 @@ def test_a_setting_the_user_gave_outlives_the_stages_own(spark):
         assert spark.conf.get(key) == "3"
     finally:
         spark.conf.unset(key)
+
+
+def _pieces(folder) -> set[tuple[int, ...]]:
+    """Every document piece of every row of a shards folder, as a tuple of its tokens."""
+    from schemas.index import ShardIndex
+    from schemas.shards import read_checked_shard
+
+    index = ShardIndex.from_json(json.loads((folder / "index.json").read_text()))
+    found = set()
+    for entry in index.shards:
+        table = read_checked_shard(folder / entry.file, entry)
+        for tokens, cu in zip(table.column("tokens").to_pylist(), table.column("cu_seqlens").to_pylist()):
+            found |= {tuple(tokens[a:b]) for a, b in zip(cu, cu[1:])}
+    return found
+
+
+def test_a_held_out_share_chosen_by_id_shares_no_document_with_the_training_shards(spark, corpus, shards, tmp_path):
+    from prep.tokenizer.encode import encode_documents
+    from spark_stages.shards import HELDOUT, id_keys, in_part
+
+    folder, _, _ = corpus
+    table = pq.read_table(folder / "one")
+    cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ), shard_mb=1 / 16, heldout_share=0.2)
+    index = run(spark, single_source(str(folder / "one")), cfg, str(tmp_path / "s"))
+    held = in_part(id_keys(table.column("id").combine_chunks()), HELDOUT, 0.2)
+    assert 0 < held.sum() < len(held) and index[HELDOUT]["totals"]["documents"] == held.sum()
+    assert index["totals"]["documents"] == len(held) - held.sum()
+    _, whole = shards["one"]
+    assert index["totals"]["real_tokens"] + index[HELDOUT]["totals"]["real_tokens"] == whole["totals"]["real_tokens"]
+    assert validate(tmp_path / "s") == [] and validate(tmp_path / "s" / HELDOUT) == []
+    training, heldout = _pieces(tmp_path / "s"), _pieces(tmp_path / "s" / HELDOUT)
+    encoded = encode_documents(TokenizerFile.read(str(folder / "tokenizer.json")), table.column("text").to_pylist())
+    firsts = [tuple(int(t) for t in doc[:SEQ]) for doc in encoded]  # all of a document, or its first row's part
+    copies = Counter(firsts)  # (the same text under two ids, in both parts, is not one document)
+    checked = [(first, is_held) for first, is_held in zip(firsts, held.tolist()) if copies[first] == 1]
+    assert sum(h for _, h in checked) > 0 and sum(not h for _, h in checked) > 0
+    for first, is_held in checked:
+        assert (first in heldout, first in training) == (is_held, not is_held)

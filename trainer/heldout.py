@@ -1,0 +1,183 @@
+"""Held-out loss that means something: the same rows every time, in their stored order, from documents
+the training shards do not hold.
+
+The pipeline writes the held-out documents (chosen by a hash of their id: spark_stages/shards.py
+`heldout_share`) to SHARDS/heldout/, or NAME/heldout/ per source, named in mixture.json. Every
+`every` steps the loop evaluates the first `rows` rows of each held-out folder (shard by shard, row by
+row: no shuffle), rank r taking rows r, r + world, ...; it reports the loss per token and bits per byte
+(the loss in bits over the UTF-8 bytes the predicted tokens stand for: comparable across tokenizers),
+each with the standard error of the estimate over rows (a ratio estimator), per source for a mixture.
+Bits per byte needs the tokenizer: `tokenizer`, else OUT/tokenizer/tokenizer.json beside the shards
+when its hash is the shards' (the pipeline's layout); without one only the loss is reported.
+"""
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from loaders.collate import IGNORE, collate
+from loaders.mixture import read_mixture_file
+from loaders.shard_reader import ShardError, ShardSource
+from schemas.shards import ShardFileError, check_shard_file, read_checked_shard
+
+log = logging.getLogger(__name__)
+HELDOUT = "heldout"
+
+
+@dataclass(frozen=True)
+class HeldOutConfig:
+    """The held-out evaluation during training."""
+    every: int = 50  # steps between evaluations (0: none), and one after the last step
+    rows: int = 64  # rows evaluated each time per source: the first ones of its held-out shards, always the same
+    batch_rows: int = 8  # rows per forward pass on each rank
+    heldout: str = ""  # a held-out shards folder (default: SHARDS/heldout, or each source's in mixture.json)
+    tokenizer: str = ""  # for bits per byte (default: OUT/tokenizer/tokenizer.json beside OUT/shards, if it is theirs)
+
+    def __post_init__(self):
+        if self.every < 0 or self.rows < 1 or self.batch_rows < 1:
+            raise ValueError(f"need every >= 0, rows >= 1, batch_rows >= 1, got {self.every}, {self.rows}, "
+                             f"{self.batch_rows}")
+
+
+def heldout_folders(shards: str, cfg: HeldOutConfig) -> dict[str, str]:
+    """Each source's held-out folder that exists: `heldout`, SHARDS/heldout, or mixture.json's."""
+    if cfg.heldout:
+        return {"default": cfg.heldout}
+    if shards.endswith(".json"):
+        mixture = read_mixture_file(Path(shards))
+        return {name: str(Path(shards).parent / s.heldout) for name, s in mixture.sources.items() if s.heldout}
+    folder = Path(shards) / HELDOUT
+    return {"default": str(folder)} if (folder / "index.json").is_file() else {}
+
+
+def token_bytes(tokenizer_path: str) -> np.ndarray:
+    """UTF-8 bytes each token id stands for (0 for special tokens)."""
+    from tokenizers import Tokenizer
+
+    from prep.tokenizer.pretokenize import piece_bytes
+
+    tokenizer = Tokenizer.from_file(tokenizer_path)
+    special = {t.content for t in tokenizer.get_added_tokens_decoder().values() if t.special}
+    return np.array([0 if (piece := tokenizer.id_to_token(i)) is None or piece in special else len(piece_bytes(piece))
+                     for i in range(tokenizer.get_vocab_size())], np.int64)
+
+
+def tokenizer_for(shards: str, cfg: HeldOutConfig, sha256: str) -> str | None:
+    """The tokenizer to count bytes with: the configured one, or the pipeline's beside the shards if its
+    hash is the shards' (another tokenizer would count other bytes)."""
+    import hashlib
+
+    base = Path(shards).parent if shards.endswith(".json") else Path(shards)
+    candidates = [cfg.tokenizer] if cfg.tokenizer else [str(base.parent / "tokenizer" / "tokenizer.json")]
+    for path in candidates:
+        if Path(path).is_file() and hashlib.sha256(Path(path).read_bytes()).hexdigest() == sha256:
+            return path
+        if cfg.tokenizer:
+            raise ValueError(f"heldout.tokenizer {path} is not the tokenizer of the shards (its hash differs)")
+    return None
+
+
+def first_rows(location: str, rows: int) -> tuple[list[tuple[np.ndarray, np.ndarray]], ShardSource]:
+    """The first `rows` rows of a shards folder in its stored order, each shard checked (size, checksum,
+    schema) as the loader checks it."""
+    source = ShardSource(location)
+    found = []
+    for shard, entry in enumerate(source.entries):
+        if len(found) >= rows:
+            break
+        path = source.local_path(shard)
+        try:
+            check_shard_file(path, entry, source.index.checksum_algorithm)
+            table = read_checked_shard(path, entry)
+        except ShardFileError as e:
+            raise ShardError(f"{location}/{entry.file}: {e}") from None
+        tokens, cu = table.column("tokens").to_pylist(), table.column("cu_seqlens").to_pylist()
+        for t, c in zip(tokens[:rows - len(found)], cu):
+            found.append((np.asarray(t, np.uint32), np.asarray(c, np.int32)))
+    return found, source
+
+
+def _ratio(numerators: np.ndarray, denominators: np.ndarray) -> tuple[float, float]:
+    """Σn / Σd and its standard error over the rows (the ratio estimator's, by the delta method)."""
+    total = denominators.sum()
+    if total <= 0:
+        return math.nan, math.nan
+    ratio = numerators.sum() / total
+    k = len(numerators)
+    if k < 2:
+        return float(ratio), math.nan
+    residual = numerators - ratio * denominators
+    return float(ratio), float(math.sqrt((residual ** 2).sum() / (k * (k - 1))) / denominators.mean())
+
+
+class HeldOut:
+    def __init__(self, shards: str, cfg: HeldOutConfig, rank: int, world: int, device: torch.device,
+                 vocab_size: int, tokenizer_sha256: str):
+        self.cfg, self.rank, self.world, self.device = cfg, rank, world, device
+        self.sets = {}
+        for name, location in heldout_folders(shards, cfg).items():
+            try:
+                rows, source = first_rows(location, cfg.rows)
+            except ShardError as e:
+                if "lists no shards" in str(e):  # too small an input for any held-out document
+                    log.warning("%s: no held-out rows", location)
+                    continue
+                raise
+            if source.index.tokenizer_sha256 != tokenizer_sha256:
+                raise ShardError(f"{location}: held out with another tokenizer than the training shards")
+            self.sets[name] = rows
+        self.seq_len, self.pad_id, self.vocab_size = None, None, vocab_size
+        path = tokenizer_for(shards, cfg, tokenizer_sha256) if self.sets else None
+        self.bytes_of = token_bytes(path) if path else None
+
+    def __bool__(self) -> bool:
+        return bool(self.sets)
+
+    def evaluate(self, model, seq_len: int, pad_id: int) -> dict:
+        """Every rank together (each the same number of forward passes): the loss and bits per byte of
+        each source's held-out rows, and over all of them."""
+        per_row = {name: self._rows(model, rows, seq_len, pad_id) for name, rows in self.sets.items()}
+        result = {name: self._figures(stats) for name, stats in per_row.items()}
+        if len(per_row) > 1:
+            result["all"] = self._figures(np.concatenate(list(per_row.values())))
+        return result
+
+    def _rows(self, model, rows, seq_len: int, pad_id: int) -> np.ndarray:
+        """[rows, 3]: each held-out row's (nats, predicted tokens, bytes), gathered from every rank."""
+        mine = rows[self.rank::self.world]
+        passes = math.ceil(math.ceil(len(rows) / self.world) / self.cfg.batch_rows)
+        out = []
+        with torch.no_grad():
+            for p in range(passes):  # a rank out of rows runs a pass on a row it then drops: FSDP's gathers
+                chunk = mine[p * self.cfg.batch_rows:(p + 1) * self.cfg.batch_rows]
+                real = len(chunk)
+                batch = collate(chunk or rows[:1], seq_len, pad_id, self.vocab_size)
+                tensors = {k: torch.as_tensor(v, device=self.device) for k, v in batch.items()}
+                row_loss = model(tensors["input_ids"], tensors["position_ids"], tensors["cu_seqlens"],
+                                 labels=tensors["labels"])
+                labels = batch["labels"]
+                predicted = (labels != IGNORE).sum(-1)
+                if self.bytes_of is not None:
+                    safe = np.where(labels == IGNORE, 0, labels)
+                    size = np.where(labels == IGNORE, 0, self.bytes_of[safe]).sum(-1)
+                else:
+                    size = np.zeros(len(labels), np.int64)
+                figures = np.stack([row_loss.double().cpu().numpy(), predicted, size], 1)[:real]
+                out.append(figures)
+        mine_figures = np.concatenate(out) if out else np.zeros((0, 3))
+        everyone: list = [None] * self.world
+        dist.all_gather_object(everyone, mine_figures)
+        return np.concatenate(everyone)
+
+    def _figures(self, stats: np.ndarray) -> dict:
+        loss, loss_se = _ratio(stats[:, 0], stats[:, 1])
+        figures = {"rows": len(stats), "tokens": int(stats[:, 1].sum()), "loss": loss, "loss_se": loss_se}
+        if self.bytes_of is not None:
+            bpb, bpb_se = _ratio(stats[:, 0] / math.log(2), stats[:, 2])
+            figures.update(bytes=int(stats[:, 2].sum()), bits_per_byte=bpb, bits_per_byte_se=bpb_se)
+        return figures
