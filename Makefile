@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-decontaminate bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
+.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-decontaminate gpu-check bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
 
 install: $(STAMP)
 
@@ -80,6 +80,10 @@ eval-profiles: install
 # n-gram filter (in .bench/datatrove-venv, made the first time), 100,000 items (distractors from the man pages).
 bench-decontaminate: install
 	$(PY) -m benchmarks.bench_decontaminate
+
+# On a machine with a CUDA device: the CUDA tests, the device ring and bench_train for 125m and 1b, one table.
+gpu-check: install
+	$(PY) -m benchmarks.gpu_check
 
 bench-dedup: install
 	$(PY) -m benchmarks.bench_dedup

@@ -6,7 +6,7 @@ compared in bits per byte of held-out text. Prints a Markdown table.
 The embedded sample, shuffled with a fixed seed: 300 documents held out, the rest trains both
 tokenizers (prep functions, in process) and, through `python -m jobs.shards`, becomes each one's
 shards. Each model is `make train`'s: the tiny preset, two torchrun CPU processes, the same steps,
-global batch, learning rate and seed, on the same text. Then `python -m trainer.evaluate` gives
+global batch, learning rate and seed, on the same text. Then `python -m jobs.evaluate` gives
 held-out bits per byte (loss x tokens / bytes), which compares tokenizers of different granularity
 fairly; the loss per token does not. Steps whose outputs exist in WORK are not run again.
 """
@@ -72,7 +72,7 @@ def main() -> None:
                 "--shards", str(shards), "--run-dir", str(run_dir), "--model", "tiny", "--steps", str(args.steps),
                 "--global-batch-size", "2", "--warmup-steps", "20", "--lr", "3e-3",
                 "--checkpoint-every", str(args.steps))
-        result = json.loads(run(sys.executable, "-m", "trainer.evaluate", "--run-dir", str(run_dir), "--shards",
+        result = json.loads(run(sys.executable, "-m", "jobs.evaluate", "--run-dir", str(run_dir), "--shards",
                                 str(shards), "--tokenizer", str(tokenizer),
                                 "--input", str(work / "held_out.jsonl")).splitlines()[-1])
         index = json.loads((shards / "index.json").read_text())

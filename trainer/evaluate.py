@@ -1,7 +1,7 @@
 """Bits per byte of held-out text under a trained checkpoint: models of tokenizers of different
 granularity compared fairly (a loss per token is not: a superword tokenizer has fewer, harder tokens).
 
-    python -m trainer.evaluate --run-dir DIR --shards SHARDS --tokenizer TOKENIZER.json --input HELD_OUT
+    python -m jobs.evaluate --run-dir DIR --shards SHARDS --tokenizer TOKENIZER.json --input HELD_OUT
 
 Loads the newest complete checkpoint of DIR into the model the run trained (its preset, the shards'
 embedding size), encodes each held-out document as the shards job does (<|bos|> ids <|eos|>), and
@@ -10,9 +10,7 @@ starts without context). Bits per byte = that loss in nats / ln 2 / the document
 Prints one JSON object. One process; no torchrun needed.
 """
 
-import json
 import math
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,10 +79,3 @@ def evaluate(cfg: EvalConfig) -> dict:
             "loss_per_token": round(nats / max(predicted, 1), 4),
             "bits_per_byte": round(nats / math.log(2) / max(size, 1), 4)}
 
-
-if __name__ == "__main__":
-    from prep.cli import command_line
-
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    _, config = command_line(EvalConfig, None, prog="trainer.evaluate", description=__doc__.split("\n")[0])
-    print(json.dumps(evaluate(config)))

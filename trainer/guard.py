@@ -30,7 +30,7 @@ class GuardConfig:
     spike_rise: float = 0.5  # ... and by at least this many nats
     skip_before: int = 4  # batches before the spiking one skipped with it
     max_rollbacks: int = 3  # more rollbacks than this within rollback_window steps stop the run
-    rollback_window: int = 1000
+    rollback_window: int = 1000  # steps over which rollbacks are counted
 
     def __post_init__(self):
         if self.window < 4 or self.warmup < 1 or self.spike_mads <= 0 or self.spike_rise < 0 or self.skip_before < 0 \

@@ -8,7 +8,8 @@ row: no shuffle), rank r taking rows r, r + world, ...; it reports the loss per 
 (the loss in bits over the UTF-8 bytes the predicted tokens stand for: comparable across tokenizers),
 each with the standard error of the estimate over rows (a ratio estimator), per source for a mixture.
 Bits per byte needs the tokenizer: `tokenizer`, else OUT/tokenizer/tokenizer.json beside the shards
-when its hash is the shards' (the pipeline's layout); without one only the loss is reported.
+(the pipeline's layout) or SHARDS/tokenizer.json, when its hash is the shards'; without one only the
+loss is reported.
 """
 
 import logging
@@ -36,7 +37,7 @@ class HeldOutConfig:
     rows: int = 64  # rows evaluated each time per source: the first ones of its held-out shards, always the same
     batch_rows: int = 8  # rows per forward pass on each rank
     heldout: str = ""  # a held-out shards folder (default: SHARDS/heldout, or each source's in mixture.json)
-    tokenizer: str = ""  # for bits per byte (default: OUT/tokenizer/tokenizer.json beside OUT/shards, if it is theirs)
+    tokenizer: str = ""  # for bits per byte (default: OUT/tokenizer/ beside OUT/shards, or SHARDS/, if it is theirs)
 
     def __post_init__(self):
         if self.every < 0 or self.rows < 1 or self.batch_rows < 1:
@@ -73,7 +74,8 @@ def tokenizer_for(shards: str, cfg: HeldOutConfig, sha256: str) -> str | None:
     import hashlib
 
     base = Path(shards).parent if shards.endswith(".json") else Path(shards)
-    candidates = [cfg.tokenizer] if cfg.tokenizer else [str(base.parent / "tokenizer" / "tokenizer.json")]
+    candidates = [cfg.tokenizer] if cfg.tokenizer else [str(base.parent / "tokenizer" / "tokenizer.json"),
+                                                         str(base / "tokenizer.json")]
     for path in candidates:
         if Path(path).is_file() and hashlib.sha256(Path(path).read_bytes()).hexdigest() == sha256:
             return path

@@ -30,6 +30,7 @@ from loaders.shard_reader import ShardError
 from schemas.mixture import MixtureError, parse_weights
 from trainer import test_hooks
 from trainer.checkpoints import Checkpoints, resume, training_state
+from trainer.dashboards import DashboardConfig, Dashboards
 from trainer.guard import Guard, GuardConfig, GuardState, TooManyRollbacks
 from trainer.heldout import HeldOut, HeldOutConfig
 from trainer.model import PRESETS, Transformer, preset
@@ -38,6 +39,7 @@ from trainer.run_folder import die_with_parent, run_folder
 
 log = logging.getLogger(__name__)
 
+LOADER_FIGURES_EVERY = 10  # steps between the loader's counters on the dashboards
 # Peak dense bf16 FLOP/s by device name, for MFU (vendor datasheets, no sparsity).
 PEAK_FLOPS = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "A10G": 125e12, "L4": 121e12}
 
@@ -67,6 +69,7 @@ class TrainConfig:
     wait_for_run_dir: bool = False  # when another run holds run_dir: wait for it (false: refuse, exit code 2)
     guard: GuardConfig = field(default_factory=GuardConfig)
     heldout: HeldOutConfig = field(default_factory=HeldOutConfig)
+    dashboards: DashboardConfig = field(default_factory=DashboardConfig)
 
     def __post_init__(self):
         problems = [what for bad, what in (
@@ -241,7 +244,7 @@ def _run(cfg: TrainConfig, device: torch.device, loader: ShardLoader, run_dir: P
     if cfg.heldout.every and not heldout:
         log.warning("no held-out shards (SHARDS/heldout, mixture.json's, or heldout.heldout): no held-out loss")
     metrics = Metrics(run_dir / "metrics.jsonl" if rank == 0 else None, model.flops_per_token(loader.seq_len),
-                      peak_flops(device), world)
+                      peak_flops(device), world, cfg.dashboards)
     with metrics:
         while step < cfg.steps:
             started = time.perf_counter()  # before next(): the data wait is part of the step
@@ -261,19 +264,24 @@ def _run(cfg: TrainConfig, device: torch.device, loader: ShardLoader, run_dir: P
                 metrics.event("nonfinite", step, loss=result.loss, grad_norm=result.grad_norm)
             else:
                 guard.applied(result.loss)
+            saving = time.perf_counter()
             if step % cfg.checkpoint_every == 0 or step == cfg.steps:
                 checkpoints.save(training_state(model, optimizer, scheduler, loader, step, rank, world,
                                                 guard.state.to_json()), step)
             checkpoints.poll()
+            saving = time.perf_counter() - saving
             seconds = time.perf_counter() - started
             per_source = {f"source_{key}": dict(zip(loader.sources, getattr(result, f"source_{key}")))
                           for key in ("rows", "tokens", "loss")} if mixture else {}
             metrics.write(step=step, loss=result.loss, lr=lr, grad_norm=result.grad_norm,
                           tokens_per_s=cfg.global_batch_size * loader.seq_len / seconds,
-                          data_wait_pct=100 * data_wait / seconds, token_sum=result.token_sum,
+                          data_wait_pct=100 * data_wait / seconds, data_wait_ms=1000 * data_wait,
+                          step_seconds=seconds, checkpoint_seconds=saving, token_sum=result.token_sum,
                           position=loader.served_position, applied=result.event is None, **per_source)
             if heldout and (step % cfg.heldout.every == 0 or step == cfg.steps):
                 metrics.heldout(step, heldout.evaluate(model, loader.seq_len, loader.pad_id))
+            if step % LOADER_FIGURES_EVERY == 0:
+                metrics.loader(loader.stats(), step)
     checkpoints.wait()
     # Each rank's data loading counters (decompressions here and on its node, cache hits, waits).
     (run_dir / f"loader-rank{rank}.json").write_text(json.dumps({**loader.stats(), "guard": json.loads(
@@ -311,20 +319,30 @@ def _roll_back(step: int, loss: float, loader, model, optimizer, scheduler, chec
 
 
 class Metrics:
-    """One JSON object per step in DIR/metrics.jsonl (rank 0 only; appended on resume) and a log line."""
+    """One JSON object per step in DIR/metrics.jsonl (rank 0 only; appended on resume), a log line, and the
+    dashboards (trainer/dashboards.py: TensorBoard, Prometheus)."""
 
-    def __init__(self, path: Path | None, flops_per_token: float, peak: float | None, world: int):
+    def __init__(self, path: Path | None, flops_per_token: float, peak: float | None, world: int,
+                 dashboards: DashboardConfig | None = None):
         self.path, self.flops_per_token, self.peak, self.world = path, flops_per_token, peak, world
-        self.file = None
+        self.dashboard_cfg, self.file, self.dashboards = dashboards, None, None
 
     def __enter__(self) -> "Metrics":
         if self.path is not None:
             self.file = open(self.path, "a", encoding="utf-8")
+            if self.dashboard_cfg is not None:
+                self.dashboards = Dashboards(self.dashboard_cfg, self.path.parent)
         return self
 
     def __exit__(self, *exc) -> None:
         if self.file is not None:
             self.file.close()
+        if self.dashboards is not None:
+            self.dashboards.close()
+
+    def loader(self, stats: dict, step: int) -> None:
+        if self.dashboards is not None:
+            self.dashboards.loader(stats, step)
 
     def event(self, kind: str, step: int, **details) -> None:
         """A guard event: its own line in metrics.jsonl (`event`, `at_step`; no `step`, which names a step's
@@ -333,6 +351,8 @@ class Metrics:
         if self.file is not None:
             self.file.write(json.dumps({"event": kind, "at_step": step, **details}) + "\n")
             self.file.flush()
+        if self.dashboards is not None:
+            self.dashboards.event(kind, step)
 
     def heldout(self, step: int, figures: dict) -> None:
         """The held-out figures by source: a line of their own (`heldout_at_step`) and a log line."""
@@ -343,6 +363,8 @@ class Metrics:
         if self.file is not None:
             self.file.write(json.dumps({"heldout_at_step": step, "sources": figures}) + "\n")
             self.file.flush()
+        if self.dashboards is not None:
+            self.dashboards.heldout(step, figures)
 
     def write(self, **record) -> None:
         if self.file is None:
@@ -350,6 +372,8 @@ class Metrics:
         record["mfu"] = record["tokens_per_s"] * self.flops_per_token / (self.peak * self.world) if self.peak else None
         self.file.write(json.dumps(record) + "\n")
         self.file.flush()
+        if self.dashboards is not None:
+            self.dashboards.step(record)
         mfu = f"{100 * record['mfu']:.1f}%" if self.peak else "n/a"
         log.info("step %6d | loss %.4f | lr %.2e | grad norm %.3f | %s tokens/s | MFU %s | data wait %.2f%%",
                  record["step"], record["loss"], record["lr"], record["grad_norm"], f"{record['tokens_per_s']:,.0f}",

@@ -1,6 +1,6 @@
 """`jobs.decontaminate` on Spark: benchmark items planted in documents of the sample are cut out span by
 span and audited, everything else passes as it was, the counts add up, the same rows on another
-partitioning, the command line's errors, and the pipeline running it before the tokenizer and shards."""
+partitioning, the command line's errors (the pipeline running it: tests/spark_stages/test_pipeline.py)."""
 
 import json
 import random
@@ -128,20 +128,3 @@ def test_the_command_line(contaminated, tmp_path):
     done = run_module("decontaminate", *given, "--benchmark", f"ceval={folder}/ceval.jsonl", "--cut.window", "50")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "items found: ceval" in done.stdout and json.loads((tmp_path / "o" / "stats.json").read_text())["modified"]
-
-
-def test_the_pipeline_decontaminates_before_the_tokenizer_and_the_shards(contaminated, tmp_path):
-    folder, _ = contaminated
-    out = tmp_path / "out"
-    done = run_module("pipeline", "--input", str(folder / "in.jsonl"), "--output", str(out), "--vocab-size", "2048",
-                      "--clean.profile", "docs", "--benchmark", f"ceval={folder}/ceval.jsonl")
-    assert done.returncode == 0, done.stderr[-3000:]
-    stats = json.loads((out / "decontaminate" / "stats.json").read_text())
-    deduplicated = json.loads((out / "dedup" / "stats.json").read_text())
-    left = set(pq.read_table(out / "dedup" / "docs").column("id").to_pylist())  # after cleaning and dedup
-    planted_left = {f"zh-{kind}" for kind in FOUND} & left
-    assert stats["input"] == deduplicated["kept"] and len(planted_left) >= 3
-    assert stats["benchmarks"]["ceval"]["documents"] == len(planted_left)
-    index = json.loads((out / "shards" / "index.json").read_text())
-    assert index["totals"]["documents"] == stats["kept"]  # the shards are made of what decontamination kept
-    assert "decontaminate:" in done.stdout

@@ -1,0 +1,82 @@
+"""The run's dashboards: TensorBoard event files with the step figures, the held-out loss and the guard's
+events; a Prometheus endpoint serving them while the run goes; `python -m jobs.plot` drawing the curves.
+One process (`python jobs/train.py`, no torchrun)."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from prep.tokenizer.encode import TokenizerFile
+from tests.shard_fixtures import write_text_shards
+
+pytestmark = pytest.mark.torchrun
+
+REPO = Path(__file__).resolve().parents[2]
+STEPS = 16
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_tensorboard_prometheus_and_the_plot(tmp_path):
+    shards = tmp_path / "shards"
+    write_text_shards(shards, seq_len=256)
+    write_text_shards(shards / "heldout", seq_len=256, files=("debian-handbook.en",),
+                      tokenizer_file=TokenizerFile.read(str(shards / "tokenizer.json")))
+    port, run_dir = free_port(), tmp_path / "run"
+    child = subprocess.Popen(
+        [sys.executable, str(REPO / "jobs" / "train.py"), "--shards", str(shards), "--run-dir", str(run_dir),
+         "--steps", str(STEPS), "--global-batch-size", "4", "--warmup-steps", "2", "--heldout.every", "8",
+         "--heldout.rows", "8", "--dashboards.prometheus-port", str(port)], cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env={**os.environ, "TOKENMILL_TEST_NONFINITE_GRAD": "3"})
+    scraped = ""
+    while child.poll() is None:
+        try:
+            scraped = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+        except OSError:
+            pass
+        time.sleep(0.2)
+    assert child.returncode == 0, child.stdout.read()[-3000:]
+    assert "tokenmill_loss " in scraped and "tokenmill_data_wait_milliseconds" in scraped
+    assert 'tokenmill_guard_events_total{kind="nonfinite"} 1.0' in scraped
+    step = float(next(line for line in scraped.splitlines() if line.startswith("tokenmill_step ")).split()[1])
+    assert step > 3
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / "tensorboard"))
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert {"train/loss", "train/lr", "train/tokens_per_s", "train/step_seconds", "heldout/default/loss",
+            "heldout/default/bits_per_byte", "guard/nonfinite"} <= set(tags)
+    assert [e.step for e in events.Scalars("train/loss")] == list(range(1, STEPS + 1))
+    assert [e.step for e in events.Scalars("heldout/default/loss")] == [8, 16]
+
+    done = subprocess.run([sys.executable, "-m", "jobs.plot", str(run_dir)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    png = (run_dir / "metrics.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    missing = subprocess.run([sys.executable, "-m", "jobs.plot", str(tmp_path)], cwd=REPO, capture_output=True,
+                             text=True)
+    assert missing.returncode == 2 and "missing" in missing.stderr
+
+
+def test_the_grafana_dashboard_shows_what_the_endpoint_serves():
+    import json
+
+    from trainer.dashboards import STEP_FIGURES
+
+    dashboard = json.loads((REPO / "dashboards" / "grafana.json").read_text())
+    queried = " ".join(t["expr"] for panel in dashboard["panels"] for t in panel["targets"])
+    served = [name for name, _ in STEP_FIGURES.values()] + ["tokenmill_heldout_loss", "tokenmill_heldout_bits_per_byte",
+                                                            "tokenmill_guard_events_total", "tokenmill_loader"]
+    assert all(name in queried for name in served)
