@@ -44,6 +44,10 @@ def plot(run_dir: Path, output: Path) -> None:
     for event in events:
         loss.axvline(event["at_step"], color="red" if event["event"] == "rollback" else "orange", alpha=0.5,
                      linestyle="--")
+    spikes = [e for e in events if e["event"] == "rollback"]
+    if spikes:
+        loss.scatter([e["at_step"] for e in spikes], [e["loss"] for e in spikes], color="red", marker="x",
+                     label="spike: rolled back, its data skipped", zorder=3)
     loss.set_ylabel("loss (nats/token)")
     loss.legend()
     lr.plot(x, [steps[s]["lr"] for s in x])
