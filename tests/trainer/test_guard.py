@@ -131,13 +131,14 @@ def test_a_non_finite_gradient_is_not_applied(shards, tmp_path):
     assert any((at[k] != after[k]).any() for k in at)  # step 7 did
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"TOKENMILL_TEST_LEAVE_OUT": "norm.weight"}, "rank 0: parameter norm.weight is in 0 optimizer groups"),
-    ({"TOKENMILL_TEST_TORCH_VERSION": "1:0.0.0"}, "rank 1: torch 0.0.0 differs from rank 0's"),
+@pytest.mark.parametrize("env, extra, message", [
+    ({"TOKENMILL_TEST_LEAVE_OUT": "norm.weight"}, (), "rank 0: parameter norm.weight is in 0 optimizer groups"),
+    ({"TOKENMILL_TEST_TORCH_VERSION": "1:0.0.0"}, (), "rank 1: torch 0.0.0 differs from rank 0's"),
+    ({}, ("--global-batch-size", "3"), "global_batch_size 3 is not a multiple of the 2 processes"),
 ])
-def test_the_start_checks_refuse_what_cannot_train_together(shards, tmp_path, env, message):
+def test_the_start_checks_refuse_what_cannot_train_together(shards, tmp_path, env, extra, message):
     clean, _ = shards
-    output = run(2, clean, tmp_path / "refused", env=env, ok=False, steps=8)
+    output = run(2, clean, tmp_path / "refused", *extra, env=env, ok=False, steps=8)
     assert message in output and "jobs.train: error:" in output
     assert not (tmp_path / "refused" / "metrics.jsonl").exists()
 
@@ -179,3 +180,12 @@ def test_a_second_run_on_the_folder_is_refused_and_a_killed_agents_workers_die(s
     finally:
         if agent.poll() is None:
             agent.kill()
+
+
+def test_more_rollbacks_than_allowed_stop_the_run_with_one_line(shards, tmp_path):
+    _, poisoned = shards
+    run_dir = tmp_path / "stopped"
+    output = run(2, poisoned, run_dir, "--guard.max-rollbacks", "0", ok=False)
+    assert "jobs.train: error: 1 loss spikes rolled the run back within 1000 steps (at steps 30)" in output
+    steps, events = records(run_dir)
+    assert max(steps) == POISONED_STEPS[0] - 1 and events[-1]["event"] == "stopped"
