@@ -100,8 +100,6 @@ def read_mixture_file(path: Path) -> Mixture:
         if absent:
             raise MixtureError(f"{path}: source {name!r} lacks {', '.join(absent)}")
         for key in ("path", "heldout") if entry.get("heldout") is not None else ("path",):
-            if not isinstance(entry[key], str):
-                raise MixtureError(f"{path}: source {name!r}: {key} must be text")
             if not is_url(entry[key]):
                 try:
                     relative_inside(entry[key], f"source {name!r}: {key}")
