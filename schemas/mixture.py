@@ -46,10 +46,10 @@ class Mixture:
                 "sources": {name: {k: v for k, v in dataclasses.asdict(source).items() if v is not None}
                             for name, source in self.sources.items()}}
 
-    def location(self, mixture_path: Path, name: str) -> str:
-        """Where a source's shards are: its path, relative to mixture.json unless it is a URL (read_mixture_file
-        checked that a relative one stays inside mixture.json's folder)."""
-        path = self.sources[name].path
+    def location(self, mixture_path: Path, name: str, which: str = "path") -> str:
+        """Where a source's shards (`which`: "path", or "heldout" for its held-out shards) are: relative to
+        mixture.json unless a URL (read_mixture_file checked that a relative one stays inside its folder)."""
+        path = getattr(self.sources[name], which)
         return path if is_url(path) else str(mixture_path.parent / path)
 
 

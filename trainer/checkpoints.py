@@ -35,6 +35,9 @@ class Checkpoints:
         self.folder, self.keep, self.rank, self.device = run_dir / "checkpoints", keep, rank, device
         self.group = dist.new_group(backend="gloo")  # not the training group: no deadlock with its collectives
         self.pending: tuple[object, Path] | None = None
+        # the newest complete checkpoint this run saved or resumed from (every rank knows it: poll decides
+        # together): what a rollback goes back to, never another run's left in the folder
+        self.ours: Path | None = None
         if rank == 0:
             self.folder.mkdir(parents=True, exist_ok=True)
             for partial in self.folder.glob("*.partial"):  # a save that was killed: never loaded
@@ -65,10 +68,17 @@ class Checkpoints:
             return
         future.result()  # re-raises a failed save
         self.pending = None
+        self.ours = target
         if self.rank == 0:  # the coordinator's part includes DCP's metadata, written after everyone's data
             os.replace(str(target) + ".partial", target)
             for old in sorted(p for p in self.folder.glob("step-*") if not p.name.endswith(".partial"))[:-self.keep]:
                 shutil.rmtree(old, ignore_errors=True)
+
+    def ours_on_disk(self) -> Path | None:
+        """After the pending save: `ours`, renamed into place by rank 0 before any rank goes on."""
+        self.wait()
+        dist.barrier(group=self.group)
+        return self.ours
 
     def wait(self) -> None:
         self.poll(block=True)
@@ -125,6 +135,8 @@ def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, wor
     saved_keys = dcp.FileSystemReader(str(checkpoint)).read_metadata().state_dict_metadata
     if not any(key.startswith(f"rng_rank{rank}.") or key == f"rng_rank{rank}" for key in saved_keys):
         del state[f"rng_rank{rank}"]  # a rank the saving run did not have (resumed at a larger world size)
+    if "train.guard_json" not in saved_keys:  # saved before the guard existed: it starts afresh
+        del state["train"]["guard_json"]
     dcp.load(state, checkpoint_id=str(checkpoint))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
@@ -137,4 +149,4 @@ def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, wor
     loader.load_state_dict(json.loads(state["train"]["loader_json"]), allow_new_weights)
     if f"rng_rank{rank}" in state and state["train"]["world_size"] == world:
         set_rng_state(state[f"rng_rank{rank}"])
-    return int(state["train"]["step"]), state["train"]["guard_json"]
+    return int(state["train"]["step"]), state["train"].get("guard_json", "")

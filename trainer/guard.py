@@ -33,10 +33,11 @@ class GuardConfig:
     rollback_window: int = 1000  # steps over which rollbacks are counted
 
     def __post_init__(self):
-        if self.window < 4 or self.warmup < 1 or self.spike_mads <= 0 or self.spike_rise < 0 or self.skip_before < 0 \
-                or self.max_rollbacks < 0 or self.rollback_window < 1:
-            raise ValueError("need window >= 4, warmup >= 1, spike_mads > 0, spike_rise >= 0, skip_before "
-                             ">= 0, max_rollbacks >= 0, rollback_window >= 1")
+        if self.window < 4 or not 1 <= self.warmup <= self.window or self.spike_mads <= 0 or self.spike_rise < 0 \
+                or self.skip_before < 0 or self.max_rollbacks < 0 or self.rollback_window < 1:
+            raise ValueError("need window >= 4, 1 <= warmup <= window (the window holds what warmup waits for), "
+                             "spike_mads > 0, spike_rise >= 0, skip_before >= 0, max_rollbacks >= 0, "
+                             "rollback_window >= 1")
 
 
 class TooManyRollbacks(RuntimeError):
@@ -56,6 +57,8 @@ class GuardState:
 
     @classmethod
     def from_json(cls, text: str) -> "GuardState":
+        if not text:  # a checkpoint from before the guard
+            return cls()
         data = json.loads(text)
         return cls([float(x) for x in data["recent"]], int(data["nonfinite"]), int(data["spikes"]),
                    [int(x) for x in data["rollbacks"]])

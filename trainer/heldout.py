@@ -51,7 +51,8 @@ def heldout_folders(shards: str, cfg: HeldOutConfig) -> dict[str, str]:
         return {"default": cfg.heldout}
     if shards.endswith(".json"):
         mixture = read_mixture_file(Path(shards))
-        return {name: str(Path(shards).parent / s.heldout) for name, s in mixture.sources.items() if s.heldout}
+        return {name: mixture.location(Path(shards), name, HELDOUT) for name, s in mixture.sources.items()
+                if s.heldout}
     folder = Path(shards) / HELDOUT
     return {"default": str(folder)} if (folder / "index.json").is_file() else {}
 
@@ -71,13 +72,13 @@ def token_bytes(tokenizer_path: str) -> np.ndarray:
 def tokenizer_for(shards: str, cfg: HeldOutConfig, sha256: str) -> str | None:
     """The tokenizer to count bytes with: the configured one, or the pipeline's beside the shards if its
     hash is the shards' (another tokenizer would count other bytes)."""
-    import hashlib
+    from prep.tokenizer.encode import TokenizerFile
 
     base = Path(shards).parent if shards.endswith(".json") else Path(shards)
     candidates = [cfg.tokenizer] if cfg.tokenizer else [str(base.parent / "tokenizer" / "tokenizer.json"),
                                                          str(base / "tokenizer.json")]
     for path in candidates:
-        if Path(path).is_file() and hashlib.sha256(Path(path).read_bytes()).hexdigest() == sha256:
+        if Path(path).is_file() and TokenizerFile.read(path).sha256 == sha256:  # the hash the shards job wrote
             return path
         if cfg.tokenizer:
             raise ValueError(f"heldout.tokenizer {path} is not the tokenizer of the shards (its hash differs)")
@@ -98,8 +99,9 @@ def first_rows(location: str, rows: int) -> tuple[list[tuple[np.ndarray, np.ndar
             table = read_checked_shard(path, entry)
         except ShardFileError as e:
             raise ShardError(f"{location}/{entry.file}: {e}") from None
-        tokens, cu = table.column("tokens").to_pylist(), table.column("cu_seqlens").to_pylist()
-        for t, c in zip(tokens[:rows - len(found)], cu):
+        needed = table.slice(0, rows - len(found))  # the rows wanted only, not the whole shard, as arrays
+        for t, c in zip(needed.column("tokens").to_numpy(zero_copy_only=False),
+                        needed.column("cu_seqlens").to_numpy(zero_copy_only=False)):
             found.append((np.asarray(t, np.uint32), np.asarray(c, np.int32)))
     return found, source
 

@@ -190,7 +190,8 @@ class RunStopped(Exception):
 
 def train(cfg: TrainConfig) -> None:
     """The loop in this torchrun process; its process group is destroyed however the loop ends."""
-    die_with_parent()  # an orphan of a killed agent would go on writing into the run folder
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # under torchrun: an orphan of a killed agent would go on writing
+        die_with_parent()
     cuda = torch.cuda.is_available()
     dist.init_process_group(backend="nccl" if cuda else "gloo")
     try:
@@ -228,13 +229,17 @@ def _run(cfg: TrainConfig, device: torch.device, loader: ShardLoader, run_dir: P
     checkpoints = Checkpoints(run_dir, cfg.keep_checkpoints, rank, device)
     guard = Guard(cfg.guard)
     step = 0
+    # Before any collective a mismatched rank could hang in (the resume's load), and again after it
+    # (the parameters loaded must be finite too).
+    if problem := check_ranks(model, optimizer, loader, cfg):
+        raise RunStopped(problem, 2)
     if cfg.resume and (latest := checkpoints.latest()) is not None:
         step, saved_guard = resume(latest, model, optimizer, scheduler, loader, rank, world, cfg.allow_new_weights)
         guard.state = GuardState.from_json(saved_guard)
+        checkpoints.ours = latest
         log.info("resumed from %s at step %d (%d processes)", latest, step, world)
-    problem = check_ranks(model, optimizer, loader, cfg)
-    if problem:
-        raise RunStopped(problem, 2)
+        if problem := check_ranks(model, optimizer, loader, cfg):
+            raise RunStopped(problem, 2)
     index = loader.sets[0].source.index
     try:
         heldout = HeldOut(cfg.shards, cfg.heldout, rank, world, device, index.vocab_size, index.tokenizer_sha256) \
@@ -298,8 +303,7 @@ def _roll_back(step: int, loss: float, loader, model, optimizer, scheduler, chec
     except TooManyRollbacks as e:
         metrics.event("stopped", step, loss=loss, reason=str(e))
         raise RunStopped(str(e), 3) from None
-    checkpoints.wait()
-    latest = checkpoints.latest()
+    latest = checkpoints.ours_on_disk()  # the same on every rank, and this run's own
     if latest is None:  # nothing to go back to: the batch (already passed) is not applied, the run goes on
         back_to, (start, end) = step - 1, (served, served + loader.global_batch_size)
     else:
@@ -314,7 +318,8 @@ def _roll_back(step: int, loss: float, loader, model, optimizer, scheduler, chec
         loader.skip(start, end)
     log.warning("loss spike at step %d (%.4f): back to step %d, positions [%d, %d) skipped", step, loss, back_to,
                 start, end)
-    metrics.event("rollback", step, loss=loss, back_to=back_to, skipped=[start, end])
+    # "spike" alone when there was no checkpoint to go back to: the batch is passed over, nothing rolled back
+    metrics.event("rollback" if latest is not None else "spike", step, loss=loss, back_to=back_to, skipped=[start, end])
     return back_to
 
 
@@ -331,7 +336,11 @@ class Metrics:
         if self.path is not None:
             self.file = open(self.path, "a", encoding="utf-8")
             if self.dashboard_cfg is not None:
-                self.dashboards = Dashboards(self.dashboard_cfg, self.path.parent)
+                try:
+                    self.dashboards = Dashboards(self.dashboard_cfg, self.path.parent)
+                except OSError as e:  # the Prometheus port taken, the folder not writable
+                    self.file.close()
+                    raise RunStopped(f"dashboards: {e}", 2) from None
         return self
 
     def __exit__(self, *exc) -> None:

@@ -12,6 +12,7 @@ import contextlib
 import ctypes
 import fcntl
 import json
+import logging
 import os
 import signal
 import socket
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import torch.distributed as dist
 
+log = logging.getLogger(__name__)
 LOCK_FILE = ".run.lock"
 PR_SET_PDEATHSIG = 1
 
@@ -44,28 +46,40 @@ def _holder(path: Path) -> str:
         return "another process"
 
 
+WAIT_SECONDS = 5  # between two tries for a held folder: each try is a broadcast, so no collective times out
+
+
 @contextlib.contextmanager
 def run_folder(run_dir: Path, rank: int, wait: bool) -> Iterator[str | None]:
     """Holds the run folder for the block (rank 0 takes the lock, every rank learns the outcome); yields
     None, or the reason the run may not start."""
-    refused, handle = None, None
+    handle = None
     if rank == 0:
         run_dir.mkdir(parents=True, exist_ok=True)
-        path = run_dir / LOCK_FILE
-        handle = open(path, "a+", encoding="utf-8")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            handle.truncate(0)
-            handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                                     "since": time.strftime("%Y-%m-%dT%H:%M:%S")}))
-            handle.flush()
-        except BlockingIOError:
-            refused = (f"{run_dir} is in use by another run ({_holder(path)}): wait for it, choose another "
-                       "--run-dir, or --wait-for-run-dir")
-    outcome = [refused]
-    dist.broadcast_object_list(outcome, src=0)
+        handle = open(run_dir / LOCK_FILE, "a+", encoding="utf-8")
     try:
+        while True:
+            outcome = [_take(handle, run_dir) if rank == 0 else None]
+            dist.broadcast_object_list(outcome, src=0)
+            if outcome[0] is None or not wait:
+                break
+            log.info("%s: waiting for the run that holds it", outcome[0].split(":")[0])
+            time.sleep(WAIT_SECONDS)
         yield outcome[0]
     finally:
         if handle is not None:
             handle.close()
+
+
+def _take(handle, run_dir: Path) -> str | None:
+    """None once this process holds the lock; else why not."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return (f"{run_dir} is in use by another run ({_holder(run_dir / LOCK_FILE)}): wait for it, choose another "
+                "--run-dir, or --wait-for-run-dir")
+    handle.truncate(0)
+    handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                             "since": time.strftime("%Y-%m-%dT%H:%M:%S")}))
+    handle.flush()
+    return None

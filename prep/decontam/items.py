@@ -69,8 +69,12 @@ def item_of(record, position: str, fields: list[str], id_field: str) -> tuple[st
     return item_id, "\n".join(parts)
 
 
+class NotARecord(str):
+    """Why a line is not a record (a str of its own: a JSON line may well be a string)."""
+
+
 def _records(file: InputFile) -> Iterator[tuple[object, str]]:
-    """(record or the reason it is not one, position) of every record of a file."""
+    """(record, or NotARecord saying why, position) of every record of a file."""
     if file.path.endswith(".parquet"):
         row = 0
         for batch in pq.ParquetFile(file.path).iter_batches(batch_size=1024):
@@ -83,12 +87,12 @@ def _records(file: InputFile) -> Iterator[tuple[object, str]]:
     else:
         for line in split_lines(decompressed_chunks(file.path), MAX_ITEM_BYTES):
             if line.too_long:
-                yield f"record over {MAX_ITEM_BYTES} bytes", f"{file.relative}:{line.number}"
+                yield NotARecord(f"record over {MAX_ITEM_BYTES} bytes"), f"{file.relative}:{line.number}"
             elif line.data.strip():
                 try:
                     yield json.loads(line.data.decode("utf-8")), f"{file.relative}:{line.number}"
                 except (UnicodeDecodeError, ValueError, RecursionError) as e:
-                    yield f"malformed JSON: {type(e).__name__}", f"{file.relative}:{line.number}"
+                    yield NotARecord(f"malformed JSON: {type(e).__name__}"), f"{file.relative}:{line.number}"
 
 
 def read_benchmark(name: str, spec: str, cfg: ItemsConfig) -> Benchmark:
@@ -100,8 +104,8 @@ def read_benchmark(name: str, spec: str, cfg: ItemsConfig) -> Benchmark:
     for file in files:
         try:
             for record, position in _records(file):
-                found = record if isinstance(record, str) else item_of(record, position, cfg.fields_of(name),
-                                                                       cfg.id_field)
+                found = record if isinstance(record, NotARecord) else item_of(record, position, cfg.fields_of(name),
+                                                                              cfg.id_field)
                 if isinstance(found, str):
                     benchmark.skipped[found] = benchmark.skipped.get(found, 0) + 1
                 else:

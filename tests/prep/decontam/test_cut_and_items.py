@@ -35,13 +35,14 @@ def test_what_is_left_is_one_document_with_its_paragraphs():
 def test_items_from_named_fields_lists_joined_and_ids_or_positions(tmp_path):
     records = [{"id": 7, "question": "What is the capital of France?", "choices": ["Paris", "Lyon", 3]},
                {"question": "Which gas do plants take in?", "choices": ["CO2", "O2"]},
-               {"question": "No choices here"}, {"question": ["a", {"b": 1}], "choices": []}, b"{broken"]
+               {"question": "No choices here"}, {"question": ["a", {"b": 1}], "choices": []}, b"{broken",
+               b'"a JSON string, not an object"']
     write_lines(tmp_path / "mmlu.jsonl", records)
     benchmark = read_benchmark("mmlu", str(tmp_path / "mmlu.jsonl"), ItemsConfig(text_fields=["question", "choices"]))
     assert benchmark.items == [("7", "What is the capital of France?\nParis\nLyon\n3"),
                                ("mmlu.jsonl:2", "Which gas do plants take in?\nCO2\nO2")]
     assert benchmark.skipped == {"missing field 'choices'": 1, "field 'question' is not text": 1,
-                                 "malformed JSON: JSONDecodeError": 1}
+                                 "malformed JSON: JSONDecodeError": 1, "a JSON str, not an object": 1}
 
 
 def test_parquet_gzip_and_text_files_are_benchmarks_too(tmp_path):
