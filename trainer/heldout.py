@@ -135,7 +135,7 @@ class HeldOut:
             if source.index.tokenizer_sha256 != tokenizer_sha256:
                 raise ShardError(f"{location}: held out with another tokenizer than the training shards")
             self.sets[name] = rows
-        self.seq_len, self.pad_id, self.vocab_size = None, None, vocab_size
+        self.vocab_size = vocab_size
         path = tokenizer_for(shards, cfg, tokenizer_sha256) if self.sets else None
         self.bytes_of = token_bytes(path) if path else None
 
