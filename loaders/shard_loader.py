@@ -140,18 +140,21 @@ class ShardLoader:
     def _skipped(self, position: int) -> bool:
         return any(start <= position < end for start, end in self._skips)
 
+    def _next_rows(self) -> list[int]:
+        """Rows each source gives the next global batch after `_ahead`, as the weights' schedule says."""
+        return self._schedule.rows([rows - at for rows, at in zip(self._ahead, self._origin[1])],
+                                   self.global_batch_size)
+
     def _collate(self) -> dict[str, np.ndarray]:
         """This rank's part of the next global batch to produce: each source's rows, source after source,
         collated into one set of arrays (the skipped stretches before it passed over)."""
         moved, passed = 0, [0] * len(self.sets)
         while self._skipped(self._produced + moved):
-            given = self._schedule.rows([rows - at for rows, at in zip(self._ahead, self._origin[1])],
-                                        self.global_batch_size)
+            given = self._next_rows()
             self._ahead = [a + b for a, b in zip(self._ahead, given)]
             passed = [p + g for p, g in zip(passed, given)]
             moved += self.global_batch_size
-        since = [rows - at for rows, at in zip(self._ahead, self._origin[1])]
-        given = self._schedule.rows(since, self.global_batch_size)
+        given = self._next_rows()
         lo, hi = self.rank * self.batch_size, (self.rank + 1) * self.batch_size
         out, pieces, start = empty_batch(self.batch_size, self.seq_len), 1, 0
         source = np.empty(self.batch_size, np.int64)
@@ -179,10 +182,11 @@ class ShardLoader:
                 "weights_since": {"position": self._origin[0], "rows": list(self._origin[1])},
                 "skips": [list(stretch) for stretch in self._skips]}
 
-    def load_state_dict(self, state: dict, allow_new_weights: bool = False) -> None:
+    def load_state_dict(self, state: dict, allow_new_weights: bool = False, keep_skips: bool = False) -> None:
         """Continues exactly where `state` stopped, at any world size with the same global batch. A state
         saved with other weights loads only with allow_new_weights: every source then goes on from
-        where it stopped, the new weights applying from here."""
+        where it stopped, the new weights applying from here. keep_skips (a run going back to its own
+        earlier state): this loader's skips from that position on stay, with the state's."""
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"cannot resume: loader state version {state.get('version')!r}, this loader reads "
                              f"{STATE_VERSION}")
@@ -201,7 +205,8 @@ class ShardLoader:
                              f"{mine['weights']} (allow_new_weights=True continues with the new ones)")
         since = state["weights_since"]
         self._origin = (since["position"], list(since["rows"])) if same_weights else (position, list(rows))
-        self._skips = _skips_of(state.get("skips", []), self.global_batch_size)
+        kept = [stretch for stretch in self._skips if stretch[0] >= position] if keep_skips else []
+        self._skips = sorted(set(_skips_of(state.get("skips", []), self.global_batch_size)) | set(kept))
         self._restart(position, rows)
 
     def _restart(self, position: int, rows: list[int]) -> None:

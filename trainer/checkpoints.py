@@ -126,10 +126,11 @@ def check_checkpoint(checkpoint: Path) -> None:
 
 
 def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, world: int,
-           allow_new_weights: bool = False) -> tuple[int, str]:
+           allow_new_weights: bool = False, keep_skips: bool = False) -> tuple[int, str]:
     """Loads `checkpoint` (resharded by DCP when the world size changed) after check_checkpoint; returns
     the step to run next and the training guard's state (trainer/guard.py) as saved. allow_new_weights:
-    the loader's mixture weights may differ from the checkpoint's."""
+    the loader's mixture weights may differ from the checkpoint's; keep_skips: the loader's skips from the
+    checkpoint's position on stay (a rollback to this run's own checkpoint)."""
     check_checkpoint(checkpoint)
     state = training_state(model, optimizer, scheduler, loader, 0, rank, world)
     saved_keys = dcp.FileSystemReader(str(checkpoint)).read_metadata().state_dict_metadata
@@ -146,7 +147,7 @@ def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, wor
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "scheduler.step() before optimizer.step()": intended here
         scheduler.step()
-    loader.load_state_dict(json.loads(state["train"]["loader_json"]), allow_new_weights)
+    loader.load_state_dict(json.loads(state["train"]["loader_json"]), allow_new_weights, keep_skips)
     if f"rng_rank{rank}" in state and state["train"]["world_size"] == world:
         set_rng_state(state[f"rng_rank{rank}"])
     return int(state["train"]["step"]), state["train"].get("guard_json", "")

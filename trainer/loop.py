@@ -307,13 +307,11 @@ def _roll_back(step: int, loss: float, loader, model, optimizer, scheduler, chec
     if latest is None:  # nothing to go back to: the batch (already passed) is not applied, the run goes on
         back_to, (start, end) = step - 1, (served, served + loader.global_batch_size)
     else:
-        live = loader.skips
-        # (allow_new_weights: the checkpoint is this run's own, saved with the weights it runs with now)
-        back_to, saved_guard = resume(latest, model, optimizer, scheduler, loader, rank, world, True)
+        # this run's own checkpoint: saved with the weights it runs with now, and the skips of earlier
+        # rollbacks to it stay
+        back_to, saved_guard = resume(latest, model, optimizer, scheduler, loader, rank, world,
+                                      allow_new_weights=True, keep_skips=True)
         guard.restore(GuardState.from_json(saved_guard))
-        for a, b in live:  # skips of this run since that checkpoint (earlier rollbacks to it) stay
-            if (a, b) not in loader.skips and a >= loader.position:
-                loader.skip(a, b)
         start, end = guard.skip_stretch(served, loader.position, loader.global_batch_size)
         loader.skip(start, end)
     log.warning("loss spike at step %d (%.4f): back to step %d, positions [%d, %d) skipped", step, loss, back_to,

@@ -330,3 +330,15 @@ def test_a_skipped_stretch_is_passed_over_and_kept_in_the_state(shards):
     bad = dict(state, skips=[[16, 8]])
     with pytest.raises(ValueError, match="skips"):
         resumed.load_state_dict(bad)
+
+
+def test_going_back_to_an_earlier_state_keeps_the_later_skips_when_asked(shards):
+    path, _ = shards
+    loader = make(path, 1)[0]
+    saved = loader.state_dict()  # at position 0, no skips
+    stream([loader], 2)
+    loader.skip(3 * GLOBAL_BATCH, 4 * GLOBAL_BATCH)
+    loader.load_state_dict(saved, keep_skips=True)
+    assert loader.skips == [(3 * GLOBAL_BATCH, 4 * GLOBAL_BATCH)] and loader.position == 0
+    loader.load_state_dict(saved)
+    assert loader.skips == []
