@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainer import test_hooks
+
 log = logging.getLogger(__name__)
 
 STEP_FIGURES = {  # metrics.jsonl key: (Prometheus name, help)
@@ -97,5 +99,7 @@ class Dashboards:
                 self.loader_gauge.labels(counter=key).set(value)
 
     def close(self) -> None:
+        if self.events is not None:
+            test_hooks.hold_endpoint()
         if self.writer is not None:
             self.writer.close()

@@ -3,9 +3,12 @@
 TOKENMILL_TEST_NONFINITE_GRAD=STEP[:RANK]: that rank's (default 0) gradient is made infinite at STEP.
 TOKENMILL_TEST_LEAVE_OUT=NAME,...: parameters left out of the optimizer's groups.
 TOKENMILL_TEST_TORCH_VERSION=RANK:VERSION: the torch version that rank reports at the start checks.
+TOKENMILL_TEST_HOLD_ENDPOINT=FILE: at the end of the run the Prometheus endpoint stays up until FILE exists
+(so a test scrapes the last step's figures however fast the run was).
 """
 
 import os
+import time
 
 
 def _pair(name: str) -> tuple[str, str] | None:
@@ -25,3 +28,9 @@ def torch_version(rank: int, real: str) -> str:
     found = os.environ.get("TOKENMILL_TEST_TORCH_VERSION", "")
     at, _, version = found.partition(":")
     return version if found and int(at) == rank else real
+
+
+def hold_endpoint() -> None:
+    released = os.environ.get("TOKENMILL_TEST_HOLD_ENDPOINT")
+    while released and not os.path.exists(released):
+        time.sleep(0.05)

@@ -32,24 +32,27 @@ def test_tensorboard_prometheus_and_the_plot(tmp_path):
     write_text_shards(shards, seq_len=256)
     write_text_shards(shards / "heldout", seq_len=256, files=("debian-handbook.en",),
                       tokenizer_file=TokenizerFile.read(str(shards / "tokenizer.json")))
-    port, run_dir = free_port(), tmp_path / "run"
+    port, run_dir, released = free_port(), tmp_path / "run", tmp_path / "scraped"
+    log = (tmp_path / "train.log").open("w")
     child = subprocess.Popen(
         [sys.executable, str(REPO / "jobs" / "train.py"), "--shards", str(shards), "--run-dir", str(run_dir),
          "--steps", str(STEPS), "--global-batch-size", "4", "--warmup-steps", "2", "--heldout.every", "8",
-         "--heldout.rows", "8", "--dashboards.prometheus-port", str(port)], cwd=REPO, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, env={**os.environ, "TOKENMILL_TEST_NONFINITE_GRAD": "3"})
-    scraped = ""
-    while child.poll() is None:
+         "--heldout.rows", "8", "--dashboards.prometheus-port", str(port)], cwd=REPO, stdout=log,
+        stderr=subprocess.STDOUT, env={**os.environ, "TOKENMILL_TEST_NONFINITE_GRAD": "3",
+                                       "TOKENMILL_TEST_HOLD_ENDPOINT": str(released)})
+    # The endpoint stays up at the end until `released` exists: scraped until it shows the last step.
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 never through a proxy
+    scraped, deadline = "", time.monotonic() + 600
+    while child.poll() is None and f"tokenmill_step {float(STEPS)}" not in scraped and time.monotonic() < deadline:
         try:
-            scraped = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+            scraped = direct.open(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
         except OSError:
-            pass
-        time.sleep(0.2)
-    assert child.returncode == 0, child.stdout.read()[-3000:]
+            time.sleep(0.2)
+    released.touch()
+    assert child.wait(timeout=120) == 0, (tmp_path / "train.log").read_text()[-3000:]
+    assert f"tokenmill_step {float(STEPS)}" in scraped, scraped
     assert "tokenmill_loss " in scraped and "tokenmill_data_wait_milliseconds" in scraped
     assert 'tokenmill_guard_events_total{kind="nonfinite"} 1.0' in scraped
-    step = float(next(line for line in scraped.splitlines() if line.startswith("tokenmill_step ")).split()[1])
-    assert step > 3
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
