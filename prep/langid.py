@@ -25,9 +25,25 @@ def _detector():
     return LangDetector(LangDetectConfig(max_input_length=None, model="lite"))
 
 
+@functools.cache
+def _model():
+    return _detector()._get_model(low_memory=True, fallback_on_memory_error=False)
+
+
+ASCII_UPPER, ASCII_LETTERS = bytes(range(65, 91)), bytes(range(65, 91)) + bytes(range(97, 123))
+
+
 def _predict(text: str) -> tuple[str, float]:
-    best = _detector().detect(text, model="lite", k=1)[0]
-    return best["lang"], float(best["score"])
+    """What `LangDetector.detect(text, k=1)` gives, without its wrapper's cost (a third of the
+    time): `text` has no line break (identify joins on spaces), and the package's lowering of
+    text in capitals is done here with byte counts instead of its two regular expressions."""
+    letters = text.encode("ascii", "ignore")
+    upper = len(letters) - len(letters.translate(None, ASCII_UPPER))
+    if text.isupper() or (upper > 0.8 * (len(letters) - len(letters.translate(None, ASCII_LETTERS)))
+                          and len(text) > 5):
+        text = text.lower()
+    labels, scores = _model().predict(text, k=1)
+    return labels[0].replace("__label__", ""), min(float(scores[0]), 1.0)
 
 
 def identify(text: str, cfg: LanguageConfig) -> tuple[str, float]:

@@ -5,7 +5,8 @@ import unicodedata
 from dataclasses import dataclass
 
 import ftfy
-import ftfy.badness
+
+from prep import mojibake
 
 
 @dataclass
@@ -25,7 +26,7 @@ BLANK_LINES = re.compile(r"\n{3,}")
 
 def normalize(text: str, cfg: NormalizeConfig) -> str:
     # ftfy is the slowest step: it runs only where its own detector sees mojibake (never in ASCII).
-    if cfg.fix_mojibake and not text.isascii() and ftfy.badness.is_bad(text):
+    if cfg.fix_mojibake and not text.isascii() and mojibake.is_bad(text):
         # Width and quote fixes are off: they would rewrite Chinese full-width punctuation and quotes.
         text = ftfy.fix_text(text, normalization="NFC" if cfg.nfc else None, uncurl_quotes=False,
                              fix_character_width=False, fix_line_breaks=True)
@@ -33,9 +34,15 @@ def normalize(text: str, cfg: NormalizeConfig) -> str:
         text = unicodedata.normalize("NFC", text)
     if cfg.tidy_whitespace:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if cfg.remove_control_chars:
+    if cfg.remove_control_chars and CONTROL.search(text):  # an escape starts with one too
         text = CONTROL.sub("", TERMINAL_ESCAPE.sub("", text))
     if cfg.tidy_whitespace:
-        text = EXOTIC_SPACE.sub(" ", text)
-        text = BLANK_LINES.sub("\n\n", TRAILING_SPACE.sub("\n", text + "\n")).strip()
+        if not text.isascii():
+            text = EXOTIC_SPACE.sub(" ", text)
+        text += "\n"
+        if " \n" in text or "\t\n" in text:  # the substitutions scan every character: only where they apply
+            text = TRAILING_SPACE.sub("\n", text)
+        if "\n\n\n" in text:
+            text = BLANK_LINES.sub("\n\n", text)
+        text = text.strip()
     return text

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from prep.compiled import kernel
 from prep.quality.text_units import lines, paragraphs, words
 
 
@@ -34,40 +35,81 @@ def _duplicates(items: list[str]) -> tuple[int, int]:
     return count, chars
 
 
-def _ngram_hashes(ids: np.ndarray, n: int) -> np.ndarray:
-    """A 64-bit polynomial hash of each n-gram of word ids (wrapping arithmetic is intended)."""
-    hashes = np.zeros(len(ids) - n + 1, dtype=np.uint64)
-    with np.errstate(over="ignore"):
+@kernel
+def _table_bits(items: int) -> int:
+    """log2 of an open-addressing table's size that stays at most half full."""
+    bits = 4
+    while (1 << bits) < 2 * items:
+        bits += 1
+    return bits
+
+
+@kernel
+def _first_seen_ids(word_hashes: np.ndarray) -> np.ndarray:
+    """Each word's id: the number of distinct words before its first occurrence (as a dict would give)."""
+    bits = _table_bits(len(word_hashes))
+    size = 1 << bits
+    keys, values = np.zeros(size, np.int64), np.full(size, -1, np.int64)
+    ids, distinct = np.empty(len(word_hashes), np.uint64), 0
+    for i in range(len(word_hashes)):
+        slot = (np.uint64(word_hashes[i]) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
+        while values[slot] >= 0 and keys[slot] != word_hashes[i]:
+            slot = (slot + np.uint64(1)) & np.uint64(size - 1)
+        if values[slot] < 0:
+            keys[slot], values[slot] = word_hashes[i], distinct
+            distinct += 1
+        ids[i] = values[slot]
+    return ids
+
+
+@kernel
+def _ngram_shares(ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> tuple[float, float]:
+    """(characters of the most frequent n-gram times its count, characters of words inside any
+    repeat of an earlier n-gram, each counted once), both over total_chars. N-grams are told apart by
+    a 64-bit polynomial hash of their word ids (wrapping arithmetic intended); among n-grams equally
+    frequent the one with the smallest hash counts (the order numpy's unique gave the first version)."""
+    m = len(ids) - n + 1
+    if m <= 0:
+        return 0.0, 0.0
+    bits = _table_bits(m)
+    size = 1 << bits
+    keys, counts, firsts = np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.int64)
+    cover = np.zeros(len(ids) + 1, np.int64)  # +1 at each repeat's start, -1 after its end
+    any_repeat = False
+    for i in range(m):
+        h = np.uint64(0)
         for k in range(n):
-            hashes = hashes * np.uint64(1_000_003) + ids[k : len(ids) - n + 1 + k]
-    return hashes
-
-
-def _top_ngram_share(ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> float:
-    if len(ids) < n:
-        return 0.0
-    _, first, counts = np.unique(_ngram_hashes(ids, n), return_index=True, return_counts=True)
-    best = int(np.argmax(counts))
-    if counts[best] < 2:
-        return 0.0
-    start = first[best]
-    return float(lengths[start : start + n].sum()) * int(counts[best]) / total_chars
-
-
-def _dup_ngram_share(ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> float:
-    """Characters of words inside any repeat of an earlier n-gram, each word counted once."""
-    if len(ids) < n:
-        return 0.0
-    hashes = _ngram_hashes(ids, n)
-    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-    repeats = np.nonzero(first[inverse] < np.arange(len(hashes)))[0]
-    if not len(repeats):
-        return 0.0
-    cover = np.zeros(len(ids) + 1, dtype=np.int32)  # +1 at each repeat's start, -1 after its end
-    np.add.at(cover, repeats, 1)
-    np.add.at(cover, repeats + n, -1)
-    covered = np.cumsum(cover[:-1]) > 0
-    return float(lengths[covered].sum()) / total_chars
+            h = h * np.uint64(1_000_003) + ids[i + k]
+        slot = (h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
+        while counts[slot] > 0 and keys[slot] != h:
+            slot = (slot + np.uint64(1)) & np.uint64(size - 1)
+        if counts[slot] == 0:
+            keys[slot], firsts[slot] = h, i
+        else:
+            cover[i] += 1
+            cover[i + n] -= 1
+            any_repeat = True
+        counts[slot] += 1
+    best = -1
+    for slot in range(size):
+        if counts[slot] > 0 and (best < 0 or counts[slot] > counts[best]
+                                 or (counts[slot] == counts[best] and keys[slot] < keys[best])):
+            best = slot
+    top = 0.0
+    if counts[best] >= 2:
+        chars = 0
+        for k in range(firsts[best], firsts[best] + n):
+            chars += lengths[k]
+        top = float(chars) * counts[best] / total_chars
+    dup = 0.0
+    if any_repeat:
+        depth, chars = 0, 0
+        for k in range(len(ids)):
+            depth += cover[k]
+            if depth > 0:
+                chars += lengths[k]
+        dup = float(chars) / total_chars
+    return top, dup
 
 
 def gopher_repetition(text: str, cfg: GopherRepetitionConfig, char_based: bool) -> str | None:
@@ -87,14 +129,16 @@ def gopher_repetition(text: str, cfg: GopherRepetitionConfig, char_based: bool) 
     if chars / total > cfg.dup_line_char_frac:
         return "dup_line_char_frac"
     doc_words = words(text, char_based)
-    vocabulary: dict[str, int] = {}
-    ids = np.fromiter((vocabulary.setdefault(w, len(vocabulary)) for w in doc_words), np.uint64, len(doc_words))
+    # Words told apart by Python's 64-bit string hash: two words of one document that collide are
+    # as likely as two random 64-bit numbers being equal.
+    ids = _first_seen_ids(np.fromiter(map(hash, doc_words), np.int64, len(doc_words)))
     lengths = np.fromiter(map(len, doc_words), np.int64, len(doc_words))
     word_chars = int(lengths.sum()) or 1
+    shares = {n: _ngram_shares(ids, lengths, n, word_chars) for n in {n for n, _ in cfg.top_n_grams + cfg.dup_n_grams}}
     for n, limit in cfg.top_n_grams:
-        if _top_ngram_share(ids, lengths, n, word_chars) > limit:
+        if shares[n][0] > limit:
             return f"top_{n}_gram"
     for n, limit in cfg.dup_n_grams:
-        if _dup_ngram_share(ids, lengths, n, word_chars) > limit:
+        if shares[n][1] > limit:
             return f"dup_{n}_gram"
     return None
