@@ -1,7 +1,8 @@
 """The cleaning transform: normalize, identify the language, redact PII, apply the quality rules.
 
-Pure Python over one document (`clean_text`), plus the Arrow batch function the Spark job calls
-from mapInArrow: `clean_batch` (READ_SCHEMA, prep/ingest/records.py, to CLEAN_RESULT_SCHEMA).
+Over one document (`clean_text`) or many (`clean_texts`, a step at a time), plus the Arrow batch
+function the Spark job calls from mapInArrow: `clean_batch` (READ_SCHEMA, prep/ingest/records.py,
+to CLEAN_RESULT_SCHEMA).
 """
 
 import json
@@ -12,7 +13,7 @@ import pyarrow as pa
 
 from prep.ingest.readers import ReaderConfig
 from prep.ingest.records import READ_SCHEMA
-from prep.langid import LanguageConfig, identify, is_char_based
+from prep.langid import LanguageConfig, identify, identify_all, is_char_based
 from prep.normalize import NormalizeConfig, normalize
 from prep.pii import PiiConfig, redact
 from prep.quality.c4 import C4Config, c4
@@ -92,10 +93,41 @@ class Cleaned:
 
 
 def clean_text(text: str, cfg: CleanConfig) -> Cleaned:
-    text = normalize(text, cfg.normalize)
-    if not text:
-        return Cleaned(text, "other", 0.0, "normalize:empty")
-    lang, score = identify(text, cfg.language)
+    (cleaned,) = clean_texts([text], cfg)
+    if isinstance(cleaned, Exception):
+        raise cleaned
+    return cleaned
+
+
+def clean_texts(texts: list[str], cfg: CleanConfig) -> list[Cleaned | Exception]:
+    """clean_text of each text, a step at a time over all of them (normalization, language, the
+    rest), so that the language model's tables stay in the processor's cache (a quarter of the time
+    otherwise). A text that makes a step raise gets the exception in its place."""
+    normalized = [_tried(normalize, text, cfg.normalize) for text in texts]
+    asked = [i for i, text in enumerate(normalized) if isinstance(text, str) and text]
+    try:
+        languages = dict(zip(asked, identify_all([normalized[i] for i in asked], cfg.language)))
+    except Exception:  # one text the model refuses: find which
+        languages = {i: _tried(identify, normalized[i], cfg.language) for i in asked}
+    results = []
+    for i, text in enumerate(normalized):
+        if isinstance(text, Exception) or isinstance(languages.get(i), Exception):
+            results.append(text if isinstance(text, Exception) else languages[i])
+        elif not text:
+            results.append(Cleaned(text, "other", 0.0, "normalize:empty"))
+        else:
+            results.append(_tried(_apply_rules, text, *languages[i], cfg))
+    return results
+
+
+def _tried(step, *args):
+    try:
+        return step(*args)
+    except Exception as e:  # a step that breaks on some text must not take the others down with it
+        return e
+
+
+def _apply_rules(text: str, lang: str, score: float, cfg: CleanConfig) -> Cleaned:
     text = redact(text, cfg.pii)
     char_based = lang == "zh" or is_char_based(text, cfg.language)
     # Mostly-Han text gets the character-based rules whatever the detector says: a Chinese page full
@@ -138,17 +170,14 @@ def clean_batch(batch: pa.RecordBatch, cfg: CleanConfig, url_filter: UrlFilter |
     `url_filter`: cfg.url_filter with its lists read (UrlFilter), rejecting documents by their URL first."""
     rows = batch.to_pylist()
     for row in rows:
-        if row["status"] != "doc":
-            continue
-        if url_filter and (reason := url_filter.reason(url_of(row["metadata"]))):
+        if row["status"] == "doc" and url_filter and (reason := url_filter.reason(url_of(row["metadata"]))):
             row.update(status="rejected", lang="", lang_score=0.0, reason=reason)
-            continue
-        try:
-            cleaned = clean_text(row["text"], cfg)
-        except Exception as e:  # a rule that breaks on some text must not take the job down with it
-            row.update(status="quarantined", error=f"cleaning failed: {type(e).__name__}: {e}", file=row["source"],
-                       raw=row["text"].encode("utf-8", "surrogatepass"))
-            continue
-        row.update(status="rejected" if cleaned.reason else "kept", text=cleaned.text, lang=cleaned.lang,
-                   lang_score=cleaned.lang_score, reason=cleaned.reason)
+    documents = [row for row in rows if row["status"] == "doc"]
+    for row, cleaned in zip(documents, clean_texts([row["text"] for row in documents], cfg)):
+        if isinstance(cleaned, Exception):
+            row.update(status="quarantined", error=f"cleaning failed: {type(cleaned).__name__}: {cleaned}",
+                       file=row["source"], raw=row["text"].encode("utf-8", "surrogatepass"))
+        else:
+            row.update(status="rejected" if cleaned.reason else "kept", text=cleaned.text, lang=cleaned.lang,
+                       lang_score=cleaned.lang_score, reason=cleaned.reason)
     return pa.RecordBatch.from_pylist(rows, schema=CLEAN_RESULT_SCHEMA)

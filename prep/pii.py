@@ -15,8 +15,29 @@ class PiiConfig:
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b")
 IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
-IPV4_HINT = re.compile(r"\.\d{1,3}\.\d")  # in every IPv4 match; starts with a literal, so it is ~70x cheaper
 IPV6 = re.compile(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:])")
+# Where an address can start. The address patterns test a look-behind at every character; these
+# start with a literal, which the regular expression engine finds ~50x faster. An IPv4 match has its
+# first ".d." at most 3 characters after its start, an IPv6 match its first "::" or ":h:" at most 4.
+IPV4_HINT, IPV4_REACH = re.compile(r"\.\d{1,3}\.\d"), 3
+IPV6_HINT, IPV6_REACH = re.compile(r"::|:[0-9A-Fa-f]{1,4}:"), 4
+
+
+def _sub_near_hints(pattern: re.Pattern, hint: re.Pattern, reach: int, replace, text: str) -> str:
+    """pattern.sub(replace, text), trying the pattern only at the `reach` characters before each hint
+    (and at it): a match's first hint lies at most `reach` after its start, so no match is missed,
+    and the first match found from the left is the one sub would take (matches are never empty)."""
+    pieces, done, lowest = [], 0, 0  # no match starts before `lowest`
+    while (found := hint.search(text, lowest)) is not None:
+        at = found.start()
+        for start in range(max(lowest, at - reach), at + 1):
+            if match := pattern.match(text, start):
+                pieces += [text[done:start], replace(match)]
+                done = lowest = match.end()
+                break
+        else:
+            lowest = at + 1
+    return "".join(pieces) + text[done:] if pieces else text
 
 
 def _ip_replacer(cfg: PiiConfig):
@@ -38,8 +59,7 @@ def redact(text: str, cfg: PiiConfig) -> str:
     if "@" in text:
         text = EMAIL.sub(cfg.email_replacement, text)
     replace = _ip_replacer(cfg)
-    if IPV4_HINT.search(text):
-        text = IPV4.sub(replace, text)
-    if "::" in text or text.count(":") >= 7:
-        text = IPV6.sub(replace, text)
+    text = _sub_near_hints(IPV4, IPV4_HINT, IPV4_REACH, replace, text)
+    if "::" in text or text.count(":") >= 7:  # no IPv6 address without one or the other
+        text = _sub_near_hints(IPV6, IPV6_HINT, IPV6_REACH, replace, text)
     return text

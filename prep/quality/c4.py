@@ -9,7 +9,7 @@ exactly what a pretraining corpus wants).
 import re
 from dataclasses import dataclass, field
 
-from prep.quality.text_units import TERMINAL_PUNCTUATION, sentences, words
+from prep.quality.text_units import CJK_OR_RUN, TERMINAL_PUNCTUATION, count_sentences
 
 CITATION = re.compile(r"\[\d*\]|\[edit\]|\[citation needed\]")
 POLICY_PHRASES = ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies")
@@ -30,17 +30,20 @@ class C4Config:
     min_num_sentences: int = 5  # drop documents with fewer sentences left; 0 disables
 
 
-def _keep_line(line: str, cfg: C4Config, char_based: bool) -> bool:
+def _keep_line(line: str, cfg: C4Config, char_based: bool, phrases: bool) -> bool:
+    """`phrases`: whether the document has "javascript" or a policy phrase anywhere (else no line has)."""
     stripped = line.strip()
     if not stripped:
         return True  # blank lines keep paragraphs apart
-    line_words = words(stripped, char_based)
+    line_words = CJK_OR_RUN.findall(stripped) if char_based else stripped.split()
     if cfg.min_words_per_line and len(line_words) < cfg.min_words_per_line:
         return False
     if max(map(len, line_words)) > cfg.max_word_length:
         return False
     if cfg.filter_no_terminal_punct and (not stripped.endswith(TERMINAL_PUNCTUATION) or stripped.endswith("...")):
         return False
+    if not phrases:
+        return True
     lower = stripped.lower()
     if cfg.filter_javascript and "javascript" in lower:
         return False
@@ -58,8 +61,11 @@ def c4(text: str, cfg: C4Config, char_based: bool) -> tuple[str, str | None]:
         return text, "curly_bracket"
     if cfg.remove_citations:
         text = CITATION.sub("", text)
-    kept = "\n".join(line for line in text.split("\n") if _keep_line(line, cfg, char_based))
+    lower = text.lower()  # after the citations: "java[1]script" is a line about javascript
+    phrases = ((cfg.filter_javascript and "javascript" in lower)
+               or (cfg.filter_policy and any(p in lower for p in cfg.policy_phrases)))
+    kept = "\n".join(line for line in text.split("\n") if _keep_line(line, cfg, char_based, phrases))
     kept = re.sub(r"\n{3,}", "\n\n", kept).strip()
-    if cfg.min_num_sentences and len(sentences(kept)) < cfg.min_num_sentences:
+    if cfg.min_num_sentences and count_sentences(kept, cfg.min_num_sentences) < cfg.min_num_sentences:
         return kept, "min_num_sentences"
     return kept, None

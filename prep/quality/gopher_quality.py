@@ -1,8 +1,9 @@
 """Gopher quality rules (Rae et al. 2021, appendix A), with their published thresholds."""
 
+import itertools
 from dataclasses import dataclass
 
-from prep.quality.text_units import has_alpha, lines, words
+from prep.quality.text_units import lines, words, words_with_letters
 
 ENGLISH_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 
@@ -48,10 +49,11 @@ def gopher_quality(text: str, cfg: GopherQualityConfig, char_based: bool) -> str
             return "max_bullet_lines_ratio"
         if sum(line.rstrip().endswith(ELLIPSES) for line in doc_lines) / len(doc_lines) > cfg.max_ellipsis_lines_ratio:
             return "max_ellipsis_lines_ratio"
-    if sum(map(has_alpha, doc_words)) / n < cfg.max_non_alpha_words_ratio:
+    if words_with_letters(text, char_based) / n < cfg.max_non_alpha_words_ratio:
         return "max_non_alpha_words_ratio"
     if cfg.stop_words and cfg.min_stop_words > 0:
         stop = set(cfg.stop_words)
-        if sum(w.lower() in stop for w in doc_words) < cfg.min_stop_words:
+        found = (True for w in doc_words if w.lower() in stop)
+        if sum(1 for _ in itertools.islice(found, cfg.min_stop_words)) < cfg.min_stop_words:  # enough: stop looking
             return "min_stop_words"
     return None

@@ -43,10 +43,10 @@ def test_a_rule_that_raises_quarantines_the_document_instead_of_failing(monkeypa
     from prep.clean import clean_batch
     from prep.ingest.records import READ_SCHEMA
 
-    def broken(_text, _cfg):
+    def broken(_text, _cfg, _char_based):
         raise ValueError("boom")
 
-    monkeypatch.setattr(clean_module, "clean_text", broken)
+    monkeypatch.setattr(clean_module, "gopher_quality", broken)
     batch = pa.RecordBatch.from_pylist([{"status": "doc", "file_index": 0, "record_index": 0, "id": "a",
                                          "text": ENGLISH, "source": "in.jsonl"}], schema=READ_SCHEMA)
     (row,) = clean_batch(batch, CleanConfig()).to_pylist()
