@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-decontaminate gpu-check bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode
+.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-decontaminate gpu-check bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode bench-scale
 
 install: $(STAMP)
 
@@ -84,6 +84,11 @@ bench-decontaminate: install
 # On a machine with a CUDA device: the CUDA tests, the device ring and bench_train for 125m and 1b, one table.
 gpu-check: install
 	$(PY) -m benchmarks.gpu_check
+
+# Cost curves: corpora of real paragraphs at 1x, 4x, 16x (10 MB at 1x; .bench/scale/), every stage and the
+# pipeline as users run them, datatrove's filters and MinHash side by side (docs/scale.md).
+bench-scale: install
+	$(PY) -m benchmarks.bench_scale --json .bench/scale/runs.json
 
 bench-dedup: install
 	$(PY) -m benchmarks.bench_dedup
