@@ -38,9 +38,10 @@ test-fast: lint
 
 # Where users run it: a real Spark standalone master and worker on 127.0.0.1 with executors in
 # .cluster/executor-venv (the `executor` dependency group alone), the pipeline submitted from outside
-# the repository, Python workers and an executor JVM killed mid-job; two torchrun "nodes", one killed.
+# the repository, Python workers and an executor JVM killed mid-job; two torchrun "nodes", one killed;
+# each job's file under spark-submit; a fresh machine's JVM class archive recorded and mapped.
 test-cluster: install
-	$(PY) -m pytest -q -m cluster tests/cluster
+	$(PY) -m pytest -q -m cluster tests
 
 shards: install
 	$(PY) -m jobs.pipeline --input $(SAMPLE) --output $(OUT) --vocab-size $(SAMPLE_VOCAB)

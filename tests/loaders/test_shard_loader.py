@@ -125,12 +125,14 @@ def test_counters_count_decompressions_hits_and_blocked_time(shards):
     stats = loader.stats()
     assert stats["decompressions"] == stats["node_decompressions"] == 2  # each shard once
     assert stats["bytes_decompressed"] > 0 and stats["blocked_seconds"] > 0 and stats["batches"] == rows // GLOBAL_BATCH
-    assert stats["cache_hits"] > 0
+    # Each shard looked up at least once; whether the prefetcher had it in L2 first (a hit) or the
+    # reader waited for it (a miss) depends on the machine's load, so only the sum is fixed.
+    assert stats["cache_hits"] + stats["cache_misses"] >= 2
     other = ShardLoader(path, GLOBAL_BATCH, seed=4)  # another reader on the node: served from L2
     for _ in range(rows // GLOBAL_BATCH):
         next(other)
     assert other.stats()["decompressions"] == 0 and other.stats()["node_decompressions"] == 2
-    assert other.stats()["cache_misses"] == 0
+    assert other.stats()["cache_misses"] == 0 and other.stats()["cache_hits"] >= 2
 
 
 def test_the_first_batch_reads_record_batches_without_waiting_for_whole_shards(shards):

@@ -132,6 +132,7 @@ def test_cli_help_and_clear_errors(tmp_path):
     assert result.returncode == 2 and "nope" in result.stderr
 
 
+@pytest.mark.cluster  # spark-submit starts a JVM of its own: with the cluster tests (make test-cluster)
 def test_spark_submit_runs_the_job_file(tmp_path):
     inputs = tmp_path / "in"
     inputs.mkdir()

@@ -182,6 +182,7 @@ def test_a_damaged_file_is_quarantined_by_name_not_dropped(spark, tmp_path, samp
     assert stats["quarantined"] == 1 and stats["input"] == stats["kept"] + 1 >= 4  # what was read before it: kept
 
 
+@pytest.mark.cluster  # spark-submit starts a JVM of its own: with the cluster tests (make test-cluster)
 def test_cli_and_spark_submit(tmp_path, sample_dir):
     assert "--threshold" in run_module("dedup", "--help").stdout
     bad = run_module("dedup", "--input", str(tmp_path / "nope"), "--output", str(tmp_path / "o"))

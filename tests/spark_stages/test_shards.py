@@ -165,6 +165,7 @@ def test_groups_are_equal_ranges_of_the_key_that_cover_it_once(groups):
         assert low <= key < high
 
 
+@pytest.mark.cluster  # spark-submit starts a JVM of its own: with the cluster tests (make test-cluster)
 def test_spark_submit_writes_shards_and_quarantines_bad_lines(tmp_path, corpus):
     folder, texts, _ = corpus
     lines = [json.dumps({"id": str(i), "text": t}) for i, t in enumerate(texts[:20])] + ['{"id": "x"}', "{broken"]

@@ -107,6 +107,7 @@ def test_bad_arguments_exit_with_a_message(tmp_path, capsys):
     assert "unknown algorithm 'wp'" in capsys.readouterr().err
 
 
+@pytest.mark.cluster  # spark-submit starts a JVM of its own: with the cluster tests (make test-cluster)
 def test_spark_submit_trains_a_baseline_and_warns_when_the_corpus_is_too_small(tmp_path):
     (tmp_path / "in.jsonl").write_text("".join(
         json.dumps({"id": str(i), "text": f"line {i}: apt-get install package-{i % 7}"}) + "\n" for i in range(200))
