@@ -14,7 +14,7 @@ from re import _parser
 
 import ftfy.badness
 
-BADNESS = ftfy.badness.BADNESS_RE
+BADNESS = getattr(ftfy.badness, "BADNESS_RE", None)  # ftfy 6.x's; another ftfy: its own is_bad
 
 
 def _characters(node) -> set[int] | None:
@@ -38,8 +38,10 @@ def _characters(node) -> set[int] | None:
 def _marks_and_width() -> tuple[str, int] | None:
     """(a character class of every character some alternative cannot match without, the longest
     match), or None when an alternative has no such non-ASCII element or the expression has another shape."""
+    if not isinstance(BADNESS, re.Pattern) or BADNESS.flags & re.IGNORECASE:
+        return None
     tree = list(_parser.parse(BADNESS.pattern, BADNESS.flags))
-    if BADNESS.flags & re.IGNORECASE or len(tree) != 1 or tree[0][0] is not _parser.BRANCH:
+    if len(tree) != 1 or tree[0][0] is not _parser.BRANCH:
         return None
     marks, width = set(), 0
     for alternative in tree[0][1][1]:
