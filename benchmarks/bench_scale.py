@@ -1,6 +1,7 @@
 """Cost curves: every Spark stage and the pipeline at 1x, 4x and 16x, with datatrove's filters and MinHash.
 
     python -m benchmarks.bench_scale [--scales 1,4,16] [--base-mb 10] [--cores 2] [--no-datatrove]
+    python -m benchmarks.bench_scale --two-workers   # the largest scale on 1, then 2 workers of 1 core
 
 The corpora (made once per scale under .bench/scale/, deterministic for a seed): documents of real
 paragraphs, drawn from the sample corpus (English and Chinese documentation) and the machine's man
@@ -15,6 +16,10 @@ memory of the driver (the job's Python process and its JVM) and of the largest S
 (sampled from /proc every 0.2 s), the shuffle bytes Spark wrote (from its event log), and the growth
 exponent k from the previous scale (seconds ∝ size^k). datatrove runs its Gopher + C4 + FineWeb
 filters and its four MinHash stages with the same number of processes on the same files.
+
+With --two-workers: every stage at the largest scale on a Spark standalone cluster on 127.0.0.1
+(tests/cluster/standalone.py) of one worker of one core, then of two workers of one core each, the
+driver outside the workers; prints the speed-up per stage.
 """
 
 import argparse
@@ -172,10 +177,11 @@ class Run:
     shuffle: int = 0
 
 
-def run_job(stage: str, args: list[str], cores: int, work: Path) -> tuple[float, Sampled, int]:
+def run_job(stage: str, args: list[str], master: list[str], work: Path) -> tuple[float, Sampled, int]:
+    """`master`: the --conf settings that say where the job runs."""
     logs = work / f"events-{stage}"
     logs.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", f"jobs.{stage}", *args, "--conf", f"spark.master=local[{cores}]",
+    command = [sys.executable, "-m", f"jobs.{stage}", *args, *master,
                "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{logs}",
                "--conf", "spark.eventLog.compress=false"]
     started = time.perf_counter()
@@ -206,8 +212,14 @@ def benchmark_items(corpus: Path, work: Path) -> Path:
     return path
 
 
-def tokenmill_runs(scale: int, corpus: Path, cores: int, vocab: int) -> list[Run]:
-    runs = []
+def local(cores: int) -> list[str]:
+    return ["--conf", f"spark.master=local[{cores}]"]
+
+
+def tokenmill_runs(scale: int, corpus: Path, cores: int, vocab: int, master: list[str] | None = None,
+                   label: str = "") -> list[Run]:
+    """Every stage on the corpus, each on the output of the one before; `master`: where (local[cores])."""
+    master, runs = master or local(cores), []
     with tempfile.TemporaryDirectory(dir=CORPORA) as tmp:
         work = Path(tmp)
         raw_mb = text_megabytes(corpus)
@@ -224,9 +236,9 @@ def tokenmill_runs(scale: int, corpus: Path, cores: int, vocab: int) -> list[Run
         ]
         for stage, source, args in stages:
             megabytes = raw_mb if source == corpus else text_megabytes(source)
-            seconds, sampled, shuffled = run_job(stage, ["--input", str(source), *args], cores, work)
-            runs.append(Run(stage, scale, megabytes, seconds, cores, sampled.driver, sampled.worker, shuffled))
-            print(f"  {stage} x{scale}: {seconds:.1f} s, {megabytes:.0f} MB", file=sys.stderr, flush=True)
+            seconds, sampled, shuffled = run_job(stage, ["--input", str(source), *args], master, work)
+            runs.append(Run(stage + label, scale, megabytes, seconds, cores, sampled.driver, sampled.worker, shuffled))
+            print(f"  {stage}{label} x{scale}: {seconds:.1f} s, {megabytes:.0f} MB", file=sys.stderr, flush=True)
     return runs
 
 
@@ -263,6 +275,42 @@ def datatrove_runs(scale: int, corpus: Path, cores: int, python: str) -> list[Ru
     return runs
 
 
+def cluster_runs(scale: int, corpus: Path, vocab: int) -> list[Run]:
+    """Every stage on a standalone cluster of one worker of one core, then of two workers of one core
+    each (tests/cluster/standalone.py; executors with this Python)."""
+    from tests.cluster.standalone import StandaloneCluster, free_port
+
+    runs = []
+    for workers in (1, 2):
+        with tempfile.TemporaryDirectory(dir=CORPORA) as tmp, StandaloneCluster(Path(tmp), cores=1, memory="5g") as c:
+            for more in range(1, workers):  # the helper starts one worker; the others join its master
+                c._start(f"worker{more}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores",
+                         "1", "--memory", "5g", "--webui-port", str(free_port()), "--work-dir",
+                         str(Path(tmp) / f"work{more}"), c.url)
+            settings = {"spark.master": c.url, "spark.executor.cores": 1, "spark.executor.memory": "3g",
+                        "spark.cores.max": workers, "spark.pyspark.python": sys.executable,
+                        "spark.pyspark.driver.python": sys.executable}
+            master = [part for key, value in settings.items() for part in ("--conf", f"{key}={value}")]
+            deadline = time.monotonic() + 120
+            while (Path(tmp) / "master.log").read_text().count("Registering worker") < workers:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"{workers} workers did not register with the master")
+                time.sleep(0.5)
+            runs += tokenmill_runs(scale, corpus, workers, vocab, master, f", {workers} worker{'s' * (workers > 1)}")
+    return runs
+
+
+def speedups(runs: list[Run]) -> list[str]:
+    one = {r.stage.removesuffix(", 1 worker"): r for r in runs if r.stage.endswith(", 1 worker")}
+    two = {r.stage.removesuffix(", 2 workers"): r for r in runs if r.stage.endswith(", 2 workers")}
+    lines = ["| stage | 1 worker of 1 core, s | 2 workers of 1 core, s | speed-up |", "|---|---|---|---|"]
+    for stage in one:
+        if stage in two:
+            lines.append(f"| {stage} | {one[stage].seconds:.1f} | {two[stage].seconds:.1f} | "
+                         f"{one[stage].seconds / two[stage].seconds:.2f}x |")
+    return lines
+
+
 def table(runs: list[Run]) -> list[str]:
     lines = ["| stage | scale | MB of text | seconds | MB/s per core | k (vs previous scale) | driver peak MB "
              "| Python worker peak MB | shuffle MB |", "|---|---|---|---|---|---|---|---|---|"]
@@ -288,10 +336,19 @@ def main() -> None:
     parser.add_argument("--no-datatrove", action="store_true", help="tokenmill's stages only")
     parser.add_argument("--datatrove-python", help="a Python that has datatrove installed")
     parser.add_argument("--json", help="also write every run as JSON here")
+    parser.add_argument("--two-workers", action="store_true", help="only: every stage at the largest scale on a "
+                        "standalone cluster of one worker of one core, then of two")
     args = parser.parse_args()
-    python = None if args.no_datatrove else datatrove_python(args.datatrove_python)
+    python = None if args.no_datatrove or args.two_workers else datatrove_python(args.datatrove_python)
     CORPORA.mkdir(parents=True, exist_ok=True)
     runs: list[Run] = []
+    if args.two_workers:
+        scale = max(map(int, args.scales.split(",")))
+        runs = cluster_runs(scale, corpus_at(scale, args.base_mb), args.vocab_size)
+        print("\n".join(table(runs)) + "\n\n" + "\n".join(speedups(runs)))
+        if args.json:
+            Path(args.json).write_text(json.dumps([r.__dict__ for r in runs], indent=1) + "\n")
+        return
     for scale in map(int, args.scales.split(",")):
         corpus = corpus_at(scale, args.base_mb)
         runs += [transform_run(scale, corpus)] + tokenmill_runs(scale, corpus, args.cores, args.vocab_size)
