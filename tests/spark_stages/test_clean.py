@@ -46,8 +46,8 @@ def test_same_input_gives_the_same_rows_in_the_same_files(spark, sample_dir, tmp
     files = single_source(str(sample_dir / "debian-faq*"))  # a subset keeps the rerun short
     a, b = tmp_path / "a", tmp_path / "b"
     stats_a = run(spark, files, Config(), str(a))
-    with spark_settings(spark, OTHER_CLUSTER):
-        stats_b = run(spark, files, Config(), str(b))
+    with spark_settings(spark, OTHER_CLUSTER):  # and Arrow batches of 7 documents instead of 1,000
+        stats_b = run(spark, files, Config(batch_records=7), str(b))
     assert stats_a["checksums"] == stats_b["checksums"] and set(stats_a["checksums"]) == {"docs", "rejected",
                                                                                           "quarantine"}
     for name in ("docs", "rejected"):
