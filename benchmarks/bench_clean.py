@@ -21,16 +21,11 @@ import time
 from pathlib import Path
 
 from prep.clean import CleanConfig, clean_texts
-from prep.ingest.inputs import expand_inputs, single_source
-from prep.ingest.readers import Document, read_file
+from prep.ingest.inputs import single_source
+from tests.prep.clean_reference import sample_texts
 
 REPO = Path(__file__).resolve().parent.parent
 DATATROVE_VENV = REPO / ".bench" / "datatrove-venv"
-
-
-def sample_texts() -> list[str]:
-    files = expand_inputs(str(REPO / "data" / "sample"))
-    return [r.text for f in files for r in read_file(f) if isinstance(r, Document)]
 
 
 def datatrove_python(given: str | None) -> str:

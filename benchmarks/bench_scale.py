@@ -38,7 +38,7 @@ from pathlib import Path
 
 from benchmarks.bench_clean import datatrove_python, sample_texts
 from benchmarks.bench_decontaminate import man_passages
-from spark_stages.peak_memory import PAGE
+from spark_stages.peak_memory import process_tree
 from tests.labelled.dedup_set import EDITS, LabelledDoc, _edit
 
 REPO = Path(__file__).resolve().parent.parent
@@ -127,26 +127,13 @@ class Sampled:
 
 
 def _tree(root: int) -> list[tuple[int, int, bytes]]:
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    """(pid, resident bytes, command line) of `root` and its descendants."""
+    found = []
+    for pid, rss in process_tree(root):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
+            found.append((pid, rss, Path(f"/proc/{pid}/cmdline").read_bytes()))
+        except OSError:  # ended while we looked
             continue
-        pid = int(stat.parent.name)
-        children.setdefault(int(fields[1]), []).append(pid)
-        rss[pid] = int(fields[21]) * PAGE
-    found, stack = [], [root]
-    while stack:
-        pid = stack.pop()
-        if pid in rss:
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                cmdline = b""
-            found.append((pid, rss[pid], cmdline))
-        stack.extend(children.get(pid, []))
     return found
 
 

@@ -14,14 +14,14 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 
 def tree_rss(root: int) -> int:
     """Bytes resident in `root` and its descendants now (0 where /proc is not available)."""
-    return sum(rss for _, rss in _tree(root))
+    return sum(rss for _, rss in process_tree(root))
 
 
 def tree_pss(root: int) -> int:
     """Proportional set size of the tree: pages shared by n processes (shared memory, libraries)
     count 1/n in each, so a node-wide cache counts once, not once per process mapping it."""
     total = 0
-    for pid, _ in _tree(root):
+    for pid, _ in process_tree(root):
         try:
             rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
         except OSError:
@@ -30,7 +30,7 @@ def tree_pss(root: int) -> int:
     return total
 
 
-def _tree(root: int) -> list[tuple[int, int]]:
+def process_tree(root: int) -> list[tuple[int, int]]:
     """(pid, resident bytes) of `root` and its descendants."""
     parents, rss = {}, {}
     for stat in Path("/proc").glob("[0-9]*/stat"):

@@ -21,6 +21,7 @@ from prep.clean import CleanConfig, clean_text
 from prep.config import override
 from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
+from tests.conftest import SAMPLE
 from tests.fuzz_text import fuzz_strings, hostile_strings
 from tests.labelled.quality_set import build
 
@@ -29,7 +30,7 @@ PROFILES = ("web", "docs", "code")
 
 
 def sample_texts() -> list[str]:
-    return [r.text for f in expand_inputs("data/sample") for r in read_file(f) if isinstance(r, Document)]
+    return [r.text for f in expand_inputs(str(SAMPLE)) for r in read_file(f) if isinstance(r, Document)]
 
 
 def _made_hostile(text: str, rng: random.Random) -> str:
