@@ -2,7 +2,7 @@
 litdata and mosaicml-streaming, on the same tokens, in one run.
 
     python -m benchmarks.bench_loader [--shards out/sample/shards] [--copies N] [--work .bench/loader]
-                                      [--repeats 3] [--peers-python .bench/loader-venv/bin/python]
+                                      [--repeats 3] [--peers-python .bench/loader-venv/bin/python] [--no-peers]
 
 The shards are copied `--copies` times (renamed, one index; by default as many as make 1 GB or more
 of uint32 tokens). Every reader delivers shuffled int64 batches [8, seq_len] (seq_len from the
@@ -193,6 +193,7 @@ def main() -> None:
     parser.add_argument("--work", default=".bench/loader")
     parser.add_argument("--repeats", type=int, default=3, help="turns of pyarrow and the loaders (medians shown)")
     parser.add_argument("--peers-python", default=str(PEERS_VENV / "bin" / "python"))
+    parser.add_argument("--no-peers", action="store_true", help="skip litdata and mosaicml-streaming (and their venv)")
     args = parser.parse_args()
     work = Path(args.work)
     tokens = json.loads((Path(args.shards) / "index.json").read_text())["totals"]["tokens"]
@@ -205,7 +206,7 @@ def main() -> None:
     pyarrow_rate, memmap = (statistics.median(turn[k] for turn in turns) for k in (0, 3))
     alone, with_workers = median_passes([turn[1] for turn in turns]), median_passes([turn[2] for turn in turns])
     peak = node_peak_memory(folder)
-    others = peers(args.peers_python, work / "tokens.bin", seq_len, work / "peers")
+    others = [] if args.no_peers else peers(args.peers_python, work / "tokens.bin", seq_len, work / "peers")
     litdata = {r["workers"]: r for r in others if r.get("loader") == "litdata"}
     mosaic = {r["workers"]: r for r in others if r.get("loader") == "mosaicml-streaming"}
 

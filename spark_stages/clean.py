@@ -17,7 +17,7 @@ from spark_stages.outputs import checksums, commit, staging_dir
 from spark_stages.persisted import persisted
 from spark_stages.reports import removal_report
 from spark_stages.runner import Stage
-from spark_stages.session import session_conf, spark_schema
+from spark_stages.session import ARROW_BATCH_RECORDS, session_conf, spark_schema
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     # sort each partition by input position, so the output is the same on any number of cores.
     position = ["file_index", "record_index"]
     spread = records.repartition(cfg.partitions or default_partitions(files), *position).sortWithinPartitions(*position)
-    batches = {"spark.sql.execution.arrow.maxRecordsPerBatch": str(cfg.batch_records)}
+    batches = {ARROW_BATCH_RECORDS: str(cfg.batch_records)}
     with persisted() as kept, session_conf(spark, batches, override=True):
         result = kept.keep(spread.mapInArrow(clean_partition, spark_schema(CLEAN_RESULT_SCHEMA)))
         return _write(spark, result, files, out, started)
