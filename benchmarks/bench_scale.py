@@ -265,24 +265,16 @@ def datatrove_runs(scale: int, corpus: Path, cores: int, python: str) -> list[Ru
 def cluster_runs(scale: int, corpus: Path, vocab: int) -> list[Run]:
     """Every stage on a standalone cluster of one worker of one core, then of two workers of one core
     each (tests/cluster/standalone.py; executors with this Python)."""
-    from tests.cluster.standalone import StandaloneCluster, free_port
+    from tests.cluster.standalone import StandaloneCluster
 
     runs = []
     for workers in (1, 2):
-        with tempfile.TemporaryDirectory(dir=CORPORA) as tmp, StandaloneCluster(Path(tmp), cores=1, memory="5g") as c:
-            for more in range(1, workers):  # the helper starts one worker; the others join its master
-                c._start(f"worker{more}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores",
-                         "1", "--memory", "5g", "--webui-port", str(free_port()), "--work-dir",
-                         str(Path(tmp) / f"work{more}"), c.url)
+        with (tempfile.TemporaryDirectory(dir=CORPORA) as tmp,
+              StandaloneCluster(Path(tmp), cores=1, memory="5g", workers=workers) as c):
             settings = {"spark.master": c.url, "spark.executor.cores": 1, "spark.executor.memory": "3g",
                         "spark.cores.max": workers, "spark.pyspark.python": sys.executable,
                         "spark.pyspark.driver.python": sys.executable}
             master = [part for key, value in settings.items() for part in ("--conf", f"{key}={value}")]
-            deadline = time.monotonic() + 120
-            while (Path(tmp) / "master.log").read_text().count("Registering worker") < workers:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"{workers} workers did not register with the master")
-                time.sleep(0.5)
             runs += tokenmill_runs(scale, corpus, workers, vocab, master, f", {workers} worker{'s' * (workers > 1)}")
     return runs
 

@@ -17,7 +17,7 @@ from spark_stages.outputs import checksums, commit, staging_dir
 from spark_stages.persisted import persisted
 from spark_stages.reports import removal_report
 from spark_stages.runner import Stage
-from spark_stages.session import ARROW_BATCH_RECORDS, session_conf, spark_schema
+from spark_stages.session import ARROW_BATCH_RECORDS, PYTHON_BATCH_ROWS, session_conf, spark_schema
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class Config(CleanConfig):
     partitions: int | None = None  # cleaning tasks (default: from the input size, at least 8)
     # Documents per Arrow batch a Python worker cleans (the stage's spark.sql.execution.arrow.maxRecordsPerBatch):
     # a worker holds about one batch. At 157 MB Spark's 10,000 cost 145 MB more a worker and 20% more time.
-    batch_records: int = 1000
+    batch_records: int = PYTHON_BATCH_ROWS
 
     def __post_init__(self):
         super().__post_init__()

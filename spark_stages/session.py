@@ -23,6 +23,11 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_PACKAGES = ("prep", "schemas", "spark_stages")  # what executors import of the project
 
 ARROW_BATCH_RECORDS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+# Rows per Arrow batch Spark hands a Python worker (the setting above): a worker holds about one
+# batch, so Spark's 10,000 documents made its memory grow with the partition up to that bound
+# (decontaminate 300 -> 579 MB from 10 to 157 MB of text; 358-365 MB at 157-627 MB with 1,000).
+# No stage's output depends on it.
+PYTHON_BATCH_ROWS = 1000
 DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.adaptive.enabled": "true",
@@ -30,11 +35,7 @@ DEFAULTS = {
     # join keeps 200 partitions and every later Python stage pays for 200 small tasks.
     "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
     "spark.sql.parquet.compression.codec": "zstd",
-    # Rows per Arrow batch handed to a Python worker (mapInArrow): a worker holds about one batch, so
-    # Spark's 10,000 documents made its memory grow with the partition up to that bound (decontaminate
-    # 300 -> 579 MB from 10 to 157 MB of text). No stage's output depends on it; the clean stage sets
-    # its own (--batch-records).
-    ARROW_BATCH_RECORDS: "1000",
+    ARROW_BATCH_RECORDS: str(PYTHON_BATCH_ROWS),  # the clean stage sets its own (--batch-records)
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",
     "spark.ui.enabled": "false",

@@ -78,10 +78,11 @@ def executor_environment(folder: Path) -> Path:
 
 
 class StandaloneCluster:
-    """`with StandaloneCluster(folder) as cluster:` one master, one worker of `cores` cores."""
+    """`with StandaloneCluster(folder) as cluster:` one master, `workers` workers of `cores` cores each
+    (`worker` is the first)."""
 
-    def __init__(self, folder: Path, cores: int = 2, memory: str = "6g"):
-        self.folder, self.cores, self.memory = folder, cores, memory
+    def __init__(self, folder: Path, cores: int = 2, memory: str = "6g", workers: int = 1):
+        self.folder, self.cores, self.memory, self.workers = folder, cores, memory, workers
         self.env = {**os.environ, "JAVA_HOME": ensure_java(), "SPARK_HOME": str(SPARK_HOME),
                     "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(folder / "logs")}
         self.port = free_port()
@@ -100,19 +101,21 @@ class StandaloneCluster:
         try:
             self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                         "--port", str(self.port), "--webui-port", str(free_port()))
-            self.worker = self._start("worker", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                      "--cores", str(self.cores), "--memory", self.memory,
-                                      "--webui-port", str(free_port()), "--work-dir", str(self.folder / "work"),
-                                      self.url)
-            self._wait_for("master", "Registering worker", 120)
+            started = [self._start(f"worker{'' if n == 0 else n}", "org.apache.spark.deploy.worker.Worker",
+                                   "--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory,
+                                   "--webui-port", str(free_port()),
+                                   "--work-dir", str(self.folder / f"work{'' if n == 0 else n}"), self.url)
+                       for n in range(self.workers)]
+            self.worker = started[0]
+            self._wait_for("master", "Registering worker", 120, self.workers)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_for(self, name: str, text: str, seconds: float) -> None:
+    def _wait_for(self, name: str, text: str, seconds: float, times: int = 1) -> None:
         deadline = time.monotonic() + seconds
-        while text not in (self.folder / f"{name}.log").read_text(errors="replace"):
+        while (self.folder / f"{name}.log").read_text(errors="replace").count(text) < times:
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.processes):
                 raise RuntimeError(f"the cluster did not start: {(self.folder / f'{name}.log').read_text()[-3000:]}")
             time.sleep(0.5)
