@@ -101,10 +101,10 @@ class StandaloneCluster:
         try:
             self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                         "--port", str(self.port), "--webui-port", str(free_port()))
-            started = [self._start(f"worker{'' if n == 0 else n}", "org.apache.spark.deploy.worker.Worker",
-                                   "--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory,
-                                   "--webui-port", str(free_port()),
-                                   "--work-dir", str(self.folder / f"work{'' if n == 0 else n}"), self.url)
+            started = [self._start(f"worker{n or ''}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                                   "--cores", str(self.cores), "--memory", self.memory,
+                                   "--webui-port", str(free_port()), "--work-dir", str(self.folder / f"work{n or ''}"),
+                                   self.url)
                        for n in range(self.workers)]
             self.worker = started[0]
             self._wait_for("master", "Registering worker", 120, self.workers)
