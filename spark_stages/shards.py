@@ -48,6 +48,7 @@ from spark_stages.ingest import (
     parquet_pieces,
     spread,
 )
+from spark_stages.mapped_pages import release_pages, whole_mapping
 from spark_stages.outputs import SCRATCH, commit, content_checksum, record_written, staging_dir
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
@@ -203,21 +204,26 @@ def pack_groups(spark, folder: Path, files: list[str], groups: int, out: str, cf
     tasks = min(groups, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
 
     def run(batches):
-        encoded = [batch for name in listed.value for batch in _mapped_batches(folder / name)]
+        mapped = [_mapped_batches(folder / name) for name in listed.value]
+        encoded = [batch for _, file_batches in mapped for batch in file_batches]
         for batch in batches:
             for group in batch.column("id").to_pylist():
                 table = group_rows(encoded, group, groups)
                 if table.num_rows:
                     yield from pack_and_write(table, group, out, cfg, pad_id).to_batches()
+                del table
+                for mapping, _ in mapped:  # what this group read leaves the task's memory
+                    release_pages(mapping)
 
     return spark.range(0, groups, 1, tasks).mapInArrow(run, spark_schema(WRITTEN_SCHEMA)).collect()
 
 
-def _mapped_batches(path: Path) -> list[pa.RecordBatch]:
-    """A file's record batches, memory-mapped. Its descriptor is closed at once (the mapping lives as
-    long as the batches do): a task maps every encoding task's file, thousands at scale."""
+def _mapped_batches(path: Path) -> tuple[pa.Buffer, list[pa.RecordBatch]]:
+    """A file's whole mapping and its record batches, memory-mapped. Its descriptor is closed at once
+    (the mapping lives as long as the buffers do): a task maps every encoding task's file, thousands
+    at scale."""
     with pa.memory_map(str(path)) as source:
-        return pa.ipc.open_file(source).read_all().to_batches()
+        return whole_mapping(source), pa.ipc.open_file(source).read_all().to_batches()
 
 
 def pack_and_write(table: pa.Table, group: int, folder: str, cfg: Config, pad_id: int) -> pa.Table:

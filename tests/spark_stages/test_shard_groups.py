@@ -64,7 +64,7 @@ def test_a_packing_task_holds_no_descriptor_per_mapped_file(docs_and_tokenizer, 
     table = pa.table({"id": [d.id for d in docs], "text": [d.text for d in docs]})
     name = encoded_file(iter(table.to_batches()), tokenizer, tmp_path).to_pylist()[0]["file"]
     before = len(os.listdir("/proc/self/fd"))
-    mapped = [_mapped_batches(tmp_path / name) for _ in range(50)]
+    mapped = [_mapped_batches(tmp_path / name)[1] for _ in range(50)]
     assert len(os.listdir("/proc/self/fd")) == before
     assert all(sum(b.num_rows for b in batches) == len(docs) for batches in mapped)
     assert sorted(i for b in mapped[-1] for i in b.column("id").to_pylist()) == sorted(d.id for d in docs)  # readable
