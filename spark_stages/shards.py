@@ -211,7 +211,6 @@ def pack_groups(spark, folder: Path, files: list[str], groups: int, out: str, cf
                 table = group_rows(encoded, group, groups)
                 if table.num_rows:
                     yield from pack_and_write(table, group, out, cfg, pad_id).to_batches()
-                del table
                 for mapping, _ in mapped:  # what this group read leaves the task's memory
                     release_pages(mapping)
 
