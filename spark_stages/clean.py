@@ -17,7 +17,7 @@ from spark_stages.outputs import checksums, commit, staging_dir
 from spark_stages.persisted import persisted
 from spark_stages.reports import removal_report
 from spark_stages.runner import Stage
-from spark_stages.session import ARROW_BATCH_RECORDS, PYTHON_BATCH_ROWS, session_conf, spark_schema
+from spark_stages.session import ARROW_BATCH_RECORDS, session_conf, spark_schema
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +29,14 @@ OUTPUTS = {"docs": ("kept", CLEAN_DOCUMENT_SCHEMA), "rejected": ("rejected", REJ
 class Config(CleanConfig):
     """The cleaning rules (prep/clean.py), and how the job spreads the work."""
     partitions: int | None = None  # cleaning tasks (default: from the input size, at least 8)
-    # Documents per Arrow batch a Python worker cleans (the stage's spark.sql.execution.arrow.maxRecordsPerBatch):
-    # a worker holds about one batch. At 157 MB Spark's 10,000 cost 145 MB more a worker and 20% more time.
-    batch_records: int = PYTHON_BATCH_ROWS
+    # Documents per Arrow batch a Python worker cleans, for this stage only (default: the session's
+    # spark.sql.execution.arrow.maxRecordsPerBatch, 1,000 unless --conf says otherwise): a worker holds
+    # about one batch. At 157 MB Spark's own 10,000 cost 145 MB more a worker and 20% more time.
+    batch_records: int | None = None
 
     def __post_init__(self):
         super().__post_init__()
-        if self.batch_records < 1:
+        if self.batch_records is not None and self.batch_records < 1:
             raise ValueError(f"batch_records must be at least 1, got {self.batch_records}")
 
 
@@ -56,7 +57,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     # sort each partition by input position, so the output is the same on any number of cores.
     position = ["file_index", "record_index"]
     spread = records.repartition(cfg.partitions or default_partitions(files), *position).sortWithinPartitions(*position)
-    batches = {ARROW_BATCH_RECORDS: str(cfg.batch_records)}
+    batches = {ARROW_BATCH_RECORDS: str(cfg.batch_records)} if cfg.batch_records else {}
     with persisted() as kept, session_conf(spark, batches, override=True):
         result = kept.keep(spread.mapInArrow(clean_partition, spark_schema(CLEAN_RESULT_SCHEMA)))
         return _write(spark, result, files, out, started)

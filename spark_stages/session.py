@@ -35,7 +35,7 @@ DEFAULTS = {
     # join keeps 200 partitions and every later Python stage pays for 200 small tasks.
     "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
     "spark.sql.parquet.compression.codec": "zstd",
-    ARROW_BATCH_RECORDS: str(PYTHON_BATCH_ROWS),  # the clean stage sets its own (--batch-records)
+    ARROW_BATCH_RECORDS: str(PYTHON_BATCH_ROWS),  # the clean stage's --batch-records overrides it there
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",
     "spark.ui.enabled": "false",
