@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from prep.clean import CleanConfig, clean_texts
 from prep.dedup.batches import DedupConfig, features_batch
 from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
@@ -34,6 +35,7 @@ def warm(documents: int = 60) -> float:
     started = time.perf_counter()
     texts = [r.text for f in expand_inputs(str(SAMPLE))[:4] for r in read_file(f) if isinstance(r, Document)]
     texts = texts[:documents]
+    clean_texts(texts, CleanConfig())  # the language model and the repetition rules
     for kind in (pa.string(), pa.large_string()):
         column = _as_received(pa.array(texts, kind))
         features_batch(pa.record_batch({"row": pa.array(range(len(texts)), pa.int64()),

@@ -35,10 +35,15 @@ def _keep_line(line: str, cfg: C4Config, char_based: bool, phrases: bool) -> boo
     stripped = line.strip()
     if not stripped:
         return True  # blank lines keep paragraphs apart
-    line_words = CJK_OR_RUN.findall(stripped) if char_based else stripped.split()
-    if cfg.min_words_per_line and len(line_words) < cfg.min_words_per_line:
-        return False
-    if max(map(len, line_words)) > cfg.max_word_length:
+    if char_based:
+        line_words = CJK_OR_RUN.findall(stripped)
+        if cfg.min_words_per_line and len(line_words) < cfg.min_words_per_line:
+            return False
+    elif cfg.min_words_per_line and len(stripped.split(None, cfg.min_words_per_line - 1)) < cfg.min_words_per_line:
+        return False  # the split stops at the words it needs to count
+    # Only a line longer than the limit can hold a word longer than it.
+    if len(stripped) > cfg.max_word_length and max(map(len, CJK_OR_RUN.findall(stripped) if char_based
+                                                      else stripped.split())) > cfg.max_word_length:
         return False
     if cfg.filter_no_terminal_punct and (not stripped.endswith(TERMINAL_PUNCTUATION) or stripped.endswith("...")):
         return False

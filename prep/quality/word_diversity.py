@@ -5,6 +5,7 @@ stop-word check is only possible where a list exists); tokenmill's own addition,
 """
 
 from dataclasses import dataclass
+from itertools import repeat
 
 from prep.quality.text_units import words
 
@@ -17,10 +18,16 @@ class WordDiversityConfig:
     min_distinct_ratio: float = 0.1  # prose is at 0.3-0.6 here; stuffing at 0.01-0.08
 
 
+PUNCTUATION = ".,;:!?\"'()"  # stripped from a word's ends before comparing
+
+
 def word_diversity(text: str, cfg: WordDiversityConfig, char_based: bool) -> str | None:
-    window = [w.lower().strip(".,;:!?\"'()") for w in words(text, char_based)[: cfg.window_words]]
+    window = words(text, char_based)[: cfg.window_words]
     if len(window) < cfg.min_words:
         return None
-    if len(set(window)) / len(window) < cfg.min_distinct_ratio:
+    # Lowered all at once: no word holds a space and lowering makes none, so the split gives the
+    # lowered words back (the final-sigma rule sees a space or an end at a word's ends either way).
+    lowered = " ".join(window).lower().split(" ")
+    if len(set(map(str.strip, lowered, repeat(PUNCTUATION)))) / len(window) < cfg.min_distinct_ratio:
         return "min_distinct_ratio"
     return None
