@@ -8,8 +8,11 @@ exactly what a pretraining corpus wants).
 
 import re
 from dataclasses import dataclass, field
+from itertools import compress
 
-from prep.quality.text_units import CJK_OR_RUN, TERMINAL_PUNCTUATION, count_sentences
+import numpy as np
+
+from prep.quality.text_units import TERMINAL_PUNCTUATION, count_sentences, line_words
 
 CITATION = re.compile(r"\[\d*\]|\[edit\]|\[citation needed\]")
 POLICY_PHRASES = ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies")
@@ -30,21 +33,10 @@ class C4Config:
     min_num_sentences: int = 5  # drop documents with fewer sentences left; 0 disables
 
 
-def _keep_line(line: str, cfg: C4Config, char_based: bool, phrases: bool) -> bool:
-    """`phrases`: whether the document has "javascript" or a policy phrase anywhere (else no line has)."""
+def _keep_line(line: str, cfg: C4Config, phrases: bool) -> bool:
+    """The checks of a line with enough words, none too long (line_words counted those).
+    `phrases`: whether the document has "javascript" or a policy phrase anywhere (else no line has)."""
     stripped = line.strip()
-    if not stripped:
-        return True  # blank lines keep paragraphs apart
-    if char_based:
-        line_words = CJK_OR_RUN.findall(stripped)
-        if cfg.min_words_per_line and len(line_words) < cfg.min_words_per_line:
-            return False
-    elif cfg.min_words_per_line and len(stripped.split(None, cfg.min_words_per_line - 1)) < cfg.min_words_per_line:
-        return False  # the split stops at the words it needs to count
-    # Only a line longer than the limit can hold a word longer than it.
-    if len(stripped) > cfg.max_word_length and max(map(len, CJK_OR_RUN.findall(stripped) if char_based
-                                                      else stripped.split())) > cfg.max_word_length:
-        return False
     if cfg.filter_no_terminal_punct and (not stripped.endswith(TERMINAL_PUNCTUATION) or stripped.endswith("...")):
         return False
     if not phrases:
@@ -69,7 +61,15 @@ def c4(text: str, cfg: C4Config, char_based: bool) -> tuple[str, str | None]:
     lower = text.lower()  # after the citations: "java[1]script" is a line about javascript
     phrases = ((cfg.filter_javascript and "javascript" in lower)
                or (cfg.filter_policy and any(p in lower for p in cfg.policy_phrases)))
-    kept = "\n".join(line for line in text.split("\n") if _keep_line(line, cfg, char_based, phrases))
+    pieces = text.split("\n")
+    counts, longest = line_words(text, char_based)
+    # Blank lines keep paragraphs apart; a line of too few words (menus, buttons) or with a word
+    # too long (minified code, base64) goes; the rest have their line checks.
+    keep = (counts == 0) | ((counts >= cfg.min_words_per_line) & (longest <= cfg.max_word_length))
+    if cfg.filter_no_terminal_punct or phrases:
+        for i in np.flatnonzero(keep & (counts > 0)).tolist():
+            keep[i] = _keep_line(pieces[i], cfg, phrases)
+    kept = "\n".join(compress(pieces, keep.tolist()))
     kept = re.sub(r"\n{3,}", "\n\n", kept).strip()
     if cfg.min_num_sentences and count_sentences(kept, cfg.min_num_sentences) < cfg.min_num_sentences:
         return kept, "min_num_sentences"

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from prep.quality.text_units import TERMINAL_PUNCTUATION, lines, words
+from prep.quality.text_units import TERMINAL_PUNCTUATION, lines, word_stats
 
 
 @dataclass
@@ -30,7 +30,7 @@ def fineweb(text: str, cfg: FineWebConfig, char_based: bool) -> str | None:
         seen.add(line)
     if dup_chars / max(1, len(text.replace("\n", ""))) > cfg.char_duplicates_ratio:
         return "char_dup_ratio"
-    n_words = len(words(text, char_based))
+    n_words = word_stats(text, char_based).count
     if text.count("\n") / max(1, n_words) > cfg.new_line_ratio:
         return "list_ratio"
     return None

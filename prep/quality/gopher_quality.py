@@ -3,7 +3,7 @@
 import itertools
 from dataclasses import dataclass
 
-from prep.quality.text_units import lines, words, words_with_letters
+from prep.quality.text_units import first_words, lines, word_stats, words
 
 ENGLISH_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 
@@ -23,19 +23,20 @@ class GopherQualityConfig:
     stop_words: tuple[str, ...] = ENGLISH_STOP_WORDS  # empty disables the check
 
 
+STOP_WORD_WINDOW = 100
 BULLETS = ("•", "‣", "◦", "▪", "-", "*")
 ELLIPSES = ("...", "…")
 
 
 def gopher_quality(text: str, cfg: GopherQualityConfig, char_based: bool) -> str | None:
     """The first failed check's name, or None when the document passes."""
-    doc_words = words(text, char_based)
-    n = len(doc_words)
+    stats = word_stats(text, char_based)
+    n = stats.count
     if n < cfg.min_doc_words:
         return "min_doc_words"
     if n > cfg.max_doc_words:
         return "max_doc_words"
-    avg = sum(map(len, doc_words)) / n
+    avg = stats.chars / n
     if avg < cfg.min_avg_word_length:
         return "min_avg_word_length"
     if avg > cfg.max_avg_word_length:
@@ -49,11 +50,21 @@ def gopher_quality(text: str, cfg: GopherQualityConfig, char_based: bool) -> str
             return "max_bullet_lines_ratio"
         if sum(line.rstrip().endswith(ELLIPSES) for line in doc_lines) / len(doc_lines) > cfg.max_ellipsis_lines_ratio:
             return "max_ellipsis_lines_ratio"
-    if words_with_letters(text, char_based) / n < cfg.max_non_alpha_words_ratio:
+    if stats.with_letters / n < cfg.max_non_alpha_words_ratio:
         return "max_non_alpha_words_ratio"
-    if cfg.stop_words and cfg.min_stop_words > 0:
-        stop = set(cfg.stop_words)
-        found = (True for w in doc_words if w.lower() in stop)
-        if sum(1 for _ in itertools.islice(found, cfg.min_stop_words)) < cfg.min_stop_words:  # enough: stop looking
-            return "min_stop_words"
+    if cfg.stop_words and cfg.min_stop_words > 0 and not _has_stop_words(text, char_based, cfg, n):
+        return "min_stop_words"
     return None
+
+
+def _has_stop_words(text: str, char_based: bool, cfg: GopherQualityConfig, n: int) -> bool:
+    """Whether min_stop_words of the words are stop words; prose has them early, so the first
+    words are looked at before all of them."""
+    stop = set(cfg.stop_words)
+    for doc_words in (first_words(text, char_based, STOP_WORD_WINDOW), words(text, char_based)):
+        found = (True for w in doc_words if w.lower() in stop)
+        if sum(1 for _ in itertools.islice(found, cfg.min_stop_words)) >= cfg.min_stop_words:  # enough: stop looking
+            return True
+        if n <= STOP_WORD_WINDOW:
+            return False  # the window was every word
+    return False

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from prep.compiled import kernel
-from prep.quality.text_units import lines, paragraphs, words
+from prep.quality.text_units import lines, paragraphs, word_stats
 
 
 @dataclass
@@ -46,13 +46,14 @@ def _table_bits(items: int) -> int:
 
 @kernel
 def _first_seen_ids(word_hashes: np.ndarray) -> np.ndarray:
-    """Each word's id: the number of distinct words before its first occurrence (as a dict would give)."""
+    """Each word's id (from its uint64 hash): the number of distinct words before its first occurrence
+    (as a dict would give)."""
     bits = _table_bits(len(word_hashes))
     size = 1 << bits
-    keys, values = np.zeros(size, np.int64), np.full(size, -1, np.int64)
+    keys, values = np.zeros(size, np.uint64), np.full(size, -1, np.int64)
     ids, distinct = np.empty(len(word_hashes), np.uint64), 0
     for i in range(len(word_hashes)):
-        slot = (np.uint64(word_hashes[i]) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
+        slot = (word_hashes[i] * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
         while values[slot] >= 0 and keys[slot] != word_hashes[i]:
             slot = (slot + np.uint64(1)) & np.uint64(size - 1)
         if values[slot] < 0:
@@ -112,6 +113,15 @@ def _ngram_shares(ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int
     return top, dup
 
 
+@kernel
+def _all_ngram_shares(ids: np.ndarray, lengths: np.ndarray, ns: np.ndarray, total_chars: int):
+    """_ngram_shares for each n of ns, in one call: (tops, dups)."""
+    tops, dups = np.zeros(len(ns)), np.zeros(len(ns))
+    for i in range(len(ns)):
+        tops[i], dups[i] = _ngram_shares(ids, lengths, ns[i], total_chars)
+    return tops, dups
+
+
 def gopher_repetition(text: str, cfg: GopherRepetitionConfig, char_based: bool) -> str | None:
     total = len(text)
     if total == 0:
@@ -128,13 +138,13 @@ def gopher_repetition(text: str, cfg: GopherRepetitionConfig, char_based: bool) 
         return "dup_line_frac"
     if chars / total > cfg.dup_line_char_frac:
         return "dup_line_char_frac"
-    doc_words = words(text, char_based)
-    # Words told apart by Python's 64-bit string hash: two words of one document that collide are
-    # as likely as two random 64-bit numbers being equal.
-    ids = _first_seen_ids(np.fromiter(map(hash, doc_words), np.int64, len(doc_words)))
-    lengths = np.fromiter(map(len, doc_words), np.int64, len(doc_words))
-    word_chars = int(lengths.sum()) or 1
-    shares = {n: _ngram_shares(ids, lengths, n, word_chars) for n in {n for n, _ in cfg.top_n_grams + cfg.dup_n_grams}}
+    stats = word_stats(text, char_based)
+    # Words told apart by a 64-bit hash of their code points: two words of one document that collide
+    # are as likely as two random 64-bit numbers being equal.
+    ns = sorted({n for n, _ in cfg.top_n_grams + cfg.dup_n_grams})
+    top, dup = _all_ngram_shares(_first_seen_ids(stats.hashes), stats.lengths, np.array(ns, np.int64),
+                                 stats.chars or 1)
+    shares = {n: (top[i], dup[i]) for i, n in enumerate(ns)}
     for n, limit in cfg.top_n_grams:
         if shares[n][0] > limit:
             return f"top_{n}_gram"

@@ -7,7 +7,7 @@ stop-word check is only possible where a list exists); tokenmill's own addition,
 from dataclasses import dataclass
 from itertools import repeat
 
-from prep.quality.text_units import words
+from prep.quality.text_units import first_words
 
 
 @dataclass
@@ -22,7 +22,7 @@ PUNCTUATION = ".,;:!?\"'()"  # stripped from a word's ends before comparing
 
 
 def word_diversity(text: str, cfg: WordDiversityConfig, char_based: bool) -> str | None:
-    window = words(text, char_based)[: cfg.window_words]
+    window = first_words(text, char_based, cfg.window_words)
     if len(window) < cfg.min_words:
         return None
     # Lowered all at once: no word holds a space and lowering makes none, so the split gives the
