@@ -64,61 +64,60 @@ def _first_seen_ids(word_hashes: np.ndarray) -> np.ndarray:
 
 
 @kernel
-def _ngram_shares(ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> tuple[float, float]:
-    """(characters of the most frequent n-gram times its count, characters of words inside any
-    repeat of an earlier n-gram, each counted once), both over total_chars. N-grams are told apart by
-    a 64-bit polynomial hash of their word ids (wrapping arithmetic intended); among n-grams equally
-    frequent the one with the smallest hash counts (the order numpy's unique gave the first version)."""
-    m = len(ids) - n + 1
-    if m <= 0:
-        return 0.0, 0.0
-    bits = _table_bits(m)
+def _ngram_shares(ids: np.ndarray, lengths: np.ndarray, ns: np.ndarray, total_chars: int):
+    """For each n of ns (ascending): (characters of the most frequent n-gram times its count,
+    characters of words inside any repeat of an earlier n-gram, each counted once), both over
+    total_chars. N-grams are told apart by a 64-bit polynomial hash of their word ids (wrapping
+    arithmetic intended), extended by one word from one n to the next; among n-grams equally frequent
+    the one with the smallest hash counts (the order numpy's unique gave the first version)."""
+    tops, dups = np.zeros(len(ns)), np.zeros(len(ns))
+    m_most = len(ids) - ns[0] + 1
+    if m_most <= 0:
+        return tops, dups
+    bits = _table_bits(m_most)  # one table for every n, sized for the smallest
     size = 1 << bits
     keys, counts, firsts = np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.int64)
     cover = np.zeros(len(ids) + 1, np.int64)  # +1 at each repeat's start, -1 after its end
-    any_repeat = False
-    for i in range(m):
-        h = np.uint64(0)
-        for k in range(n):
-            h = h * np.uint64(1_000_003) + ids[i + k]
-        slot = (h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
-        while counts[slot] > 0 and keys[slot] != h:
-            slot = (slot + np.uint64(1)) & np.uint64(size - 1)
-        if counts[slot] == 0:
-            keys[slot], firsts[slot] = h, i
-        else:
-            cover[i] += 1
-            cover[i + n] -= 1
-            any_repeat = True
-        counts[slot] += 1
-    best = -1
-    for slot in range(size):
-        if counts[slot] > 0 and (best < 0 or counts[slot] > counts[best]
-                                 or (counts[slot] == counts[best] and keys[slot] < keys[best])):
-            best = slot
-    top = 0.0
-    if counts[best] >= 2:
-        chars = 0
-        for k in range(firsts[best], firsts[best] + n):
-            chars += lengths[k]
-        top = float(chars) * counts[best] / total_chars
-    dup = 0.0
-    if any_repeat:
-        depth, chars = 0, 0
-        for k in range(len(ids)):
-            depth += cover[k]
-            if depth > 0:
+    hashes, extended = ids.copy(), 1  # hashes[i]: the n-gram at i, for n = extended
+    for t in range(len(ns)):
+        n = ns[t]
+        m = len(ids) - n + 1
+        if m <= 0:
+            break  # longer n-grams: none either
+        while extended < n:
+            for i in range(len(ids) - extended):
+                hashes[i] = hashes[i] * np.uint64(1_000_003) + ids[i + extended]
+            extended += 1
+        counts[:] = 0
+        cover[:] = 0
+        any_repeat, best = False, -1
+        for i in range(m):
+            h = hashes[i]
+            slot = (h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
+            while counts[slot] > 0 and keys[slot] != h:
+                slot = (slot + np.uint64(1)) & np.uint64(size - 1)
+            if counts[slot] == 0:
+                keys[slot], firsts[slot] = h, i
+            else:
+                cover[i] += 1
+                cover[i + n] -= 1
+                any_repeat = True
+            counts[slot] += 1
+            # The most frequent so far, the smaller hash among equals: what a scan at the end would pick.
+            if best < 0 or counts[slot] > counts[best] or (counts[slot] == counts[best] and keys[slot] < keys[best]):
+                best = np.int64(slot)
+        if counts[best] >= 2:
+            chars = 0
+            for k in range(firsts[best], firsts[best] + n):
                 chars += lengths[k]
-        dup = float(chars) / total_chars
-    return top, dup
-
-
-@kernel
-def _all_ngram_shares(ids: np.ndarray, lengths: np.ndarray, ns: np.ndarray, total_chars: int):
-    """_ngram_shares for each n of ns, in one call: (tops, dups)."""
-    tops, dups = np.zeros(len(ns)), np.zeros(len(ns))
-    for i in range(len(ns)):
-        tops[i], dups[i] = _ngram_shares(ids, lengths, ns[i], total_chars)
+            tops[t] = float(chars) * counts[best] / total_chars
+        if any_repeat:
+            depth, chars = 0, 0
+            for k in range(len(ids)):
+                depth += cover[k]
+                if depth > 0:
+                    chars += lengths[k]
+            dups[t] = float(chars) / total_chars
     return tops, dups
 
 
@@ -142,7 +141,7 @@ def gopher_repetition(text: str, cfg: GopherRepetitionConfig, char_based: bool) 
     # Words told apart by a 64-bit hash of their code points: two words of one document that collide
     # are as likely as two random 64-bit numbers being equal.
     ns = sorted({n for n, _ in cfg.top_n_grams + cfg.dup_n_grams})
-    top, dup = _all_ngram_shares(_first_seen_ids(stats.hashes), stats.lengths, np.array(ns, np.int64),
+    top, dup = _ngram_shares(_first_seen_ids(stats.hashes), stats.lengths, np.array(ns, np.int64),
                                  stats.chars or 1)
     shares = {n: (top[i], dup[i]) for i, n in enumerate(ns)}
     for n, limit in cfg.top_n_grams:

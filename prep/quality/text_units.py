@@ -162,7 +162,9 @@ def _line_words(code_points, classes, char_based, pieces):
     return counts, longest
 
 
+@functools.lru_cache(maxsize=8)  # the repetition and quality rules read the same document's lines
 def lines(text: str) -> list[str]:
+    """Do not modify the returned list: it is shared between the rules."""
     return [line for line in text.split("\n") if line.strip()]
 
 
