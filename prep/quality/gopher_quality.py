@@ -58,13 +58,13 @@ def gopher_quality(text: str, cfg: GopherQualityConfig, char_based: bool) -> str
 
 
 def _has_stop_words(text: str, char_based: bool, cfg: GopherQualityConfig, n: int) -> bool:
-    """Whether min_stop_words of the words are stop words; prose has them early, so the first
+    """Whether min_stop_words of the n words are stop words; prose has them early, so the first
     words are looked at before all of them."""
     stop = set(cfg.stop_words)
-    for doc_words in (first_words(text, char_based, STOP_WORD_WINDOW), words(text, char_based)):
+
+    def enough(doc_words: list[str]) -> bool:
         found = (True for w in doc_words if w.lower() in stop)
-        if sum(1 for _ in itertools.islice(found, cfg.min_stop_words)) >= cfg.min_stop_words:  # enough: stop looking
-            return True
-        if n <= STOP_WORD_WINDOW:
-            return False  # the window was every word
-    return False
+        return sum(1 for _ in itertools.islice(found, cfg.min_stop_words)) >= cfg.min_stop_words  # then stop looking
+
+    return (enough(first_words(text, char_based, STOP_WORD_WINDOW))
+            or (n > STOP_WORD_WINDOW and enough(words(text, char_based))))
