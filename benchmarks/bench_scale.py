@@ -204,8 +204,9 @@ def local(cores: int) -> list[str]:
 
 
 def tokenmill_runs(scale: int, corpus: Path, cores: int, vocab: int, master: list[str] | None = None,
-                   label: str = "") -> list[Run]:
-    """Every stage on the corpus, each on the output of the one before; `master`: where (local[cores])."""
+                   label: str = "", only_clean: bool = False) -> list[Run]:
+    """Every stage on the corpus (or the clean job only), each on the output of the one before;
+    `master`: where (local[cores])."""
     master, runs = master or local(cores), []
     with tempfile.TemporaryDirectory(dir=CORPORA) as tmp:
         work = Path(tmp)
@@ -221,7 +222,7 @@ def tokenmill_runs(scale: int, corpus: Path, cores: int, vocab: int, master: lis
                                       str(work / "shards")]),
             ("pipeline", corpus, ["--output", str(work / "pipeline"), "--vocab-size", str(vocab)]),
         ]
-        for stage, source, args in stages:
+        for stage, source, args in stages[:1] if only_clean else stages:
             megabytes = raw_mb if source == corpus else text_megabytes(source)
             seconds, sampled, shuffled = run_job(stage, ["--input", str(source), *args], master, work)
             runs.append(Run(stage + label, scale, megabytes, seconds, cores, sampled.driver, sampled.worker, shuffled))
@@ -315,6 +316,7 @@ def main() -> None:
     parser.add_argument("--no-datatrove", action="store_true", help="tokenmill's stages only")
     parser.add_argument("--datatrove-python", help="a Python that has datatrove installed")
     parser.add_argument("--json", help="also write every run as JSON here")
+    parser.add_argument("--only-clean", action="store_true", help="the clean job and the bare transform only")
     parser.add_argument("--two-workers", action="store_true", help="only: every stage at the largest scale on a "
                         "standalone cluster of one worker of one core, then of two")
     args = parser.parse_args()
@@ -330,7 +332,8 @@ def main() -> None:
         return
     for scale in map(int, args.scales.split(",")):
         corpus = corpus_at(scale, args.base_mb)
-        runs += [transform_run(scale, corpus)] + tokenmill_runs(scale, corpus, args.cores, args.vocab_size)
+        runs += [transform_run(scale, corpus)] + tokenmill_runs(scale, corpus, args.cores, args.vocab_size,
+                                                                only_clean=args.only_clean)
         if python:
             runs += datatrove_runs(scale, corpus, args.cores, python)
     runs.sort(key=lambda r: (r.stage, r.scale))

@@ -37,7 +37,7 @@ def character_classes() -> np.ndarray:
     """A byte per code point: SPACE where the rules' patterns see \\s (str.split's white space),
     LETTER where they see [^\\W\\d_], CJK for Han and kana; found by the patterns themselves, so the
     compiled counts below agree with them by construction (~0.25 s, once per process)."""
-    every = "".join(map(chr, range(0x110000)))
+    every = np.arange(0x110000, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")  # no str per character
     classes = np.zeros(0x110000, np.uint8)
     for bit, pattern in ((SPACE, r"\s"), (LETTER, r"[^\W\d_]")):
         classes[np.fromiter((m.start() for m in re.finditer(pattern, every)), np.int64)] |= bit
@@ -130,7 +130,7 @@ def _word_stats(code_points, classes, char_based):
         count += 1
         with_letters += letter
         i = end
-    return hashes[:count], lengths[:count], with_letters
+    return hashes[:count].copy(), lengths[:count].copy(), with_letters  # not the buffers sized for every character
 
 
 def line_words(text: str, char_based: bool) -> tuple[np.ndarray, np.ndarray]:
