@@ -97,25 +97,31 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
 
 def _without_templates(pages, cfg: TemplateConfig, kept):
     """(the pages with their site-template lines cut, a frame of (host, lines cut, pages changed, pages
-    emptied)). A line's key is its text lowercased with white space collapsed."""
+    emptied)). A line's key is its text lowercased with white space collapsed. Only the keys travel
+    between tasks (the counts, then each host's template keys to its pages, broadcast where they are
+    few); a page's text is cut where it is, in its own order."""
     from pyspark.sql import functions as F
 
-    lines = kept.keep(pages.select("id", "host", F.posexplode(F.split("text", BLOCK_SEPARATOR)).alias("pos", "line"))
-                      .where(F.trim("line") != "")
-                      .withColumn("key", F.xxhash64(F.lower(F.regexp_replace(F.trim("line"), r"\s+", " ")))))
-    counted = (lines.select("host", "key", "id").distinct().groupBy("host", "key").agg(F.count("*").alias("on"))
-               .join(pages.groupBy("host").agg(F.count("*").alias("pages")), "host"))
-    template = counted.where((F.col("on") >= cfg.min_pages) & (F.col("on") >= F.col("pages") * cfg.min_share)).select(
-        "host", "key")
-    kept_lines = lines.join(template, ["host", "key"], "left_anti")
-    in_order = F.array_sort(F.collect_list(F.struct("pos", "line")))  # by position: the page's own order
-    texts = kept_lines.groupBy("id").agg(F.array_join(F.transform(in_order, lambda x: x["line"]),
-                                                      BLOCK_SEPARATOR).alias("new"))
-    joined = kept.keep(pages.join(texts, "id", "left"))
-    removed = (lines.join(template, ["host", "key"], "left_semi").groupBy("host")
-               .agg(F.count("*").alias("lines"), F.countDistinct("id").alias("pages_changed")))
-    docs = joined.where(F.col("new").isNotNull()).withColumn("text", F.col("new")).drop("new")
-    emptied = joined.where(F.col("new").isNull()).count()
+    def key(line):
+        return F.xxhash64(F.lower(F.regexp_replace(F.trim(line), r"\s+", " ")))
+
+    blocks = F.filter(F.split("text", BLOCK_SEPARATOR), lambda line: F.trim(line) != "")
+    keyed = kept.keep(pages.withColumn("blocks", blocks).withColumn("keys", F.transform("blocks", key)))
+    on = (keyed.select("host", F.explode(F.array_distinct("keys")).alias("key"))
+          .groupBy("host", "key").agg(F.count("*").alias("on")))
+    template = (on.join(keyed.groupBy("host").agg(F.count("*").alias("pages")), "host")
+                .where((F.col("on") >= cfg.min_pages) & (F.col("on") >= F.col("pages") * cfg.min_share))
+                .groupBy("host").agg(F.collect_set("key").alias("template")))
+    cut = F.filter(F.arrays_zip("blocks", "keys"), lambda b: ~F.array_contains("template", b["keys"]))
+    joined = kept.keep(keyed.join(template, "host", "left")
+                       .withColumn("kept", F.when(F.col("template").isNull(), F.col("blocks"))
+                                   .otherwise(F.transform(cut, lambda b: b["blocks"])))
+                       .withColumn("cut", F.size("blocks") - F.size("kept")))
+    removed = (joined.where(F.col("cut") > 0).groupBy("host")
+               .agg(F.sum("cut").alias("lines"), F.count("*").alias("pages_changed")))
+    docs = (joined.where(F.size("kept") > 0).withColumn("text", F.array_join("kept", BLOCK_SEPARATOR))
+            .drop("blocks", "keys", "template", "kept", "cut"))
+    emptied = joined.where(F.size("kept") == 0).count()
     return docs, (removed, emptied)
 
 

@@ -93,6 +93,28 @@ def test_the_same_rows_on_another_partitioning_and_without_the_template_step(spa
     assert all(BIG.template_lines()[1] in t for t in texts)  # what the step removes, there without it
 
 
+def test_pages_that_share_a_record_id_keep_their_own_text(spark, crawl, tmp_path):
+    """The same WARC file twice (a crawl fetched again): the template step cuts each page on its own;
+    it once joined the cut lines back by record id, giving both copies the lines of both."""
+    folder, _, _ = crawl
+    twice = tmp_path / "twice"
+    twice.mkdir()
+    for name in ("a.warc.gz", "again.warc.gz"):
+        (twice / name).write_bytes((folder / "a.warc.gz").read_bytes())
+    cut, plain = tmp_path / "cut", tmp_path / "plain"
+    run(spark, single_source(str(twice)), Config(), str(cut))
+    run(spark, single_source(str(twice)), Config(templates=TemplateConfig(enabled=False)), str(plain))
+    without = {}
+    for d in pq.read_table(plain / "docs").to_pylist():
+        without.setdefault(d["id"], set()).add(d["text"])
+    docs = pq.read_table(cut / "docs").to_pylist()
+    assert len(docs) == 2 * len(without) and all(len(texts) == 1 for texts in without.values())
+    for d in docs:
+        (whole,) = without[d["id"]]
+        assert set(d["text"].split("\n\n")) <= set(whole.split("\n\n")), d["url"]  # lines cut, none added
+    assert any(len(d["text"]) < len(next(iter(without[d["id"]]))) for d in docs if "docs.example" in d["url"])
+
+
 def test_the_clean_job_reads_the_output_and_keeps_the_url(spark, extracted, tmp_path):
     from prep.config import override
     from spark_stages import clean
