@@ -22,6 +22,11 @@ class GopherRepetitionConfig:
         default_factory=lambda: [(5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)]
     )
 
+    def __post_init__(self):
+        if any(int(n) != n or n < 1 for n, _ in self.top_n_grams + self.dup_n_grams):
+            raise ValueError(f"n-gram sizes must be whole numbers of at least 1, got top_n_grams {self.top_n_grams}, "
+                             f"dup_n_grams {self.dup_n_grams}")
+
 
 def _duplicates(items: list[str]) -> tuple[int, int]:
     """(count, characters) of the items that repeat an earlier one."""
@@ -141,9 +146,10 @@ def gopher_repetition(text: str, cfg: GopherRepetitionConfig, char_based: bool) 
     # Words told apart by a 64-bit hash of their code points: two words of one document that collide
     # are as likely as two random 64-bit numbers being equal.
     ns = sorted({n for n, _ in cfg.top_n_grams + cfg.dup_n_grams})
-    top, dup = _ngram_shares(_first_seen_ids(stats.hashes), stats.lengths, np.array(ns, np.int64),
-                                 stats.chars or 1)
-    shares = {n: (top[i], dup[i]) for i, n in enumerate(ns)}
+    shares = {}
+    if ns:
+        top, dup = _ngram_shares(_first_seen_ids(stats.hashes), stats.lengths, np.array(ns, np.int64), stats.chars or 1)
+        shares = {n: (top[i], dup[i]) for i, n in enumerate(ns)}
     for n, limit in cfg.top_n_grams:
         if shares[n][0] > limit:
             return f"top_{n}_gram"

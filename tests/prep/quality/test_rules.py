@@ -1,5 +1,7 @@
 """Each quality rule on real sentences that pass it and real junk that fails it."""
 
+import pytest
+
 from prep.clean import CleanConfig, chinese_rules
 from prep.quality.c4 import C4Config, c4
 from prep.quality.fineweb import FineWebConfig, fineweb
@@ -99,3 +101,14 @@ def test_every_rule_can_be_switched_off():
     assert clean_text(spam, CleanConfig()).reason.startswith("gopher_repetition")
     off = {r: {"enabled": False} for r in ("gopher_repetition", "gopher_quality", "c4", "fineweb", "word_diversity")}
     assert clean_text(spam, override(CleanConfig(), {"en": off})).reason is None
+
+
+def test_repetition_without_ngram_rules_and_with_a_bad_size():
+    """No n-gram sizes: the line and paragraph checks alone; a size below 1 is refused, not read past
+    the words (the n-gram kernel does not check its bounds)."""
+    repeated = "\n\n".join(["the same paragraph of several words"] * 5 + ["another one here"])
+    none = GopherRepetitionConfig(top_n_grams=[], dup_n_grams=[])
+    assert gopher_repetition(repeated, none, False) == "dup_para_frac"
+    assert gopher_repetition("one two three four five six seven " * 20, none, False) is None
+    with pytest.raises(ValueError, match="n-gram sizes"):
+        GopherRepetitionConfig(dup_n_grams=[(0, 0.1)])
