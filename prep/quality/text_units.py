@@ -111,13 +111,13 @@ def _word_stats(code_points, classes, char_based):
     n = len(code_points)
     hashes, lengths = np.empty(n, np.uint64), np.empty(n, np.int64)
     count = with_letters = 0
+    stop = SPACE | CJK if char_based else SPACE  # what ends a run
     i = 0
     while i < n:
         kind = classes[code_points[i]]
         if kind & SPACE:
             i += 1
             continue
-        stop = SPACE | CJK if char_based else SPACE  # what ends a run
         end = i + 1
         if not (char_based and (kind & CJK) != 0):
             while end < n and (classes[code_points[end]] & stop) == 0:
@@ -189,5 +189,5 @@ def count_sentences(text: str, enough: int) -> int:
 
 
 def words_with_letters(text: str, char_based: bool) -> int:
-    """How many of words(text, char_based) have a letter, without looking at each."""
+    """How many of words(text, char_based) have a letter (word_stats: no list of words made)."""
     return word_stats(text, char_based).with_letters
