@@ -104,6 +104,19 @@ def word_stats(text: str, char_based: bool) -> WordStats:
 
 
 @kernel
+def _word_end(code_points, classes, char_based, i):
+    """Where the word starting at code point i (not white space) ends: a Han or kana character is a
+    word of its own with char_based; any other runs up to white space (or, with char_based, Han and kana)."""
+    if char_based and (classes[code_points[i]] & CJK) != 0:
+        return i + 1
+    stop = SPACE | CJK if char_based else SPACE
+    end = i + 1
+    while end < len(code_points) and (classes[code_points[end]] & stop) == 0:
+        end += 1
+    return end
+
+
+@kernel
 def _word_stats(code_points, classes, char_based):
     """The words of str.split() (runs of non-space), or with char_based of CJK_OR_RUN (each Han or
     kana character, and runs of the rest between white space and them): FNV-1a hashes of their code
@@ -111,17 +124,13 @@ def _word_stats(code_points, classes, char_based):
     n = len(code_points)
     hashes, lengths = np.empty(n, np.uint64), np.empty(n, np.int64)
     count = with_letters = 0
-    stop = SPACE | CJK if char_based else SPACE  # what ends a run
     i = 0
     while i < n:
         kind = classes[code_points[i]]
         if kind & SPACE:
             i += 1
             continue
-        end = i + 1
-        if not (char_based and (kind & CJK) != 0):
-            while end < n and (classes[code_points[end]] & stop) == 0:
-                end += 1
+        end = _word_end(code_points, classes, char_based, i)
         h, letter = np.uint64(0xCBF29CE484222325), False
         for k in range(i, end):
             h = (h ^ np.uint64(code_points[k])) * np.uint64(0x100000001B3)
@@ -141,8 +150,7 @@ def line_words(text: str, char_based: bool) -> tuple[np.ndarray, np.ndarray]:
 @kernel
 def _line_words(code_points, classes, char_based, pieces):
     counts, longest = np.zeros(pieces, np.int64), np.zeros(pieces, np.int64)
-    stop = SPACE | CJK if char_based else SPACE  # "\n" is white space: a word ends at the line's end
-    line = i = 0
+    line = i = 0  # "\n" is white space: a word ends at its line's end
     while i < len(code_points):
         if code_points[i] == 10:
             line += 1
@@ -152,10 +160,7 @@ def _line_words(code_points, classes, char_based, pieces):
         if kind & SPACE:
             i += 1
             continue
-        end = i + 1
-        if not (char_based and (kind & CJK) != 0):
-            while end < len(code_points) and (classes[code_points[end]] & stop) == 0:
-                end += 1
+        end = _word_end(code_points, classes, char_based, i)
         counts[line] += 1
         longest[line] = max(longest[line], end - i)
         i = end
