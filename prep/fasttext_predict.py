@@ -110,21 +110,6 @@ def _huffman_tree(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
     return left, right
 
 
-def _find(word_bytes, word_starts, table, word: bytes) -> int:
-    """fastText's Dictionary::find: the slot of `word` in the open-addressing table."""
-    slot = _fnv(word) % len(table)
-    while table[slot] != -1 and bytes(word_bytes[word_starts[table[slot]]:word_starts[table[slot] + 1]]) != word:
-        slot = (slot + 1) % len(table)
-    return slot
-
-
-def _fnv(word: bytes) -> int:
-    h = 2166136261
-    for b in word:
-        h = ((h ^ (b | 0xFFFFFF00 if b >= 0x80 else b)) * 16777619) & 0xFFFFFFFF  # fastText hashes signed chars
-    return h
-
-
 def load(path: str) -> QuantizedModel:
     with open(path, "rb") as f:
         r = _Reader(f.read(), path)
@@ -173,9 +158,7 @@ def load(path: str) -> QuantizedModel:
     word_starts = np.zeros(size + 1, np.int64)
     np.cumsum([len(w) for w in words], out=word_starts[1:])
     word_bytes = np.frombuffer(b"".join(words), np.uint8)
-    table = np.full(math.ceil(size / 0.7), -1, np.int32)
-    for i, w in enumerate(words):
-        table[_find(word_bytes, word_starts, table, w)] = i
+    table = _word_table(word_bytes, word_starts, math.ceil(size / 0.7))
     left, right = _huffman_tree(counts[nwords:])
     return QuantizedModel(
         labels=[w[len(LABEL_PREFIX):].decode("utf-8") for w in words[nwords:]], minn=minn,
@@ -204,6 +187,41 @@ def _fnv_byte(h, b):
     bits: the mask keeps the 32)."""
     signed = np.uint64(b) | np.uint64(0xFFFFFF00) if b >= 0x80 else np.uint64(b)
     return ((h ^ signed) * np.uint64(16777619)) & np.uint64(0xFFFFFFFF)
+
+
+@kernel
+def _starts_with(data, start, prefix):
+    """Whether data[start:] begins with prefix (data long enough)."""
+    for k in range(len(prefix)):
+        if data[start + k] != prefix[k]:
+            return False
+    return True
+
+
+@kernel
+def _slot(word_bytes, word_starts, table, data, start, length):
+    """Dictionary::find: the slot of the word data[start:start + length] in fastText's open-addressing
+    table (its word's index there, or -1 where the word is not in the vocabulary)."""
+    h = np.uint64(2166136261)
+    for k in range(length):
+        h = _fnv_byte(h, data[start + k])
+    slot = np.int64(h % np.uint64(len(table)))
+    while table[slot] != -1:
+        word = word_bytes[word_starts[table[slot]]:word_starts[table[slot] + 1]]
+        if len(word) == length and _starts_with(data, start, word):
+            break
+        slot = (slot + 1) % len(table)
+    return slot
+
+
+@kernel
+def _word_table(word_bytes, word_starts, size):
+    """fastText's word2int as Dictionary::load builds it: each word placed at its find() slot in turn."""
+    table = np.full(size, -1, np.int32)
+    for i in range(len(word_starts) - 1):
+        start, length = word_starts[i], word_starts[i + 1] - word_starts[i]
+        table[_slot(word_bytes, word_starts, table, word_bytes, start, length)] = i
+    return table
 
 
 @kernel
@@ -267,37 +285,12 @@ def _predict_all(data, starts, minn, maxn, bucket, word_bytes, word_starts, word
                 token, token_start, token_len = EOS_BYTES, 0, 4
             else:
                 token, token_start, token_len = data, first, length
-            h = np.uint64(2166136261)
-            for k in range(token_len):
-                h = _fnv_byte(h, token[token_start + k])
-            slot = np.int64(h % np.uint64(len(word_table)))
-            while word_table[slot] != -1:
-                w = word_table[slot]
-                ws, we = word_starts[w], word_starts[w + 1]
-                if we - ws == token_len:
-                    same = True
-                    for k in range(token_len):
-                        if word_bytes[ws + k] != token[token_start + k]:
-                            same = False
-                            break
-                    if same:
-                        break
-                slot = (slot + 1) % len(word_table)
-            wid = word_table[slot]
-            is_eos = token_len == 4
-            if is_eos:
-                for k in range(4):
-                    if token[token_start + k] != EOS_BYTES[k]:
-                        is_eos = False
+            wid = word_table[_slot(word_bytes, word_starts, word_table, token, token_start, token_len)]
+            is_eos = token_len == len(EOS_BYTES) and _starts_with(token, token_start, EOS_BYTES)
             if wid >= 0:
                 is_label = word_is_label[wid]
             else:
-                is_label = token_len >= 9
-                if is_label:
-                    for k in range(9):
-                        if token[token_start + k] != LABEL_BYTES[k]:
-                            is_label = False
-                            break
+                is_label = token_len >= len(LABEL_BYTES) and _starts_with(token, token_start, LABEL_BYTES)
             if not is_label:
                 if wid >= 0:
                     _add_row(hidden, wid, codes, centroids, norm_codes, norms)

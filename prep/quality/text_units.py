@@ -191,8 +191,3 @@ def count_sentences(text: str, enough: int) -> int:
                 return count
         start = end.end()
     return count + bool(text[start:].strip())
-
-
-def words_with_letters(text: str, char_based: bool) -> int:
-    """How many of words(text, char_based) have a letter (word_stats: no list of words made)."""
-    return word_stats(text, char_based).with_letters

@@ -16,7 +16,6 @@ from prep.quality.text_units import (
     line_words,
     word_stats,
     words,
-    words_with_letters,
 )
 from tests.fuzz_text import hostile_strings
 
@@ -48,7 +47,7 @@ def test_words_with_a_letter_are_counted_as_word_by_word(char_based):
     for text in random_texts(pool, 30_000, 3) + hostile_strings(3000, 4):
         pieces = [p for token in text.split() for p in old_pieces.findall(token)] if char_based else text.split()
         assert words(text, char_based) == pieces, text
-        assert words_with_letters(text, char_based) == sum(letter.search(w) is not None for w in pieces), text
+        assert word_stats(text, char_based).with_letters == sum(letter.search(w) is not None for w in pieces), text
 
 
 POOL = list("ab1_.!- \n中ー・゙\u3040〇々\ufa6e²ÉéΣσς") + ["\u00a0", "\u3000", "\x1c", "\U00020000", "\u2028"]
