@@ -106,7 +106,8 @@ def _without_templates(pages, cfg: TemplateConfig, kept):
         return F.xxhash64(F.lower(F.regexp_replace(F.trim(line), r"\s+", " ")))
 
     blocks = F.filter(F.split("text", BLOCK_SEPARATOR), lambda line: F.trim(line) != "")
-    keyed = kept.keep(pages.withColumn("blocks", blocks).withColumn("keys", F.transform("blocks", key)))
+    # The text is cut from its blocks, and made again from those kept: cached once, as blocks.
+    keyed = kept.keep(pages.withColumn("blocks", blocks).withColumn("keys", F.transform("blocks", key)).drop("text"))
     on = (keyed.select("host", F.explode(F.array_distinct("keys")).alias("key"))
           .groupBy("host", "key").agg(F.count("*").alias("on")))
     template = (on.join(keyed.groupBy("host").agg(F.count("*").alias("pages")), "host")
