@@ -6,29 +6,39 @@ error, file, line, raw), OUT/report.md and OUT/stats.json, where input == kept +
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
-from prep.clean import CLEAN_RESULT_SCHEMA, CleanConfig, clean_batch
-from prep.ingest.inputs import Sources, all_files
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import TaskContext
+
+from prep.clean import CleanConfig, clean_batch
+from prep.ingest.inputs import InputFile, Sources, all_files
+from prep.ingest.records import read_records
 from prep.quality.url_filter import UrlFilter
 from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, REJECTED_SCHEMA
-from spark_stages.ingest import default_partitions, read_input
+from spark_stages.ingest import PARTITION_BYTES, default_partitions, estimated_bytes, map_files, read_input
 from spark_stages.outputs import checksums, commit, staging_dir
-from spark_stages.persisted import persisted
 from spark_stages.reports import removal_report
 from spark_stages.runner import Stage
 from spark_stages.session import ARROW_BATCH_RECORDS, session_conf, spark_schema
+from spark_stages.task_outputs import TaskOutputs, fill_empty, prepare
 
 log = logging.getLogger(__name__)
 
 OUTPUTS = {"docs": ("kept", CLEAN_DOCUMENT_SCHEMA), "rejected": ("rejected", REJECTED_SCHEMA),
            "quarantine": ("quarantined", QUARANTINE_SCHEMA)}
+OUTPUT_SCHEMAS = {name: schema for name, (_, schema) in OUTPUTS.items()}
 
 
 @dataclass
 class Config(CleanConfig):
     """The cleaning rules (prep/clean.py), and how the job spreads the work."""
-    partitions: int | None = None  # cleaning tasks (default: from the input size, at least 8)
+    # cleaning tasks, the records spread over them by a shuffle (default: a task per input file when the
+    # files are many and none large, else from the input size, at least 8: cleaned_where_read)
+    partitions: int | None = None
     # Documents per Arrow batch a Python worker cleans, for this stage only (default: the session's
     # spark.sql.execution.arrow.maxRecordsPerBatch, 1,000 unless --conf says otherwise): a worker holds
     # about one batch. At 157 MB Spark's own 10,000 cost 145 MB more a worker and 20% more time.
@@ -44,56 +54,94 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     """Reads every source's files, cleans them with `cfg` and writes them together; returns the stats
     (also OUT/stats.json). The pipeline cleans each source alone, with its own settings."""
     started = time.time()
-
-    blocked = spark.sparkContext.broadcast(UrlFilter(cfg.url_filter))  # the lists read here, once
-
-    def clean_partition(batches):
-        for batch in batches:
-            yield clean_batch(batch, cfg, blocked.value)
-
     files = all_files(sources)
-    records = read_input(spark, files, cfg.reader)
-    # Cleaning is the expensive part: spread records evenly, whatever the sizes of the files, then
-    # sort each partition by input position, so the output is the same on any number of cores.
-    position = ["file_index", "record_index"]
-    spread = records.repartition(cfg.partitions or default_partitions(files), *position).sortWithinPartitions(*position)
-    batches = {ARROW_BATCH_RECORDS: str(cfg.batch_records)} if cfg.batch_records else {}
-    with persisted() as kept, session_conf(spark, batches, override=True):
-        result = kept.keep(spread.mapInArrow(clean_partition, spark_schema(CLEAN_RESULT_SCHEMA)))
-        return _write(spark, result, files, out, started)
-
-
-def _write(spark, result, files, out: str, started: float) -> dict:
-    """The cleaned records (CLEAN_RESULT_SCHEMA) written by status, and the stats."""
-    from pyspark.sql import functions as F
-
     staging = staging_dir(out)
-    for name, (status, schema) in OUTPUTS.items():
-        result.filter(F.col("status") == status).select(*schema.names).write.parquet(str(staging / name))
-    counts = result.groupBy("status", "reason").count().collect()
-    problems = result.filter(F.col("status").isin("file_error", "file_warning")).orderBy("file", "record_index")
-    file_errors, file_warnings = [], []
-    for r in problems.select("status", "file", "error").collect():
-        if r["status"] == "file_error":
-            file_errors.append({"file": r["file"], "error": r["error"]})
-        else:
-            file_warnings.append({"file": r["file"], "warning": r["error"]})
+    prepare(staging, OUTPUT_SCHEMAS)
+    blocked = spark.sparkContext.broadcast(UrlFilter(cfg.url_filter))  # the lists read here, once
+    batch_records = cfg.batch_records or int(spark.conf.get(ARROW_BATCH_RECORDS))
 
+    def clean_and_write(batches):
+        yield clean_task(batches, cfg, blocked.value, staging, TaskContext.get().partitionId())
+
+    if cleaned_where_read(files, cfg):
+        tasks = map_files(spark, files, lambda mine: clean_and_write(read_records(mine, cfg.reader, batch_records)),
+                          TASK_SCHEMA).collect()
+    else:
+        # Spread the records evenly, whatever the sizes of the files, then sort each partition by input
+        # position, so the output is the same on any number of cores.
+        position = ["file_index", "record_index"]
+        partitions = cfg.partitions or default_partitions(files)
+        spread = read_input(spark, files, cfg.reader).repartition(partitions, *position).sortWithinPartitions(*position)
+        with session_conf(spark, {ARROW_BATCH_RECORDS: str(batch_records)}, override=True):
+            tasks = spread.mapInArrow(clean_and_write, spark_schema(TASK_SCHEMA)).collect()
+    fill_empty(staging, OUTPUT_SCHEMAS)
+    return _write(spark, tasks, files, staging, out, started)
+
+
+def cleaned_where_read(files: list[InputFile], cfg: Config) -> bool:
+    """Whether each task cleans the records of the files it reads (a task per file, no shuffle): when
+    the input has at least as many files as the job makes tasks and none is much larger than a task's
+    share (PARTITION_BYTES), unless `partitions` asks for a number of tasks. Else the records are spread
+    over the tasks by a shuffle first. Both decided by the input alone, never by the cores."""
+    if cfg.partitions is not None or not files:
+        return False
+    return len(files) >= default_partitions(files) and max(map(estimated_bytes, files)) <= 2 * PARTITION_BYTES
+
+
+# What a cleaning task returns: its records counted by (status, reason), and a row (count 1, with its
+# file and message) per damaged file or ignored bytes.
+TASK_SCHEMA = pa.schema([("status", pa.string()), ("reason", pa.string()), ("count", pa.int64()),
+                         ("file", pa.string()), ("error", pa.string()), ("record_index", pa.int64())])
+PROBLEMS = ("file_error", "file_warning")
+
+
+def clean_task(batches, cfg: CleanConfig, url_filter: UrlFilter, staging: Path, partition: int) -> pa.RecordBatch:
+    """Runs in a task: cleans its READ_SCHEMA batches, writes them by status into the task's own files of
+    the outputs (spark_stages/task_outputs.py) and returns what the stats need (TASK_SCHEMA)."""
+    outputs = TaskOutputs(staging, OUTPUT_SCHEMAS, partition)
+    counts: Counter = Counter()
+    problems: list[dict] = []
+    try:
+        for batch in batches:
+            result = clean_batch(batch, cfg, url_filter)
+            status = result.column("status")
+            for name, (wanted, _) in OUTPUTS.items():
+                outputs.write(name, result.filter(pc.equal(status, wanted)))
+            counts.update(pair for pair in zip(status.to_pylist(), result.column("reason").to_pylist())
+                          if pair[0] not in PROBLEMS)
+            if pc.any(pc.is_in(status, pa.array(PROBLEMS))).as_py():
+                problems += result.filter(pc.is_in(status, pa.array(PROBLEMS))).select(
+                    ["status", "file", "error", "record_index"]).to_pylist()
+        outputs.close()
+    except BaseException:
+        outputs.abandon()
+        raise
+    rows = [{"status": status, "reason": reason, "count": n} for (status, reason), n in counts.items()]
+    return pa.RecordBatch.from_pylist(rows + [{**p, "count": 1} for p in problems], schema=TASK_SCHEMA)
+
+
+def _write(spark, tasks: list, files, staging: Path, out: str, started: float) -> dict:
+    """The stats of the tasks' rows (TASK_SCHEMA); the outputs committed."""
     by_status = {s: 0 for s in ("kept", "rejected", "quarantined")}
-    reasons: dict[str, int] = {}
-    for row in counts:
-        if row["status"] in by_status:
+    reasons: Counter = Counter()
+    problems = []
+    for row in tasks:
+        if row["status"] in PROBLEMS:
+            problems.append(row)
+        elif row["status"] in by_status:
             by_status[row["status"]] += row["count"]
-        if row["status"] == "rejected":
-            reasons[row["reason"]] = row["count"]
+            if row["status"] == "rejected":
+                reasons[row["reason"]] += row["count"]
+    problems.sort(key=lambda r: (r["file"], r["record_index"]))
+    warnings = [p for p in problems if p["status"] == "file_warning"]
     stats = {
         "format_version": FORMAT_VERSION,
         "input": sum(by_status.values()),
         **by_status,
         "rejected_by_reason": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
         "files": len(files),
-        "file_errors": file_errors,
-        "file_warnings": file_warnings,
+        "file_errors": [{"file": p["file"], "error": p["error"]} for p in problems if p["status"] == "file_error"],
+        "file_warnings": [{"file": p["file"], "warning": p["error"]} for p in warnings],
         "seconds": round(time.time() - started, 1),
         "checksums": checksums(spark, staging, list(OUTPUTS)),
     }

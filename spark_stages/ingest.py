@@ -20,10 +20,14 @@ PARTITION_BYTES = 128 << 20  # about this much (uncompressed) input per task aft
 DRIVER_LISTED_FILES = 10_000
 
 
+def estimated_bytes(file: InputFile) -> int:
+    """The file's size, uncompressed (about: a compressed file counts four times its size)."""
+    return os.path.getsize(file.path) * (4 if file.path.endswith((".gz", ".zst")) else 1)
+
+
 def default_partitions(files: list[InputFile]) -> int:
     """From the input's size, never from the cores: the partitioning decides the output files."""
-    estimated = sum(os.path.getsize(f.path) * (4 if f.path.endswith((".gz", ".zst")) else 1) for f in files)
-    return max(MIN_PARTITIONS, math.ceil(estimated / PARTITION_BYTES))
+    return max(MIN_PARTITIONS, math.ceil(sum(map(estimated_bytes, files)) / PARTITION_BYTES))
 
 
 def spread(frame, partitions: int):
@@ -34,17 +38,21 @@ def spread(frame, partitions: int):
 
 def read_input(spark, files: list[InputFile], cfg: ReaderConfig):
     """A DataFrame in READ_SCHEMA: documents, quarantined records and file errors, with their positions."""
+    return map_files(spark, files, lambda mine: read_records(mine, cfg), READ_SCHEMA)
+
+
+def map_files(spark, files: list[InputFile], per_task, schema: pa.Schema):
+    """A DataFrame (in `schema`) of what `per_task` yields in each task from the task's (file index, file)
+    pairs: a task per input file, up to MAX_INPUT_PARTITIONS tasks."""
     # Compressed JSON Lines cannot be split, so a file is a task (up to a cap). The tasks get file
     # indexes from a range and the list as a broadcast (once per Python worker, not once per task): a
     # DataFrame made from a Python list or RDD would cost the driver 0.3 s of conversion for nothing.
     listing = spark.sparkContext.broadcast([(f.path, f.relative) for f in files])
 
-    def read_partition(batches):
-        for batch in batches:
-            yield from read_records(((i, InputFile(*listing.value[i])) for i in batch["id"].to_pylist()), cfg)
+    def task(batches):
+        yield from per_task((i, InputFile(*listing.value[i])) for batch in batches for i in batch["id"].to_pylist())
 
-    return spark.range(0, len(files), 1, min(len(files), MAX_INPUT_PARTITIONS)).mapInArrow(
-        read_partition, spark_schema(READ_SCHEMA))
+    return spark.range(0, len(files), 1, min(len(files), MAX_INPUT_PARTITIONS)).mapInArrow(task, spark_schema(schema))
 
 
 def document_parquet(files: list[InputFile]) -> bool:

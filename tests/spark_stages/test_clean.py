@@ -7,9 +7,10 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from prep.ingest.inputs import single_source
+from prep.ingest.inputs import InputFile, all_files, single_source
 from schemas import CLEAN_DOCUMENT_SCHEMA, QUARANTINE_SCHEMA, REJECTED_SCHEMA
-from spark_stages.clean import Config, run
+from spark_stages.clean import Config, cleaned_where_read, run
+from spark_stages.ingest import PARTITION_BYTES
 from tests.conftest import write_lines
 from tests.prep.quality.test_rules import ENGLISH as PROSE
 from tests.spark_stages.conftest import OTHER_CLUSTER, run_module, spark_settings, spark_submit
@@ -54,6 +55,31 @@ def test_same_input_gives_the_same_rows_in_the_same_files(spark, sample_dir, tmp
         parts_a, parts_b = sorted((a / name).glob("*.parquet")), sorted((b / name).glob("*.parquet"))
         assert [p.name for p in parts_a] == [p.name for p in parts_b]
         assert all(pq.read_table(x).to_pylist() == pq.read_table(y).to_pylist() for x, y in zip(parts_a, parts_b))
+
+
+def test_a_task_per_file_and_a_shuffle_give_the_same_rows(spark, sample_dir, sample_run, tmp_path):
+    files = single_source(str(sample_dir))
+    listed = all_files(files)
+    assert cleaned_where_read(listed, Config()) and not cleaned_where_read(listed, Config(partitions=3))
+    out, stats = sample_run  # a task per file: each cleans what it reads
+    with spark_settings(spark, OTHER_CLUSTER):
+        shuffled = run(spark, files, Config(partitions=3), str(tmp_path / "shuffled"))
+    assert {k: v for k, v in shuffled.items() if k not in ("seconds", "checksums")} == {
+        k: v for k, v in stats.items() if k not in ("seconds", "checksums")}
+    assert len(list((tmp_path / "shuffled" / "docs").glob("*.parquet"))) == 3 < len(list((out / "docs").glob("*")))
+    for name in ("docs", "rejected", "quarantine"):
+        ours, theirs = (pq.read_table(root / name) for root in (out, tmp_path / "shuffled"))
+        assert ours.schema == theirs.schema
+        assert sorted(ours.to_pylist(), key=str) == sorted(theirs.to_pylist(), key=str)
+
+
+def test_large_or_few_files_are_spread_by_a_shuffle(tmp_path):
+    many = [InputFile(str(write_lines(tmp_path / f"{i}.jsonl", [{"text": PROSE}])), f"{i}.jsonl") for i in range(8)]
+    assert cleaned_where_read(many, Config()) and not cleaned_where_read(many[:7], Config())
+    big = tmp_path / "big.jsonl"
+    with open(big, "wb") as f:
+        f.truncate(2 * PARTITION_BYTES + 1)  # sparse: its size is what counts
+    assert not cleaned_where_read([*many, InputFile(str(big), "big.jsonl")] * 2, Config())
 
 
 def hostile_inputs(folder):
