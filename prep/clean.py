@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import pyarrow as pa
 
+from prep.arrow_rows import rows_to_batch
 from prep.ingest.readers import ReaderConfig
 from prep.ingest.records import READ_SCHEMA
 from prep.langid import LanguageConfig, identify, identify_all, is_char_based
@@ -180,4 +181,4 @@ def clean_batch(batch: pa.RecordBatch, cfg: CleanConfig, url_filter: UrlFilter |
         else:
             row.update(status="rejected" if cleaned.reason else "kept", text=cleaned.text, lang=cleaned.lang,
                        lang_score=cleaned.lang_score, reason=cleaned.reason)
-    return pa.RecordBatch.from_pylist(rows, schema=CLEAN_RESULT_SCHEMA)
+    return rows_to_batch(rows, CLEAN_RESULT_SCHEMA)

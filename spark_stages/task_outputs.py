@@ -24,7 +24,7 @@ from spark_stages.outputs import SCRATCH
 
 # Rows a writer holds before writing a row group: few large row groups, not one per Arrow batch (a
 # reader's pieces are row groups), in bounded memory.
-ROW_GROUP_BYTES = 32 << 20
+ROW_GROUP_BYTES = 16 << 20
 
 
 def nullable(schema: pa.Schema) -> pa.Schema:

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import pyarrow as pa
 
+from prep.arrow_rows import rows_to_batch
 from prep.extract.encoding import decode_html
 from prep.extract.html_text import main_text
 from prep.extract.warc import FileProblem, Page, Quarantined, Skipped, WarcConfig, read_warc
@@ -76,8 +77,8 @@ def file_rows(index: int, file: InputFile, cfg: ExtractConfig) -> Iterator[pa.Re
         elif isinstance(outcome, FileProblem):
             rows.append({**base, "status": f"file_{outcome.kind}", "error": outcome.message})
         if len(rows) >= BATCH_ROWS:
-            yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_RESULT_SCHEMA)
+            yield rows_to_batch(rows, EXTRACT_RESULT_SCHEMA)
             rows = []
     rows += [{"file_index": index, "record_index": -1, "file": file.relative, "status": "skipped", "reason": reason,
               "count": count} for reason, count in sorted(skipped.items())]
-    yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_RESULT_SCHEMA)
+    yield rows_to_batch(rows, EXTRACT_RESULT_SCHEMA)

@@ -5,6 +5,7 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
+from prep.arrow_rows import rows_to_batch
 from prep.ingest.inputs import InputFile
 from prep.ingest.readers import Document, FileError, FileWarning, Quarantined, ReaderConfig, read_file
 from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
@@ -43,7 +44,7 @@ def read_records(files: Iterable[tuple[int, InputFile]], cfg: ReaderConfig,
         for record_index, record in enumerate(read_file(file, cfg)):
             rows.append(_read_row(record, file_index, record_index))
             if len(rows) >= batch_rows:
-                yield pa.RecordBatch.from_pylist(rows, schema=READ_SCHEMA)
+                yield rows_to_batch(rows, READ_SCHEMA)
                 rows = []
     if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=READ_SCHEMA)
+        yield rows_to_batch(rows, READ_SCHEMA)
