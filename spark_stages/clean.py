@@ -109,9 +109,9 @@ def clean_task(batches, cfg: CleanConfig, url_filter: UrlFilter, staging: Path, 
                 outputs.write(name, result.filter(pc.equal(status, wanted)))
             counts.update(pair for pair in zip(status.to_pylist(), result.column("reason").to_pylist())
                           if pair[0] not in PROBLEMS)
-            if pc.any(pc.is_in(status, pa.array(PROBLEMS))).as_py():
-                problems += result.filter(pc.is_in(status, pa.array(PROBLEMS))).select(
-                    ["status", "file", "error", "record_index"]).to_pylist()
+            problem = pc.is_in(status, pa.array(PROBLEMS))
+            if pc.any(problem).as_py():
+                problems += result.filter(problem).select(["status", "file", "error", "record_index"]).to_pylist()
         outputs.close()
     except BaseException:
         outputs.abandon()
