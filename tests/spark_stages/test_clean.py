@@ -105,15 +105,19 @@ def hostile_inputs(folder):
     pq.write_table(pa.table({"text": [PROSE, None]}), folder / "table.parquet")
     (folder / "doc.txt").write_text(PROSE)
     (folder / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (folder / "empty.jsonl").write_bytes(b"")  # and an eighth file: enough for a task per file
     return folder
 
 
-def test_hostile_inputs_are_all_accounted_for(spark, tmp_path):
+@pytest.mark.parametrize("partitions", [None, 3], ids=["a task per file", "spread by a shuffle"])
+def test_hostile_inputs_are_all_accounted_for(spark, tmp_path, partitions):
     from prep.config import override
 
-    cfg = override(Config(), {"reader": {"max_record_bytes": 6000}})
+    cfg = override(Config(partitions=partitions), {"reader": {"max_record_bytes": 6000}})
     out = tmp_path / "out"
-    stats = run(spark, single_source(str(hostile_inputs(tmp_path / "in"))), cfg, str(out))
+    inputs = single_source(str(hostile_inputs(tmp_path / "in")))
+    assert cleaned_where_read(all_files(inputs), cfg) == (partitions is None)
+    stats = run(spark, inputs, cfg, str(out))
     assert stats["input"] == stats["kept"] + stats["rejected"] + stats["quarantined"]
     quarantine = pq.read_table(out / "quarantine")
     assert quarantine.schema.names == QUARANTINE_SCHEMA.names
