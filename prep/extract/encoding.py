@@ -1,5 +1,7 @@
 """The text of an HTML page from its bytes: the charset the HTTP header declares, else the page's own
-<meta>, else what the bytes look like (uchardet, through resiliparse), as browsers decide it.
+<meta>, else UTF-8 when the bytes are valid UTF-8, else what the bytes look like (uchardet, through
+resiliparse). Valid UTF-8 first because it is what an undeclared page almost always is, and because
+detection reads short or mostly-ASCII UTF-8 as a legacy code page; a legacy page is rarely valid UTF-8.
 
 Labels are read as the WHATWG encoding standard reads them, where legacy labels name supersets
 (iso-8859-1 and ascii are windows-1252, gb2312 and gbk are gb18030, shift_jis is windows-31j, euc-kr
@@ -30,13 +32,16 @@ def python_codec(label: str | None) -> str | None:
 
 def decode_html(body: bytes, declared: str | None = None) -> tuple[str, str]:
     """(the page as text, the codec that decoded it): the declared charset when it names one, else the
-    first <meta> charset within the first 4 KB, else detection."""
+    first <meta> charset within the first 4 KB, else UTF-8 when it decodes, else detection."""
     codec = python_codec(declared)
     if codec is None:
         found = META.search(body[:4096])
         codec = python_codec(found.group(1).decode("ascii")) if found else None
     if codec is None:
-        codec = python_codec(detect_encoding(body, max_len=16384)) or "utf-8"
+        try:
+            return body.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            codec = python_codec(detect_encoding(body, max_len=16384)) or "utf-8"
     if codec.startswith("utf-16") and not body.startswith((b"\xff\xfe", b"\xfe\xff")):
         codec = "utf-8"  # a page cannot declare itself UTF-16 in ASCII bytes (WHATWG: it is UTF-8)
     return body.decode(codec, errors="replace"), codec

@@ -1,14 +1,21 @@
 """The main text of an HTML page: the article, not the page around it.
 
-resiliparse parses the page (lexbor, in C) and drops what is never content (<nav>, <aside>, <footer>,
-<form>); list items become paragraphs first (resiliparse's main-content pass drops every list, taking
-it for a menu); that pass renders the rest as blocks, with the links marked; then, block by
-block: a short block that is mostly link text is navigation (menus, related links, tag lists), and a
-short block that says what boilerplate says (newsletter, share, related articles, copyright, cookie,
-photo credits, dates and bylines, in English, German, French and Spanish) goes; finally the text is
-trimmed to the stretch from its first to its last block of prose (a long line, or a sentence of eight
-words), where the page's head and tail (titles of other articles, footers) fall outside. Paragraphs,
-headings, list items and table rows come out as blocks separated by blank lines.
+resiliparse parses the page (lexbor, in C) and drops what is never content: <nav> and <footer>, and an
+<aside> or <form> unless it holds an article's worth of text. List items become paragraphs first
+(resiliparse's main-content pass drops every list, taking it for a menu); that pass renders the rest as
+blocks, with the links marked. Block by block, a short block that is mostly link text is navigation
+(menus, related links, tag lists), and a short block that says what boilerplate says (newsletter,
+share, related articles, copyright, cookie, photo credits, dates and bylines, in English, German,
+French and Spanish) goes; short blocks that are not prose go with their neighbours when those went
+(a run between removed blocks, or the heading of a removed list: "Related posts", "Most read"). The
+text is then trimmed to the stretch from its first to its last block of prose (a long line, or a
+sentence of eight words), where the page's head and tail (titles of other articles, footers) fall
+outside. Paragraphs, headings, list items and table rows come out as blocks separated by blank lines,
+in Unicode NFC.
+
+Two second chances: when the main-content pass keeps a small share of the page's prose (it took the
+article's wrapper for a sidebar, by a class such as "share" or "promoted"), the whole page goes
+through the same block rules instead; and a page with no text but a <noscript> is read with it.
 
 Measured against trafilatura, resiliparse alone and readability on trafilatura's own evaluation
 pages (benchmarks/bench_extract.py; docs/extract.md).
@@ -16,13 +23,22 @@ pages (benchmarks/bench_extract.py; docs/extract.md).
 
 import html
 import re
+import unicodedata
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
-NEVER_CONTENT = ("nav", "aside", "footer", "form")
-LIST_TAGS = re.compile(r"<(/?)(?:li|ul|ol|dl|dt|dd)\b", re.I)
+NEVER_CONTENT = "nav, footer"
+SOMETIMES_CONTENT = "aside, form"
+CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
+RESCUE_BELOW = 2000  # characters of prose under which the main-content pass is checked against the whole page
+RESCUE_SHARE = 0.1  # ... and replaced by the whole page when it kept less than this share of the prose
+ZERO_WIDTH = re.compile("[\u200b\ufeff]")  # zero-width space and BOM: invisible, and they split words
+LIST_OPEN = re.compile(r"<(?:li|ul|ol|dl|dt|dd)\b", re.I)
+LIST_CLOSE = re.compile(r"</(?:li|ul|ol|dl|dt|dd)\b", re.I)
 LINKED_BLOCK = 300  # a block shorter than this that is mostly links is navigation
+HEADING_RUN = 2  # short blocks, at most this many, right before a removed block are its heading ...
+HEADING_CHARS = 60  # ... when each is shorter than this
 TAG = re.compile(r"<[^>]+>")
 LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
 BLOCK = re.compile(r"</?(?:p|h[1-6]|li|ul|ol|pre|br|div|tr|table|blockquote)\b[^>]*>")
@@ -37,11 +53,29 @@ BOILERPLATE = re.compile(
     r"^(january|february|march|april|may|june|july|august|september|october|november|december) \d)", re.I)
 
 
-def _blocks(tree: HTMLTree) -> list[tuple[str, float]]:
+def _text_outside_links(node) -> int:
+    # the links' text from the markup: a node object per link costs more than the page where a
+    # whole-page ASP.NET <form> holds thousands of them
+    return len(node.text) - sum(len(TAG.sub("", link)) for link in LINK.findall(node.html))
+
+
+def _drop_non_content(body) -> None:
+    """Removes the elements that are never the article, and the <aside> and <form> elements that do not
+    hold CONTENT_INSIDE characters of text (some sites put the whole post in one)."""
+    for node in body.query_selector_all(NEVER_CONTENT):
+        if node.parent is not None:
+            node.parent.remove_child(node)
+    for node in body.query_selector_all(SOMETIMES_CONTENT):
+        if node.parent is not None and (len(node.text) < CONTENT_INSIDE or _text_outside_links(node) < CONTENT_INSIDE):
+            node.parent.remove_child(node)
+
+
+def _blocks(tree: HTMLTree, main_content: bool = True, noscript: bool = False) -> list[tuple[str, float]]:
     """(text, share of it in links) of each block (paragraph, heading, list item, table row) of the page's
-    main content, in order."""
-    marked = extract_plain_text(tree, preserve_formatting="minimal_html", main_content=True, comments=False,
-                                links=True, alt_texts=False, form_fields=False, noscript=False, list_bullets=False)
+    main content (or of the whole page), in order."""
+    marked = extract_plain_text(tree, preserve_formatting="minimal_html", main_content=main_content, comments=False,
+                                links=True, alt_texts=False, form_fields=False, noscript=noscript,
+                                list_bullets=False)
     blocks = []
     for block in (line for part in BLOCK.split(marked) for line in part.split("\n")):
         text = html.unescape(TAG.sub("", block)).strip()
@@ -55,21 +89,54 @@ def _is_prose(text: str) -> bool:
     return len(text) >= 80 or (len(text.split()) >= 8 and SENTENCE_END.search(text) is not None)
 
 
+def _kept(blocks: list[tuple[str, float]], max_link_share: float, short_block: int) -> list[str]:
+    """The blocks that are not navigation or boilerplate, nor short blocks that go with them."""
+    bad = [(len(text) < LINKED_BLOCK and links > max_link_share)
+           or (len(text) < short_block and BOILERPLATE.search(text) is not None) for text, links in blocks]
+    short = [not gone and not _is_prose(text) for gone, (text, _) in zip(bad, blocks)]
+    kept, i = [], 0
+    while i < len(blocks):
+        if not short[i]:
+            if not bad[i]:
+                kept.append(blocks[i][0])
+            i += 1
+            continue
+        end = i
+        while end < len(blocks) and short[end]:
+            end += 1
+        run = [text for text, _ in blocks[i:end]]
+        # a run between removed blocks (or the page's edges) goes with them, and so does the heading of a
+        # removed block ("Related posts", "Most read"); a page of short blocks only is left as it is
+        between = (i == 0 or bad[i - 1]) and (end == len(blocks) or bad[end]) and not (i == 0 and end == len(blocks))
+        heading = (end < len(blocks) and bad[end] and len(run) <= HEADING_RUN
+                   and all(len(text) < HEADING_CHARS for text in run))
+        if not between and not heading:
+            kept += run
+        i = end
+    return kept
+
+
+def _prose_chars(blocks: list[str]) -> int:
+    return sum(len(text) for text in blocks if _is_prose(text))
+
+
 def main_text(page: str, max_link_share: float = 0.3, short_block: int = 120) -> str:
     """The main text of a decoded HTML page ("" when it has none)."""
     # resiliparse's main-content pass drops lists (it takes them for menus): their items become paragraphs
     # and face the link-density and boilerplate rules like any other block
-    tree = HTMLTree.parse(LIST_TAGS.sub(r"<\1p", page))
+    tree = HTMLTree.parse(LIST_CLOSE.sub("</p", LIST_OPEN.sub("<p", page)))
     if tree.body is None:
         return ""
-    for tag in NEVER_CONTENT:
-        for node in tree.body.query_selector_all(tag):
-            if node.parent is not None:
-                node.parent.remove_child(node)
-    kept = [text for text, links in _blocks(tree)
-            if not (len(text) < LINKED_BLOCK and links > max_link_share) and not (len(text) < short_block
-                                                                          and BOILERPLATE.search(text))]
-    prose = [i for i, text in enumerate(kept) if _is_prose(text)]
-    if prose:
-        kept = kept[prose[0]:prose[-1] + 1]
-    return "\n\n".join(kept)
+    _drop_non_content(tree.body)
+    text = _kept(_blocks(tree), max_link_share, short_block)
+    prose = _prose_chars(text)
+    if prose < RESCUE_BELOW:
+        whole = _kept(_blocks(tree, main_content=False), max_link_share, short_block)
+        if prose < RESCUE_SHARE * _prose_chars(whole):
+            text = whole
+    if not text and "<noscript" in page:
+        text = _kept(_blocks(tree, noscript=True), max_link_share, short_block)
+    starts = [i for i, block in enumerate(text) if _is_prose(block)]
+    if starts:
+        text = text[starts[0]:starts[-1] + 1]
+    return unicodedata.normalize("NFC", ZERO_WIDTH.sub("", "\n\n".join(text)))

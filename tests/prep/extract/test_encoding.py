@@ -37,3 +37,9 @@ def test_an_unknown_or_lying_declaration_falls_back_and_never_raises():
     text, _ = decode_html(data, "no-such-charset")
     assert CHINESE[0] in text
     assert decode_html(b"\xff\xfe\x00broken \x80\x81", "utf-8")[0].count("\ufffd") >= 2  # replaced, not raised
+
+
+def test_undeclared_utf_8_is_read_as_utf_8_even_where_detection_would_guess_otherwise():
+    # short, with one accented letter: uchardet reads it as windows-1250 (mojibake: "cafĂ©")
+    text, codec = decode_html("<p>caf\u00e9</p>".encode())
+    assert codec == "utf-8" and text == "<p>caf\u00e9</p>"

@@ -31,3 +31,55 @@ def test_chinese_articles_and_lists_and_tables_come_out_as_lines():
 def test_a_page_without_text_gives_nothing():
     assert main_text("<html><body><nav><a href=/>Home</a></nav></body></html>") == ""
     assert main_text("") == "" and main_text("not html at all") == "not html at all"
+
+
+def _page(inner: str) -> str:
+    return f"<!DOCTYPE html><html><head><title>t</title></head><body>{inner}</body></html>"
+
+
+def test_an_article_inside_a_form_or_an_aside_is_kept_and_a_short_form_goes():
+    body = articles(1, size=8)[0]
+    assert sum(map(len, body)) > 1000  # an article's worth of text
+    article = "".join(f"<p>{p}</p>" for p in body)
+    for wrapper in ("form", "aside"):  # ASP.NET pages wrap the whole body in a form; some sites put posts in <aside>
+        text = main_text(_page(f'<{wrapper} action="/post">{article}</{wrapper}>'))
+        assert all(p in text for p in body), wrapper
+    search = '<form action="/search"><p>Search this site for articles and manuals about Debian</p><input></form>'
+    text = main_text(_page(search + article))
+    assert all(p in text for p in body) and "Search this site" not in text
+
+
+def test_an_article_that_the_main_content_pass_takes_for_a_sidebar_is_read_from_the_whole_page():
+    body = articles(1, size=8)[0]
+    # a "sidebar" class on the article's wrapper makes resiliparse's main-content pass drop it whole
+    wrapped = '<div class="sidebar">' + "".join(f"<p>{p}</p>" for p in body) + "</div>"
+    page = SITE.page("About packages", []).replace("<article>", "<article>" + wrapped)
+    text = main_text(page)
+    assert all(p in text for p in body)
+    for line in ["We use cookies", "Share:", "Twitter", "Imprint", *SITE.menu, *SITE.related]:
+        assert line not in text, line
+
+
+def test_a_page_whose_text_is_only_in_noscript_is_read_from_it():
+    body = articles(1, size=2)[0]
+    text = main_text(_page('<div id="app"></div><noscript>' + "".join(f"<p>{p}</p>" for p in body) + "</noscript>"))
+    assert all(p in text for p in body)
+
+
+def test_the_heading_of_a_removed_list_and_short_lines_between_removed_blocks_go():
+    body = articles(1, size=3)[0]
+    article = "".join(f"<p>{p}</p>" for p in body)
+    links = "".join(f'<p><a href="/a/{i}">{r}</a></p>' for i, r in enumerate(SITE.related))
+    page = _page(f"{article}<h3>Most read this week</h3>{links}<p>Page 2 of 7</p>{links}<p>{body[0][:60]}.</p>")
+    text = main_text(page)
+    assert all(p in text for p in body)
+    assert "Most read this week" not in text and "Page 2 of 7" not in text
+    # the same short line between two paragraphs of the article stays
+    assert "A short line." in main_text(_page(f"<p>{body[0]}</p><p>A short line.</p><p>{body[1]}</p>"))
+
+
+def test_text_comes_out_in_nfc_without_zero_width_spaces():
+    body = articles(1, size=1)[0][0]
+    decomposed = "Cafe\u0301 cre\u0300me bru\u0302le\u0301e, a\u200bword joined"
+    text = main_text(_page(f"<p>{body}</p><p>{decomposed} and a sentence that is long enough to be prose.</p>"))
+    assert "Café crème brûlée, aword joined" in text and "\u200b" not in text
