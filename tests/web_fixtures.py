@@ -2,8 +2,9 @@
 
 An article is a run of real paragraphs of the embedded sample (the Debian and Python documentation,
 English and Chinese); a site wraps every article in one template, as sites do: a header menu of
-links, a sidebar of other articles, share buttons, a cookie banner, a footer of links and a
-copyright line. Pages are encoded as asked (UTF-8, GBK, GB18030, Big5, Shift_JIS, windows-1252,
+links, a sidebar of other articles, share buttons and the site's note and newsletter blurb inside
+every <article> (where only the template step can tell them from the text), a cookie banner, a footer
+of links and a copyright line. Pages are encoded as asked (UTF-8, GBK, GB18030, Big5, Shift_JIS, windows-1252,
 Latin-1) and declared in the HTTP header, in a <meta> or not at all. WARC files are written by
 warcio, gzipped per record as Common Crawl writes them, with the records a crawl holds beside the
 pages: requests, redirects, 404s, images, revisits, metadata.
@@ -43,7 +44,8 @@ class Site:
                                 "Choosing a mirror near you", "What the release team does")
 
     def template_lines(self) -> list[str]:
-        """The lines of the template that a single-page extractor may keep: what the template step removes."""
+        """The lines of the template that a single-page extractor may keep (a site's note and blurb inside
+        every article, and its related links): what the template step removes."""
         return [f"Subscribe to the {self.name} newsletter for a weekly digest of new articles and releases.",
                 f"{self.name} is written by volunteers. Every page may be copied under the terms of the GPL.",
                 *self.related]
@@ -60,9 +62,8 @@ class Site:
                 f'</div><header><a href="/">{self.name}</a><nav><ul>{menu}</ul></nav></header>'
                 f'<div class="wrapper"><main><article><h1>{html.escape(title)}</h1>{article}'
                 f'<div class="share">Share: <a href="#">Twitter</a> <a href="#">Facebook</a> <a href="#">Mail</a></div>'
-                f'</article><div class="promo"><p>{blurb}</p></div></main>'
+                f'<div class="promo"><p>{blurb}</p></div><div class="site-note"><p>{note}</p></div></article></main>'
                 f'<div class="sidebar"><h3>Related articles</h3>{related}</div></div>'
-                f'<div class="site-note"><p>{note}</p></div>'
                 f'<footer><a href="/imprint">Imprint</a> <a href="/privacy">Privacy</a> (c) 2026 {self.name}</footer>'
                 f'</body></html>')
 

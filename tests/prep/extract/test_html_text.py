@@ -83,3 +83,29 @@ def test_text_comes_out_in_nfc_without_zero_width_spaces():
     decomposed = "Cafe\u0301 cre\u0300me bru\u0302le\u0301e, a\u200bword joined"
     text = main_text(_page(f"<p>{body}</p><p>{decomposed} and a sentence that is long enough to be prose.</p>"))
     assert "Café crème brûlée, aword joined" in text and "\u200b" not in text
+
+
+def test_the_marked_article_body_is_read_alone_with_its_lead_and_the_author_box_after_it_goes():
+    lead, *body = articles(1, size=5)[0]
+    bio = ("Jane Doe has written about free software for twenty years and maintains several packages in "
+           "Debian; she lives in Lyon with two cats and far too many keyboards.")
+    page = _page(f'<main><h1>About packages</h1><p class="standfirst">{lead}</p>'
+                 '<div class="entry-content">' + "".join(f"<p>{p}</p>" for p in body) + "</div>"
+                 f'<div class="about-writer"><h3>About the writer</h3><p>{bio}</p></div></main>')
+    text = main_text(page)
+    assert text.startswith("About packages") and all(p in text for p in (lead, *body)) and bio not in text
+    # without the mark the page is read whole, bio included: the mark is what cut it
+    assert bio in main_text(page.replace("entry-content", "column"))
+
+
+def test_a_marked_body_holding_little_of_the_prose_is_not_taken_for_the_article():
+    body = articles(1, size=4)[0]
+    page = _page(f'<article><p>{body[0]}</p></article>' + "".join(f"<p>{p}</p>" for p in body[1:]))
+    assert all(p in main_text(page) for p in body)
+
+
+def test_ruby_readings_go_and_the_words_stay():
+    sentence = ("<ruby>子<rt>こ</rt></ruby>どもへの<ruby>虐待<rp>(</rp><rt>ぎゃくたい</rt><rp>)</rp></ruby>"
+                "をなくすための法律ができました。")
+    text = main_text(_page(f"<p>{sentence}</p>"))
+    assert "子どもへの虐待をなくすための法律ができました。" in text and "ぎゃくたい" not in text
