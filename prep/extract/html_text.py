@@ -91,11 +91,15 @@ def _blocks(tree: HTMLTree, main_content: bool = True, noscript: bool = False) -
                                 links=True, alt_texts=False, form_fields=False, noscript=noscript, post_meta=False,
                                 list_bullets=False)
     blocks = []
-    for block in (line for part in BLOCK.split(marked) for line in part.split("\n")):
-        text = html.unescape(TAG.sub("", block)).strip()
-        if text:
-            linked = sum(len(html.unescape(TAG.sub("", link))) for link in LINK.findall(block))
-            blocks.append((text, linked / len(text)))
+    for part in BLOCK.split(marked):
+        for block in part.split("\n"):
+            linked = 0
+            if "<" in block:  # most blocks hold no markup once the block tags are split off: no regex for them
+                linked = sum(len(html.unescape(TAG.sub("", link))) for link in LINK.findall(block))
+                block = TAG.sub("", block)
+            text = html.unescape(block).strip()
+            if text:
+                blocks.append((text, linked / len(text)))
     return blocks
 
 
@@ -172,8 +176,11 @@ def main_text(page: str, max_link_share: float = 0.3, short_block: int = 120) ->
     text = _kept(_blocks(tree), max_link_share, short_block)
     prose = _prose_chars(text)
     # the main-content pass sometimes takes the article's wrapper for a sidebar (a class such as "share" or
-    # "promoted" on it): the whole page's blocks, read before the tree is cut to the article body below
-    whole = _kept(_blocks(tree, main_content=False), max_link_share, short_block) if prose < RESCUE_BELOW else []
+    # "promoted" on it): the whole page's blocks are read, before the tree is cut to the article body below,
+    # where that may be so (the page's raw text, a tenth of a pass, bounds the whole page's prose)
+    whole = []
+    if prose < RESCUE_BELOW and prose < RESCUE_SHARE * len(tree.body.text):
+        whole = _kept(_blocks(tree, main_content=False), max_link_share, short_block)
     body = tree.body.query_selector(ARTICLE_BODY)
     if body is not None:  # the article body alone: no author boxes, related posts or comments after it
         tree.body.replace_children(body)
