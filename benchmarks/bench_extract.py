@@ -1,7 +1,8 @@
-"""Extraction benchmark: tokenmill's main-text extractor against trafilatura (its default and fast
-modes), resiliparse's main-content extraction and readability-lxml, on the same pages of one WARC
-file (benchmarks/build_eval_warc.py: trafilatura's own evaluation pages), one run, one core each;
-then the extract job end to end on the same WARC, copied to more pages.
+"""Extraction benchmark: tokenmill's main-text extractor (alone, and with trafilatura for the pages it
+reads little of: `--extractor hybrid`) against trafilatura (its default and fast modes), resiliparse's
+main-content extraction and readability-lxml, on the same pages of one WARC file
+(benchmarks/build_eval_warc.py: trafilatura's own evaluation pages), one run, one core each; then the
+extract job end to end on the same WARC, copied to more pages.
 
     python -m benchmarks.bench_extract --warc /tmp/evalwarc [--job-copies 4]
 
@@ -23,9 +24,11 @@ from pathlib import Path
 
 from prep.extract.encoding import decode_html
 from prep.extract.html_text import main_text
+from prep.extract.pages import ExtractConfig, page_text
 from prep.extract.warc import Page, read_warc
 
 REPO = Path(__file__).resolve().parents[1]
+HYBRID = ExtractConfig(extractor="hybrid")
 
 
 def _norm(text: str) -> str:
@@ -59,6 +62,7 @@ def extractors() -> dict:
     options = {"include_comments": False, "include_tables": True}
     return {
         "tokenmill": lambda body: main_text(decode_html(body)[0]),
+        "tokenmill hybrid (trafilatura fast below 800 chars)": lambda body: page_text(decode_html(body)[0], HYBRID),
         "trafilatura (fast=False, its default)": lambda body: trafilatura.extract(body, fast=False, **options),
         "trafilatura (fast=True)": lambda body: trafilatura.extract(body, fast=True, **options),
         "resiliparse, main content": lambda body: extract_plain_text(HTMLTree.parse(decoded(body)),

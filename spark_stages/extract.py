@@ -19,7 +19,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from prep.extract.pages import ExtractConfig, file_rows
+from prep.extract.pages import NEEDS_TRAFILATURA, ExtractConfig, file_rows
 from prep.ingest.inputs import Sources, all_files
 from schemas import FORMAT_VERSION
 from schemas.documents import EXTRACT_RESULT_SCHEMA, WEB_DOCUMENT_SCHEMA, WEB_QUARANTINE_SCHEMA
@@ -55,11 +55,11 @@ class Config(ExtractConfig):
 
 
 def check(cfg: Config, _sources) -> None:
-    if cfg.extractor == "trafilatura":
+    if cfg.extractor in NEEDS_TRAFILATURA:
         import importlib.util
 
         if importlib.util.find_spec("trafilatura") is None:
-            raise ValueError("extractor trafilatura needs the trafilatura package (pip install trafilatura)")
+            raise ValueError(f"extractor {cfg.extractor} needs the trafilatura package (pip install trafilatura)")
 
 
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:

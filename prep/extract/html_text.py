@@ -33,7 +33,7 @@ import unicodedata
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
-NEVER_CONTENT = "nav, footer"
+NEVER_CONTENT = "nav, footer, figcaption"  # captions and photo credits are not the article
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
 # where content management systems put the article; the first on the page, if any, is read on its own

@@ -18,20 +18,25 @@ from prep.ingest.inputs import InputFile
 from schemas.documents import EXTRACT_RESULT_SCHEMA
 
 BATCH_ROWS = 512
-EXTRACTORS = ("tokenmill", "trafilatura")
+EXTRACTORS = ("tokenmill", "hybrid", "trafilatura")
+NEEDS_TRAFILATURA = ("hybrid", "trafilatura")  # optional, not in the executor group: the job checks it is there
 
 
 @dataclass(frozen=True)
 class ExtractConfig:
-    # tokenmill: rules over resiliparse's parse, F1 0.917 at 3.6x trafilatura fast's speed; trafilatura: its
-    # default mode (needs the trafilatura package on the executors), slower, for comparison or where its last
-    # points of F1 matter more than the cores (docs/extract.md, "Why this extractor")
+    # tokenmill: rules over resiliparse's parse (F1 0.917 at 3.6x trafilatura fast's speed on trafilatura's own
+    # evaluation pages); hybrid: those rules, and trafilatura's fast mode for the pages where they keep under
+    # fallback_below characters (F1 0.923 at 2.7x); trafilatura: its default mode (0.922, the slowest). hybrid
+    # and trafilatura need the trafilatura package on the executors (docs/extract.md, "Why this extractor")
     extractor: str = "tokenmill"
+    fallback_below: int = 800  # hybrid: characters of the rules' text under which trafilatura reads the page
     warc: WarcConfig = field(default_factory=WarcConfig)
 
     def __post_init__(self):
         if self.extractor not in EXTRACTORS:
             raise ValueError(f"extractor must be one of {', '.join(EXTRACTORS)}, got {self.extractor!r}")
+        if self.fallback_below < 0:
+            raise ValueError(f"fallback_below must be at least 0, got {self.fallback_below}")
 
 
 def host_of(url: str) -> str:
@@ -46,10 +51,24 @@ def _text(page: Page, cfg: ExtractConfig) -> tuple[str, str]:
     if page.is_text:
         return page.payload.decode("utf-8", errors="replace").strip(), "utf-8"
     decoded, charset = decode_html(page.payload, page.charset)
-    if cfg.extractor == "trafilatura":  # optional, not in the executor group: the job checks it is there
-        trafilatura = importlib.import_module("trafilatura")
-        return trafilatura.extract(decoded, include_comments=False, include_tables=True) or "", charset
-    return main_text(decoded), charset
+    return page_text(decoded, cfg), charset
+
+
+def page_text(decoded: str, cfg: ExtractConfig) -> str:
+    """The main text of a decoded HTML page by the configured extractor."""
+    if cfg.extractor == "trafilatura":
+        return _trafilatura(decoded, fast=False)
+    text = main_text(decoded)
+    if cfg.extractor == "hybrid" and len(text) < cfg.fallback_below:
+        # a short text is where the rules miss most (an article they could not tell from its page): trafilatura
+        # reads those pages, ~8% of the evaluation's, in its fast mode (docs/benchmarks.md, "The extract job")
+        return _trafilatura(decoded, fast=True)
+    return text
+
+
+def _trafilatura(decoded: str, fast: bool) -> str:
+    trafilatura = importlib.import_module("trafilatura")
+    return trafilatura.extract(decoded, fast=fast, include_comments=False, include_tables=True) or ""
 
 
 def file_rows(index: int, file: InputFile, cfg: ExtractConfig) -> Iterator[pa.RecordBatch]:
