@@ -1,7 +1,7 @@
 """The main text of an HTML page: the article, not the page around it.
 
-resiliparse parses the page (lexbor, in C) and drops what is never content: <nav> and <footer>, and an
-<aside> or <form> unless it holds an article's worth of text. List items become paragraphs first
+resiliparse parses the page (lexbor, in C) and drops what is never content: <nav>, <footer> and figure
+captions, and an <aside> or <form> unless it holds an article's worth of text. List items become paragraphs first
 (resiliparse's main-content pass drops every list, taking it for a menu) and <ruby> readings go (the
 pass keeps the reading and drops the word). The pass renders the rest as blocks, with the links marked.
 Block by block, a short block that is mostly link text is navigation (menus, related links, tag lists),
@@ -68,9 +68,12 @@ BOILERPLATE = re.compile(  # matched against the lowercased block: 2.6x as fast 
 
 
 def _text_outside_links(node) -> int:
+    text = len(node.text)
+    if text < CONTENT_INSIDE:
+        return text
     # the links' text from the markup: a node object per link costs more than the page where a
     # whole-page ASP.NET <form> holds thousands of them
-    return len(node.text) - sum(len(TAG.sub("", link)) for link in LINK.findall(node.html))
+    return text - sum(len(TAG.sub("", link)) for link in LINK.findall(node.html))
 
 
 def _drop_non_content(body) -> None:
@@ -80,7 +83,7 @@ def _drop_non_content(body) -> None:
         if node.parent is not None:
             node.parent.remove_child(node)
     for node in body.query_selector_all(SOMETIMES_CONTENT):
-        if node.parent is not None and (len(node.text) < CONTENT_INSIDE or _text_outside_links(node) < CONTENT_INSIDE):
+        if node.parent is not None and _text_outside_links(node) < CONTENT_INSIDE:
             node.parent.remove_child(node)
 
 
