@@ -1,7 +1,7 @@
 """The main text of an HTML page: the article, not the page around it.
 
-resiliparse parses the page (lexbor, in C) and drops what is never content: <nav>, <footer> and figure
-captions, and an <aside> or <form> unless it holds an article's worth of text. List items become paragraphs first
+resiliparse parses the page (lexbor, in C) and drops what is never content: <nav> and <footer>, and an
+<aside> or <form> unless it holds an article's worth of text. List items become paragraphs first
 (resiliparse's main-content pass drops every list, taking it for a menu) and <ruby> readings go (the
 pass keeps the reading and drops the word). The pass renders the rest as blocks, with the links marked.
 Block by block, a short block that is mostly link text is navigation (menus, related links, tag lists),
@@ -33,7 +33,7 @@ import unicodedata
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
-NEVER_CONTENT = "nav, footer, figcaption"  # captions and photo credits are not the article
+NEVER_CONTENT = "nav, footer"
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
 # where content management systems put the article; the first on the page, if any, is read on its own

@@ -110,10 +110,3 @@ def test_ruby_readings_go_and_the_words_stay():
     text = main_text(_page(f"<p>{sentence}</p>"))
     assert "子どもへの虐待をなくすための法律ができました。" in text and "ぎゃくたい" not in text
 
-
-def test_figure_captions_and_photo_credits_go():
-    body = articles(1, size=3)[0]
-    figure = ('<figure><img src="/a.jpg"><figcaption>The new installer at work (photo: J. Doe / CC BY)'
-              "</figcaption></figure>")
-    text = main_text(_page(f"<p>{body[0]}</p>{figure}<p>{body[1]}</p><p>{body[2]}</p>"))
-    assert all(p in text for p in body) and "The new installer at work" not in text
