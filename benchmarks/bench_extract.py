@@ -62,7 +62,8 @@ def extractors() -> dict:
     options = {"include_comments": False, "include_tables": True}
     return {
         "tokenmill": lambda body: main_text(decode_html(body)[0]),
-        "tokenmill hybrid (trafilatura fast below 800 chars)": lambda body: page_text(decode_html(body)[0], HYBRID),
+        f"tokenmill hybrid (trafilatura fast below {HYBRID.fallback_below} chars)":
+            lambda body: page_text(decode_html(body)[0], HYBRID),
         "trafilatura (fast=False, its default)": lambda body: trafilatura.extract(body, fast=False, **options),
         "trafilatura (fast=True)": lambda body: trafilatura.extract(body, fast=True, **options),
         "resiliparse, main content": lambda body: extract_plain_text(HTMLTree.parse(decoded(body)),
