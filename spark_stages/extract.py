@@ -78,6 +78,10 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     with persisted() as kept:
         rows = kept.keep(spark.range(0, len(files), 1, min(len(files), MAX_INPUT_PARTITIONS))
                          .mapInArrow(extract_partition, spark_schema(EXTRACT_RESULT_SCHEMA)))
+        # The counts first, in a job of their own: every task extracts a file at once. Left to the template
+        # step, its three branches' jobs start together and a task waits, holding its core, on a file
+        # another task is extracting into the cache (the job took 1.9x as long on 2 cores).
+        outcomes = _outcomes(rows)
         pages = rows.where(F.col("status") == "page")
         docs, removed = (_without_templates(pages, cfg.templates, kept) if cfg.templates.enabled
                          else (pages, None))
@@ -88,7 +92,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         (rows.where(F.col("status") == "quarantined").orderBy("file_index", "record_index")
          .select(F.concat_ws(": ", "reason", "error").alias("error"), "file", "offset", "id")
          .select(*WEB_QUARANTINE_SCHEMA.names).write.parquet(str(staging / "quarantine")))
-        stats = _stats(rows, docs, removed, len(files), started)
+        stats = _stats(outcomes, rows, docs, removed, len(files), started)
         stats["checksums"] = checksums(spark, staging, ["docs", "quarantine"])
     (staging / "report.md").write_text(extract_report(stats), encoding="utf-8")
     commit(staging, out, ["docs", "quarantine"], stats)
@@ -126,18 +130,25 @@ def _without_templates(pages, cfg: TemplateConfig, kept):
     return docs, (removed, emptied)
 
 
-def _stats(rows, docs, removed, files: int, started: float) -> dict:
+def _outcomes(rows) -> list:
+    """(status, reason, records, bytes in) rows: what the files held."""
+    from pyspark.sql import functions as F
+
+    return rows.groupBy("status", "reason").agg(F.sum("count").alias("n"), F.sum("bytes_in").alias("bytes")).collect()
+
+
+def _stats(outcomes: list, rows, docs, removed, files: int, started: float) -> dict:
     from pyspark.sql import functions as F
 
     by_status: dict[str, int] = {}
     skipped: dict[str, int] = {}
-    for row in rows.groupBy("status", "reason").agg(F.sum("count").alias("n")).collect():
+    for row in outcomes:
         by_status[row["status"]] = by_status.get(row["status"], 0) + row["n"]
         if row["status"] == "skipped":
             skipped[row["reason"]] = row["n"]
     problems = rows.where(F.col("status").isin("file_warning", "file_error")).orderBy("file_index", "record_index")
     found = problems.select("status", "file", "error").collect()
-    bytes_in = rows.agg(F.sum("bytes_in")).first()[0] or 0
+    bytes_in = sum(row["bytes"] or 0 for row in outcomes)
     written = docs.agg(F.count("*"), F.sum(F.octet_length("text"))).first()
     template = {"lines_removed": 0, "pages_changed": 0, "pages_emptied": 0}
     if removed is not None:
