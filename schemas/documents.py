@@ -51,29 +51,6 @@ WEB_DOCUMENT_SCHEMA = pa.schema(
     ]
 )
 
-# What an extract task makes of a WARC file, a row per outcome (prep/extract/pages.py); `status` is page,
-# empty, quarantined, file_warning, file_error, or skipped (one row per reason, with its `count`).
-EXTRACT_RESULT_SCHEMA = pa.schema(
-    [
-        pa.field("file_index", pa.int64(), nullable=False),
-        pa.field("record_index", pa.int64(), nullable=False),
-        pa.field("file", pa.string(), nullable=False),
-        pa.field("status", pa.string(), nullable=False),
-        pa.field("reason", pa.string()),
-        pa.field("count", pa.int64(), nullable=False),
-        pa.field("id", pa.string()),
-        pa.field("text", pa.string()),
-        pa.field("url", pa.string()),
-        pa.field("host", pa.string()),
-        pa.field("warc_date", pa.string()),
-        pa.field("content_type", pa.string()),
-        pa.field("charset", pa.string()),
-        pa.field("error", pa.string()),
-        pa.field("offset", pa.int64()),
-        pa.field("bytes_in", pa.int64()),
-    ]
-)
-
 # An extract job's quarantine: the record's file and byte offset instead of a line.
 WEB_QUARANTINE_SCHEMA = pa.schema(
     [

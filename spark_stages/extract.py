@@ -6,32 +6,61 @@ file, byte offset and error), OUT/report.md and OUT/stats.json: records by outco
 (pages, extracted, empty after extraction, skipped by reason, quarantined), bytes in and out, file
 warnings and errors, and what the template step removed.
 
-A task reads one WARC file as a stream (prep/extract/pages.py). Then the site-template step: a line
-(a block of the extracted text) found on at least `templates.min_pages` pages of one host and on at
-least `templates.min_share` of them is that site's template (navigation, footers, "related" boxes the
-single-page extractor kept) and is cut from every page of the host; a page left with nothing is
-counted, not written. Counts are of distinct pages per (host, normalized line), so the step is the
-same on any number of partitions and machines; documents are written sorted by id in files by a hash
-of it.
+A task reads one WARC file as a stream (prep/extract/pages.py) and writes what it found itself, as the
+clean job's tasks do (spark_stages/task_outputs.py): no page's text passes through Spark's JVM, and
+none is shuffled. A file's documents go to a file of their own, in the WARC file's order.
+
+Then the site-template step: a line (a block of the extracted text) found on at least
+`templates.min_pages` pages of one host and on at least `templates.min_share` of them is that site's
+template (navigation, footers, "related" boxes the single-page extractor kept) and is cut from every
+page of the host; a page left with nothing is counted, not written. The extracting tasks write each
+page with its lines' 64-bit keys to scratch files, and per file the pages of each site and of each
+line; Spark counts those (only keys move between tasks) and gives each file the template keys its
+pages hold; a task per file then cuts its pages where they are. The counts are of distinct pages per
+(host, normalized line), so the output is the same on any number of partitions and machines.
 """
 
 import logging
+import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from prep.extract.pages import NEEDS_TRAFILATURA, ExtractConfig, file_rows
-from prep.ingest.inputs import Sources, all_files
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from prep.arrow_rows import rows_to_batch
+from prep.extract.pages import NEEDS_TRAFILATURA, ExtractConfig, file_outcomes
+from prep.extract.templates import cut, line_keys, site_key
+from prep.ingest.inputs import InputFile, Sources, all_files
 from schemas import FORMAT_VERSION
-from schemas.documents import EXTRACT_RESULT_SCHEMA, WEB_DOCUMENT_SCHEMA, WEB_QUARANTINE_SCHEMA
-from spark_stages.ingest import MAX_INPUT_PARTITIONS, default_partitions
-from spark_stages.outputs import checksums, commit, staging_dir
-from spark_stages.persisted import persisted
+from schemas.documents import WEB_DOCUMENT_SCHEMA, WEB_QUARANTINE_SCHEMA
+from spark_stages.ingest import MAX_INPUT_PARTITIONS, map_files
+from spark_stages.outputs import SCRATCH, checksums, commit, staging_dir
 from spark_stages.runner import Stage
 from spark_stages.session import spark_schema
+from spark_stages.task_outputs import TaskOutputs, fill_empty, part_name, prepare
 
 log = logging.getLogger(__name__)
 
-BLOCK_SEPARATOR = "\n\n"  # prep/extract/html_text.py joins a page's blocks so
+OUTPUTS = {"docs": WEB_DOCUMENT_SCHEMA, "quarantine": WEB_QUARANTINE_SCHEMA}
+# Scratch files of the template step, a file of each per WARC file: its pages with their lines' keys
+# (prep/extract/templates.py), the pages of each site, and of each line of a site.
+PAGE_SCHEMA = WEB_DOCUMENT_SCHEMA.append(pa.field("keys", pa.list_(pa.int64()), nullable=False))
+SITE_SCHEMA = pa.schema([("site", pa.int64()), ("pages", pa.int64())])
+LINE_SCHEMA = pa.schema([("file_index", pa.int64()), ("site", pa.int64()), ("key", pa.int64()),
+                         ("pages", pa.int64())])
+SCRATCH_OUTPUTS = {"pages": PAGE_SCHEMA, "sites": SITE_SCHEMA, "lines": LINE_SCHEMA}
+# What an extracting task returns: its records counted by (status, reason) with the bytes of their pages
+# (HTML in, text out), and a row per file warning or error; what a cutting task returns: a row per file.
+TASK_SCHEMA = pa.schema([("status", pa.string()), ("reason", pa.string()), ("count", pa.int64()),
+                         ("bytes_in", pa.int64()), ("bytes_out", pa.int64()), ("file", pa.string()),
+                         ("error", pa.string())])
+CUT_SCHEMA = pa.schema([("lines_removed", pa.int64()), ("pages_changed", pa.int64()), ("pages_emptied", pa.int64()),
+                        ("written", pa.int64()), ("bytes_out", pa.int64())])
+BATCH_ROWS = 512  # pages a task holds before handing them to its writer
 
 
 @dataclass(frozen=True)
@@ -49,9 +78,16 @@ class TemplateConfig:
 
 @dataclass(frozen=True)
 class Config(ExtractConfig):
-    """What is extracted (prep/extract/pages.py), the template step, and how the job spreads the work."""
+    """What is extracted (prep/extract/pages.py), the template step, and how the documents are laid out."""
     templates: TemplateConfig = field(default_factory=TemplateConfig)
-    partitions: int | None = None  # output files (default: from the input size)
+    # files of documents, spread over them by a hash of the record id and sorted by it (a shuffle); default:
+    # a file per WARC file, its pages in the WARC file's order
+    partitions: int | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.partitions is not None and self.partitions < 1:
+            raise ValueError(f"partitions must be at least 1, got {self.partitions}")
 
 
 def check(cfg: Config, _sources) -> None:
@@ -64,113 +100,182 @@ def check(cfg: Config, _sources) -> None:
 
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     """Extracts every source's WARC files into one output; returns the stats (also OUT/stats.json)."""
-    from pyspark.sql import functions as F
-
     started = time.time()
     files = all_files(sources)
-    listing = spark.sparkContext.broadcast(files)
+    staging = staging_dir(out)
+    prepare(staging, OUTPUTS)
+    if cfg.templates.enabled:
+        prepare(staging / SCRATCH, SCRATCH_OUTPUTS)
 
-    def extract_partition(batches):
-        for batch in batches:
-            for index in batch["id"].to_pylist():
-                yield from file_rows(index, listing.value[index], cfg)
+    def extract_files(mine):
+        for index, file in mine:
+            yield extract_file(index, file, cfg, staging)
 
-    with persisted() as kept:
-        rows = kept.keep(spark.range(0, len(files), 1, min(len(files), MAX_INPUT_PARTITIONS))
-                         .mapInArrow(extract_partition, spark_schema(EXTRACT_RESULT_SCHEMA)))
-        # The counts first, in a job of their own: every task extracts a file at once. Left to the template
-        # step, its three branches' jobs start together and a task waits, holding its core, on a file
-        # another task is extracting into the cache (the job took 1.9x as long on 2 cores).
-        outcomes = _outcomes(rows)
-        pages = rows.where(F.col("status") == "page")
-        docs, removed = (_without_templates(pages, cfg.templates, kept) if cfg.templates.enabled
-                         else (pages, None))
-        staging = staging_dir(out)
-        partitions = cfg.partitions or default_partitions(files)
-        (docs.withColumn("source", F.col("file")).select(*WEB_DOCUMENT_SCHEMA.names)
-         .repartition(partitions, "id").sortWithinPartitions("id").write.parquet(str(staging / "docs")))
-        (rows.where(F.col("status") == "quarantined").orderBy("file_index", "record_index")
-         .select(F.concat_ws(": ", "reason", "error").alias("error"), "file", "offset", "id")
-         .select(*WEB_QUARANTINE_SCHEMA.names).write.parquet(str(staging / "quarantine")))
-        stats = _stats(outcomes, rows, docs, removed, len(files), started)
-        stats["checksums"] = checksums(spark, staging, ["docs", "quarantine"])
+    tasks = map_files(spark, files, extract_files, TASK_SCHEMA).collect()
+    cuts = _without_templates(spark, staging, cfg.templates, len(files)) if cfg.templates.enabled else None
+    fill_empty(staging, OUTPUTS)
+    if cfg.partitions:
+        _spread(spark, staging, cfg.partitions)
+    stats = _stats(tasks, cuts, len(files), started)
+    stats["checksums"] = checksums(spark, staging, list(OUTPUTS))
     (staging / "report.md").write_text(extract_report(stats), encoding="utf-8")
-    commit(staging, out, ["docs", "quarantine"], stats)
+    commit(staging, out, list(OUTPUTS), stats)
     return stats
 
 
-def _without_templates(pages, cfg: TemplateConfig, kept):
-    """(the pages with their site-template lines cut, a frame of (host, lines cut, pages changed, pages
-    emptied)). A line's key is its text lowercased with white space collapsed. Only the keys travel
-    between tasks (the counts, then each host's template keys to its pages, broadcast where they are
-    few); a page's text is cut where it is, in its own order."""
+def extract_file(index: int, file: InputFile, cfg: Config, staging: Path) -> pa.RecordBatch:
+    """Runs in a task: extracts one WARC file, writes its quarantine and its documents (or, for the template
+    step, its pages with their lines' keys and the counts of its sites and lines), and returns its counts
+    (TASK_SCHEMA)."""
+    templates = cfg.templates.enabled
+    outputs = TaskOutputs(staging, OUTPUTS, index)
+    scratch = TaskOutputs(staging / SCRATCH, SCRATCH_OUTPUTS, index) if templates else None
+
+    def write_pages(rows):
+        if templates:
+            scratch.write("pages", rows_to_batch(rows, PAGE_SCHEMA))
+        else:
+            outputs.write("docs", rows_to_batch(rows, WEB_DOCUMENT_SCHEMA))
+
+    counts, bytes_in, bytes_out, problems = Counter(), Counter(), Counter(), []
+    site_pages, line_pages = Counter(), Counter()
+    pages, quarantined = [], []
+    try:
+        for row in file_outcomes(file, cfg):
+            status = row["status"]
+            if status.startswith("file_"):
+                problems.append({"status": status, "count": 1, "file": row["file"], "error": row["error"]})
+                continue
+            counts[status, row.get("reason")] += row["count"]
+            bytes_in[status, row.get("reason")] += row.get("bytes_in") or 0
+            if status == "page":
+                bytes_out[status, None] += len(row["text"].encode())
+                if templates:
+                    row["keys"] = line_keys(row["host"], row["text"])
+                    site = site_key(row["host"])
+                    site_pages[site] += 1
+                    line_pages.update((site, key) for key in set(row["keys"]))  # pages, not lines
+                pages.append(row)
+            elif status == "quarantined":
+                quarantined.append({"error": ": ".join(filter(None, (row["reason"], row["error"]))),
+                                    "file": row["file"], "offset": row.get("offset"), "id": row.get("id")})
+            if len(pages) >= BATCH_ROWS:
+                write_pages(pages)
+                pages = []
+        write_pages(pages)
+        outputs.write("quarantine", rows_to_batch(quarantined, WEB_QUARANTINE_SCHEMA))
+        if templates:
+            scratch.write("sites", pa.record_batch([list(site_pages), list(site_pages.values())], schema=SITE_SCHEMA))
+            scratch.write("lines", pa.record_batch([[index] * len(line_pages), [site for site, _ in line_pages],
+                                                    [key for _, key in line_pages], list(line_pages.values())],
+                                                   schema=LINE_SCHEMA))
+            scratch.close()
+        outputs.close()
+    except BaseException:
+        outputs.abandon()
+        if scratch is not None:
+            scratch.abandon()
+        raise
+    rows = [{"status": status, "reason": reason, "count": n, "bytes_in": bytes_in[status, reason],
+             "bytes_out": bytes_out[status, reason]} for (status, reason), n in counts.items()]
+    return rows_to_batch(rows + problems, TASK_SCHEMA)
+
+
+def _without_templates(spark, staging: Path, cfg: TemplateConfig, files: int) -> list:
+    """Counts the pages of every site and line (Spark, keys only), gives each file the template keys its
+    pages hold, and has a task per file cut its pages into OUT/docs/; returns the cutting tasks' rows
+    (CUT_SCHEMA)."""
     from pyspark.sql import functions as F
 
-    def key(line):
-        return F.xxhash64(F.lower(F.regexp_replace(F.trim(line), r"\s+", " ")))
+    scratch = staging / SCRATCH
+    fill_empty(scratch, {"sites": SITE_SCHEMA, "lines": LINE_SCHEMA})  # a crawl without a page
+    lines = spark.read.parquet(str(scratch / "lines"))
+    sites = spark.read.parquet(str(scratch / "sites")).groupBy("site").agg(F.sum("pages").alias("pages"))
+    template = (lines.groupBy("site", "key").agg(F.sum("pages").alias("on")).join(sites, "site")
+                .where((F.col("on") >= cfg.min_pages) & (F.col("on") >= F.col("pages") * cfg.min_share)).select("key"))
+    per_file = (lines.select("file_index", "key").join(template, "key", "left_semi")
+                .groupBy("file_index").agg(F.collect_list("key").alias("template")))
 
-    blocks = F.filter(F.split("text", BLOCK_SEPARATOR), lambda line: F.trim(line) != "")
-    # The text is cut from its blocks, and made again from those kept: cached once, as blocks.
-    keyed = kept.keep(pages.withColumn("blocks", blocks).withColumn("keys", F.transform("blocks", key)).drop("text"))
-    on = (keyed.select("host", F.explode(F.array_distinct("keys")).alias("key"))
-          .groupBy("host", "key").agg(F.count("*").alias("on")))
-    template = (on.join(keyed.groupBy("host").agg(F.count("*").alias("pages")), "host")
-                .where((F.col("on") >= cfg.min_pages) & (F.col("on") >= F.col("pages") * cfg.min_share))
-                .groupBy("host").agg(F.collect_set("key").alias("template")))
-    cut = F.filter(F.arrays_zip("blocks", "keys"), lambda b: ~F.array_contains("template", b["keys"]))
-    joined = kept.keep(keyed.join(template, "host", "left")
-                       .withColumn("kept", F.when(F.col("template").isNull(), F.col("blocks"))
-                                   .otherwise(F.transform(cut, lambda b: b["blocks"])))
-                       .withColumn("cut", F.size("blocks") - F.size("kept")))
-    removed = (joined.where(F.col("cut") > 0).groupBy("host")
-               .agg(F.sum("cut").alias("lines"), F.count("*").alias("pages_changed")))
-    docs = (joined.where(F.size("kept") > 0).withColumn("text", F.array_join("kept", BLOCK_SEPARATOR))
-            .drop("blocks", "keys", "template", "kept", "cut"))
-    emptied = joined.where(F.size("kept") == 0).count()
-    return docs, (removed, emptied)
+    def cut_files(batches):
+        for batch in batches:
+            for index, keys in zip(batch["file_index"].to_pylist(), batch["template"].to_pylist()):
+                yield cut_file(index, set(keys or ()), staging)
+
+    return (spark.range(0, files).withColumnRenamed("id", "file_index").join(per_file, "file_index", "left")
+            .repartition(min(files, MAX_INPUT_PARTITIONS), "file_index")
+            .mapInArrow(cut_files, spark_schema(CUT_SCHEMA)).collect())
 
 
-def _outcomes(rows) -> list:
-    """(status, reason, records, bytes in) rows: what the files held."""
-    from pyspark.sql import functions as F
+def cut_file(index: int, template: set[int], staging: Path) -> pa.RecordBatch:
+    """Runs in a task: one WARC file's pages with their template lines cut, written to OUT/docs/ (a page
+    left with nothing is not written); returns what was cut (CUT_SCHEMA)."""
+    counts = Counter()
+    path = staging / SCRATCH / "pages" / part_name(index)
+    if path.exists():  # a file without pages has none
+        outputs = TaskOutputs(staging, {"docs": WEB_DOCUMENT_SCHEMA}, index)
+        try:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
+                texts = batch.column("text").to_pylist()
+                if template:
+                    cut_texts = []
+                    for text, keys in zip(texts, batch.column("keys").to_pylist(), strict=True):
+                        text, removed = cut(text, keys, template)
+                        cut_texts.append(text)
+                        counts.update(lines_removed=removed, pages_changed=removed > 0, pages_emptied=not text)
+                    text = pa.array(cut_texts, pa.string())
+                    batch = batch.set_column(batch.schema.get_field_index("text"), "text", text)
+                    batch = batch.filter(pc.not_equal(text, ""))
+                written = pc.sum(pc.binary_length(batch.column("text"))).as_py()
+                counts.update(written=batch.num_rows, bytes_out=written or 0)
+                outputs.write("docs", batch)
+            outputs.close()
+        except BaseException:
+            outputs.abandon()
+            raise
+    return pa.RecordBatch.from_pylist([{name: counts[name] for name in CUT_SCHEMA.names}], schema=CUT_SCHEMA)
 
-    return rows.groupBy("status", "reason").agg(F.sum("count").alias("n"), F.sum("bytes_in").alias("bytes")).collect()
+
+def _spread(spark, staging: Path, partitions: int) -> None:
+    """OUT/docs/ as `partitions` files, its rows spread by a hash of the record id and sorted by it."""
+    by_file = staging / SCRATCH / "docs-by-file"
+    os.replace(staging / "docs", by_file)
+    (spark.read.parquet(str(by_file)).repartition(partitions, "id").sortWithinPartitions("id", "source", "url")
+     .write.parquet(str(staging / "docs")))
 
 
-def _stats(outcomes: list, rows, docs, removed, files: int, started: float) -> dict:
-    from pyspark.sql import functions as F
-
-    by_status: dict[str, int] = {}
-    skipped: dict[str, int] = {}
-    for row in outcomes:
-        by_status[row["status"]] = by_status.get(row["status"], 0) + row["n"]
+def _stats(tasks: list, cuts: list | None, files: int, started: float) -> dict:
+    by_status, skipped, bytes_in = Counter(), Counter(), 0
+    problems = []
+    for row in tasks:
+        if row["status"].startswith("file_"):
+            problems.append(row)
+            continue
+        by_status[row["status"]] += row["count"]
+        bytes_in += row["bytes_in"] or 0
         if row["status"] == "skipped":
-            skipped[row["reason"]] = row["n"]
-    problems = rows.where(F.col("status").isin("file_warning", "file_error")).orderBy("file_index", "record_index")
-    found = problems.select("status", "file", "error").collect()
-    bytes_in = sum(row["bytes"] or 0 for row in outcomes)
-    written = docs.agg(F.count("*"), F.sum(F.octet_length("text"))).first()
-    template = {"lines_removed": 0, "pages_changed": 0, "pages_emptied": 0}
-    if removed is not None:
-        cut, emptied = removed
-        total = cut.agg(F.sum("lines"), F.sum("pages_changed")).first()
-        template = {"lines_removed": total[0] or 0, "pages_changed": total[1] or 0, "pages_emptied": emptied}
-    pages = by_status.get("page", 0) + by_status.get("empty", 0)
+            skipped[row["reason"]] += row["count"]
+    problems.sort(key=lambda r: r["file"])
+    warnings = [{"file": p["file"], "warning": p["error"]} for p in problems if p["status"] == "file_warning"]
+    if cuts is None:
+        cut = {"lines_removed": 0, "pages_changed": 0, "pages_emptied": 0, "written": by_status["page"],
+               "bytes_out": sum(row["bytes_out"] or 0 for row in tasks if row["status"] == "page")}
+    else:
+        cut = {name: sum(row[name] for row in cuts) for name in CUT_SCHEMA.names}
     return {
         "format_version": FORMAT_VERSION,
         "files": files,
-        "records": sum(by_status.values()) - by_status.get("file_warning", 0) - by_status.get("file_error", 0),
-        "pages": pages,
-        "extracted": by_status.get("page", 0),
-        "empty_after_extraction": by_status.get("empty", 0),
-        "written": written[0],
+        "records": sum(by_status.values()),
+        "pages": by_status["page"] + by_status["empty"],
+        "extracted": by_status["page"],
+        "empty_after_extraction": by_status["empty"],
+        "written": cut["written"],
         "skipped": dict(sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "quarantined": by_status.get("quarantined", 0),
-        "templates": template,
+        "quarantined": by_status["quarantined"],
+        "templates": {name: cut[name] for name in ("lines_removed", "pages_changed", "pages_emptied")},
         "bytes_in": bytes_in,
-        "bytes_out": written[1] or 0,
-        "file_warnings": [{"file": r["file"], "warning": r["error"]} for r in found if r["status"] == "file_warning"],
-        "file_errors": [{"file": r["file"], "error": r["error"]} for r in found if r["status"] == "file_error"],
+        "bytes_out": cut["bytes_out"],
+        "file_warnings": warnings,
+        "file_errors": [{"file": p["file"], "error": p["error"]} for p in problems if p["status"] == "file_error"],
         "seconds": round(time.time() - started, 1),
     }
 

@@ -1,6 +1,6 @@
 """What a task makes of one WARC file (prep/extract/warc.py): a row per page extracted (or found empty),
-per quarantined record and per file problem, and per skip reason one row with its count, as Arrow
-batches the Spark stage writes and counts (schemas/documents.py's EXTRACT_RESULT_SCHEMA)."""
+per quarantined record and per file problem, and per skip reason one row with its count, for the Spark
+stage to write and count."""
 
 import importlib
 from collections import Counter
@@ -8,16 +8,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-import pyarrow as pa
-
-from prep.arrow_rows import rows_to_batch
 from prep.extract.encoding import decode_html
 from prep.extract.html_text import main_text
 from prep.extract.warc import FileProblem, Page, Quarantined, Skipped, WarcConfig, read_warc
 from prep.ingest.inputs import InputFile
-from schemas.documents import EXTRACT_RESULT_SCHEMA
 
-BATCH_ROWS = 512
 EXTRACTORS = ("tokenmill", "hybrid", "trafilatura")
 NEEDS_TRAFILATURA = ("hybrid", "trafilatura")  # optional, not in the executor group: the job checks it is there
 
@@ -71,33 +66,30 @@ def _trafilatura(decoded: str, fast: bool) -> str:
     return trafilatura.extract(decoded, fast=fast, include_comments=False, include_tables=True) or ""
 
 
-def file_rows(index: int, file: InputFile, cfg: ExtractConfig) -> Iterator[pa.RecordBatch]:
-    """Every outcome of one WARC file, in EXTRACT_RESULT_SCHEMA, in batches; never raises for its content."""
-    rows, skipped, number = [], Counter(), 0
+def file_outcomes(file: InputFile, cfg: ExtractConfig) -> Iterator[dict]:
+    """Every outcome of one WARC file as a row, in the file's order: a page extracted (status `page`) or
+    found empty (`empty`), a quarantined record, a file warning or error; then, per skip reason, one row
+    with its count. Never raises for the file's content."""
+    skipped, number = Counter(), 0
     for outcome in read_warc(file.path, cfg.warc):
-        base = {"file_index": index, "record_index": number, "file": file.relative, "count": 1}
+        base = {"record_index": number, "file": file.relative, "count": 1}
         number += 1
         if isinstance(outcome, Skipped):
             skipped[outcome.reason] += 1
-            continue
-        if isinstance(outcome, Page):
+        elif isinstance(outcome, Page):
             try:
                 text, charset = _text(outcome, cfg)
             except Exception as e:  # noqa: BLE001  (a page no rule foresaw: quarantined with its reason)
-                rows.append({**base, "status": "quarantined", "reason": "extraction failed",
-                             "error": f"{type(e).__name__}: {str(e)[:200]}", "id": outcome.id})
+                yield {**base, "status": "quarantined", "reason": "extraction failed",
+                       "error": f"{type(e).__name__}: {str(e)[:200]}", "id": outcome.id}
                 continue
-            rows.append({**base, "status": "page" if text else "empty", "id": outcome.id, "text": text,
-                         "url": outcome.url, "host": host_of(outcome.url), "warc_date": outcome.date,
-                         "content_type": outcome.content_type, "charset": charset, "bytes_in": len(outcome.payload)})
+            yield {**base, "status": "page" if text else "empty", "id": outcome.id, "text": text, "url": outcome.url,
+                   "host": host_of(outcome.url), "warc_date": outcome.date, "content_type": outcome.content_type,
+                   "charset": charset, "source": file.relative, "bytes_in": len(outcome.payload)}
         elif isinstance(outcome, Quarantined):
-            rows.append({**base, "status": "quarantined", "reason": "malformed record", "error": outcome.error,
-                         "offset": outcome.offset})
+            yield {**base, "status": "quarantined", "reason": "malformed record", "error": outcome.error,
+                   "offset": outcome.offset}
         elif isinstance(outcome, FileProblem):
-            rows.append({**base, "status": f"file_{outcome.kind}", "error": outcome.message})
-        if len(rows) >= BATCH_ROWS:
-            yield rows_to_batch(rows, EXTRACT_RESULT_SCHEMA)
-            rows = []
-    rows += [{"file_index": index, "record_index": -1, "file": file.relative, "status": "skipped", "reason": reason,
-              "count": count} for reason, count in sorted(skipped.items())]
-    yield rows_to_batch(rows, EXTRACT_RESULT_SCHEMA)
+            yield {**base, "status": f"file_{outcome.kind}", "error": outcome.message}
+    for reason, count in sorted(skipped.items()):
+        yield {"record_index": -1, "file": file.relative, "status": "skipped", "reason": reason, "count": count}

@@ -6,13 +6,13 @@ import pytest
 from prep.arrow_rows import rows_to_batch
 from prep.clean import CLEAN_RESULT_SCHEMA
 from prep.ingest.records import READ_SCHEMA
-from schemas.documents import EXTRACT_RESULT_SCHEMA
+from schemas.documents import WEB_DOCUMENT_SCHEMA, WEB_QUARANTINE_SCHEMA
 
 VALUES = {pa.string(): ["", "文本 ☃", "a\x00b"], pa.int64(): [0, -1, 2**62], pa.int32(): [0, 7, -(2**31)],
           pa.float32(): [0.0, 0.5, 1e-30], pa.binary(): [b"", b"\xff\xfe", b"x" * 100]}
 
 
-@pytest.mark.parametrize("schema", [READ_SCHEMA, CLEAN_RESULT_SCHEMA, EXTRACT_RESULT_SCHEMA])
+@pytest.mark.parametrize("schema", [READ_SCHEMA, CLEAN_RESULT_SCHEMA, WEB_DOCUMENT_SCHEMA, WEB_QUARANTINE_SCHEMA])
 def test_the_same_batch_as_from_pylist(schema):
     rows = []
     for i in range(9):
