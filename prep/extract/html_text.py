@@ -1,29 +1,29 @@
 """The main text of an HTML page: the article, not the page around it.
 
-resiliparse parses the page (lexbor, in C) and drops what is never content: <nav> and <footer>, and an
-<aside> or <form> unless it holds an article's worth of text. List items become paragraphs first
-(resiliparse's main-content pass drops every list, taking it for a menu) and <ruby> readings go (the
-pass keeps the reading and drops the word). The pass renders the rest as blocks, with the links marked.
-Block by block, a short block that is mostly link text is navigation (menus, related links, tag lists),
-and a short block that says what boilerplate says (newsletter, share, related articles, copyright,
-cookie, photo credits, dates and bylines, in English, German, French and Spanish) goes; short blocks
-that are not prose go with their neighbours when those went (a run between removed blocks, or the
+resiliparse parses the page (lexbor, in C) and drops what is never content: <nav>, <footer>, image captions
+and comment sections, and an <aside> or <form> unless it holds an article's worth of text. List items become
+paragraphs first (resiliparse's main-content pass drops every list, taking it for a menu) and <ruby>
+readings go (the pass keeps the reading and drops the word). The pass renders the rest as blocks, with the
+links marked. Block by block, a short block that is mostly link text is navigation (menus, related links,
+tag lists), and a short block that says what boilerplate says (newsletter, share, related articles,
+copyright, cookie, photo credits, dates and bylines, in English, German, French and Spanish) goes; short
+blocks that are not prose go with their neighbours when those went (a run between removed blocks, or the
 heading of a removed list: "Related posts", "Most read").
 
 Where the page marks its article body the way content management systems do (`itemprop=articleBody`,
-`entry-content`, `post-content`, `<article>`, ...), that element alone is read the same way, with the
-lead paragraphs right before it, when it holds most of the page's prose: author boxes, related posts
-and comment sections after the article fall outside. The text is then trimmed to the stretch from the
-article's title (the block before its first prose block) to its last block of prose (a long line, or a
-sentence of eight words). Paragraphs, headings, list items and table rows come out as blocks separated
-by blank lines, in Unicode NFC.
+`entry-content`, `post-content`, ..., `<article>` last: the most specific mark found), that element alone
+is read the same way, with the lead paragraphs right before it, unless it holds little of the page's prose:
+author boxes, related posts, teasers of other articles and comment sections around the article fall
+outside. The text is then trimmed to the stretch from the article's title (the block before its first prose
+block) to its last block of prose (a long line, or a sentence of eight words). Paragraphs, headings, list
+items and table rows come out as blocks separated by blank lines, in Unicode NFC.
 
 Two second chances: when the main-content pass keeps a small share of the page's prose (it took the
 article's wrapper for a sidebar, by a class such as "share" or "promoted"), the whole page goes
 through the same block rules instead; and a page with no text but a <noscript> is read with it.
 
-Measured against trafilatura, resiliparse alone and readability on trafilatura's own evaluation
-pages (benchmarks/bench_extract.py; docs/extract.md).
+Measured against trafilatura, resiliparse alone and readability on trafilatura's own evaluation pages and on
+Zyte's article-extraction benchmark (benchmarks/bench_extract.py; docs/extract.md).
 """
 
 import html
@@ -33,14 +33,18 @@ import unicodedata
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
-NEVER_CONTENT = "nav, footer"
+# never the article: navigation, footers, image captions and credits, comment sections (by the ids and classes
+# WordPress and Disqus give them: a substring such as "comment" also names many an article's wrapper)
+NEVER_CONTENT = ("nav, footer, figcaption, [class*=caption], #comments, #respond, .comments, .comment-list, "
+                 ".commentlist, #disqus_thread")
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
-# where content management systems put the article; the first on the page, if any, is read on its own
-ARTICLE_BODY = ('[itemprop="articleBody"], [class*="entry-content"], [class*="post-content"], '
-                '[class*="article-body"], [class*="articleBody"], [class*="story-body"], [class*="post-body"], '
-                '[class*="article-content"], article')
-ARTICLE_BODY_SHARE = 0.8  # ... and replaces the page when it holds at least this share of the page's prose
+# where content management systems put the article, most specific first: the first found is read on its own
+# (a page's <article> often holds teasers of other articles around its marked body)
+ARTICLE_BODY = ('[itemprop="articleBody"]', '[class*="entry-content"]', '[class*="post-content"]',
+                '[class*="article-body"]', '[class*="articleBody"]', '[class*="story-body"]', '[class*="post-body"]',
+                '[class*="article-content"]', "article")
+ARTICLE_BODY_SHARE = 0.3  # ... and replaces the page when it holds at least this share of the page's prose
 LEAD_BLOCKS = 2  # prose blocks right before the article body that are kept with it (a standfirst, a lead)
 TITLE_BLOCKS = 1  # blocks right before the first prose block that are kept (the article's title)
 RESCUE_BELOW = 2000  # characters of prose under which the main-content pass is checked against the whole page
@@ -57,14 +61,30 @@ LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
 BLOCK = re.compile(r"</?(?:p|h[1-6]|li|ul|ol|pre|br|div|tr|table|blockquote)\b[^>]*>")
 CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")  # kana, Han, Hangul
 SENTENCE_END = re.compile(r"[.!?。！？…\"”»)]\s*$")
-BOILERPLATE = re.compile(  # matched against the lowercased block: 2.6x as fast as re.I
-    r"(newsletter|subscri|abonn|\bshare\b|teilen|related|weitere (artikel|beiträge|themen)|mehr zu|lesen sie auch|"
-    r"read more|read also|also like|might like|©|copyright|all rights reserved|alle rechte|cookie|impressum|"
-    r"datenschutz|privacy|kommentar|\bcomments?\b|réactions|anzeige|advertisement|werbung|follow us|folgen sie|"
-    r"^tags?:|kategorie|categor|^posted|veröffentlicht|^foto|^photo|^bild|^image|^quelle|^source|"
-    r"^von |^by |download|\bapps?\b|login|log in|sign up|registrier|lea más|le puede interesar|leer más|"
-    r"plus d'|à lire|voir aussi|explore further|^\d{1,2}\.\s?\d{1,2}\.\s?\d{2,4}|^\w+, \d{1,2}\. \w+ \d{4}|"
-    r"^(january|february|march|april|may|june|july|august|september|october|november|december) \d)")
+# What boilerplate says, matched against the lowercased block (2.6x as fast as re.I): words found anywhere in it,
+# and the words it starts with (matched at its start alone: a search would try them at every position)
+BOILERPLATE = re.compile("|".join((
+    # related and recommended articles
+    r"related|read more|read also|also like|might like|more stories|more from|top stories|explore further",
+    r"weitere (artikel|beiträge|themen)|mehr zu|lesen sie auch|auch interessieren|weiterlesen",
+    r"meist gesucht|aktuelle news|plus d'|à lire|voir aussi|vous aimerez|à découvrir",
+    r"lea más|leer más|le puede interesar|te puede interesar|mir[aá] también",
+    # subscribing, sharing, following, accounts, comments, donations
+    r"newsletter|subscri|abonn|inbox|alerts|e-?mails?\b|\bshare\b|teilen|follow us|folgen sie|download|\bapps?\b",
+    r"login|log in|sign up|sign in|registrier|einloggen|anmelden|kommentar|kommentieren|\bcomments?\b|réactions",
+    r"spende|donate|support (us|our)|únete",
+    # advertising, shops, legal
+    r"anzeige|advertisement|werbung|continue reading|zum shop|jetzt entdecken|entdecken sie|ohne gewähr",
+    r"©|copyright|\(c\)|all rights reserved|alle rechte|cookie|impressum|datenschutz|privacy",
+    r"externer inhalt|inhalt laden|zu laden|inhaltsverzeichnis|table of contents",
+    # authors, credits, dates, categories
+    r"über den autor|über die autorin|about the author|à propos de l|sobre el autor",
+    r"foto:|bild:|photo:|image:|credit:|crédito|istock|getty|shutterstock|symbolbild|\bdpa\b|\bafp\b|reuters",
+    r"kategorie|categor|veröffentlicht|aktualisiert am|opublikowano|\d{1,2}:\d{2} uhr")))
+BOILERPLATE_START = re.compile("|".join((
+    r"ähnliche |advert|von |by |foto|photo|bild|image|quelle|source|tags?:|posted|published|updated|last updated",
+    r"stand:|\d{4}-\d{2}-\d{2}|\d{1,2}\.\s?\d{1,2}\.\s?\d{2,4}|\w+, \d{1,2}\. \w+ \d{4}",
+    r"(january|february|march|april|may|june|july|august|september|october|november|december) \d")))
 
 
 def _text_outside_links(node) -> int:
@@ -116,10 +136,14 @@ def _is_prose(text: str) -> bool:
     return len(text.split()) >= 8 or (len(text) >= 16 and CJK.search(text) is not None)
 
 
+def _says_boilerplate(lowered: str) -> bool:
+    return BOILERPLATE_START.match(lowered) is not None or BOILERPLATE.search(lowered) is not None
+
+
 def _kept(blocks: list[tuple[str, float]], max_link_share: float, short_block: int) -> list[str]:
     """The blocks that are not navigation or boilerplate, nor short blocks that go with them."""
     bad = [(len(text) < LINKED_BLOCK and links > max_link_share)
-           or (len(text) < short_block and BOILERPLATE.search(text.lower()) is not None) for text, links in blocks]
+           or (len(text) < short_block and _says_boilerplate(text.lower())) for text, links in blocks]
     short = [not gone and not _is_prose(text) for gone, (text, _) in zip(bad, blocks)]
     if all(gone or is_short for gone, is_short in zip(bad, short)):  # no prose to tell the article by
         return [text for gone, (text, _) in zip(bad, blocks) if not gone]
@@ -161,6 +185,14 @@ def _parsed(page: str) -> HTMLTree:
     return tree
 
 
+def _article_body(body):
+    for selector in ARTICLE_BODY:
+        found = body.query_selector(selector)
+        if found is not None:
+            return found
+    return None
+
+
 def _with_lead(page_blocks: list[str], article: list[str]) -> list[str]:
     """The article body's blocks after those that come right before it on the page: the prose blocks (at
     most LEAD_BLOCKS: a standfirst or lead that sites put above the body's container) and the title."""
@@ -184,7 +216,7 @@ def main_text(page: str, max_link_share: float = 0.3, short_block: int = 120) ->
     whole = []
     if prose < RESCUE_BELOW and prose < RESCUE_SHARE * len(tree.body.text):
         whole = _kept(_blocks(tree, main_content=False), max_link_share, short_block)
-    body = tree.body.query_selector(ARTICLE_BODY)
+    body = _article_body(tree.body)
     if body is not None:  # the article body alone: no author boxes, related posts or comments after it
         tree.body.replace_children(body)
         article = _kept(_blocks(tree), max_link_share, short_block)

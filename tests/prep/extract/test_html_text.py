@@ -110,3 +110,37 @@ def test_ruby_readings_go_and_the_words_stay():
     text = main_text(_page(f"<p>{sentence}</p>"))
     assert "子どもへの虐待をなくすための法律ができました。" in text and "ぎゃくたい" not in text
 
+
+
+def test_the_most_specific_mark_is_the_article_and_the_teasers_around_it_go():
+    body, *more = articles(12, size=4)
+    others = [p for other in more for p in other if 150 < len(p) < 500][:3]
+    teasers = "".join(f'<div class="teaser"><h3>Story {i}</h3><p>{p}</p></div>' for i, p in enumerate(others))
+    # the page's <article> holds the marked body and, after it, a paragraph of each of three other stories: about
+    # as much prose as the body itself
+    page = _page('<article class="page"><h1>About packages</h1><div itemprop="articleBody">'
+                 + "".join(f"<p>{p}</p>" for p in body) + f"</div>{teasers}</article>")
+    text = main_text(page)
+    assert len(others) == 3 and all(p in text for p in body) and not any(p in text for p in others)
+
+
+def test_captions_and_comment_sections_go():
+    body, caption, comment = articles(3, size=4)
+    page = _page("<main><h1>About packages</h1>" + "".join(f"<p>{p}</p>" for p in body[:2])
+                 + f'<div class="image-caption">{caption[0]} (Photo: Jane Doe)</div>'
+                 + f'<figure><img src="a.png"><figcaption>{caption[1]}</figcaption></figure>'
+                 + "".join(f"<p>{p}</p>" for p in body[2:])
+                 + f'<div id="comments"><h3>3 responses</h3><p>{comment[0]}</p><p>{comment[1]}</p></div></main>')
+    text = main_text(page)
+    assert all(p in text for p in body)
+    assert caption[0] not in text and caption[1] not in text and comment[0] not in text and comment[1] not in text
+
+
+def test_what_boilerplate_says_in_german_french_and_spanish_goes():
+    body = articles(1, size=4)[0]
+    for heading in ("Ähnliche Beiträge", "Das könnte Dich auch interessieren", "Vous aimerez aussi", "Mirá también",
+                    "Über den Autor", "Stand: 05. Februar 2020", "Bild: AFP/SID/Pascal Guyot"):
+        page = _page("<main>" + "".join(f"<p>{p}</p>" for p in body[:2]) + f"<p>{heading}</p>"
+                     + "".join(f"<p>{p}</p>" for p in body[2:]) + "</main>")
+        text = main_text(page)
+        assert all(p in text for p in body) and heading not in text, heading
