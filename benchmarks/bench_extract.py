@@ -2,24 +2,30 @@
 reads little of: `--extractor hybrid`) against trafilatura (its default and fast modes), resiliparse's
 main-content extraction and readability-lxml, on the same pages of one WARC file
 (benchmarks/build_eval_warc.py: trafilatura's own evaluation pages), one run, one core each; then the
-extract job end to end on the same WARC, copied to more pages.
+extract job end to end on the same WARC, copied to more pages; then, where given, the accuracy of each on
+pages none of them was tuned on: Zyte's article-extraction benchmark (github.com/scrapinghub/
+article-extraction-benchmark, 181 pages with their article's text).
 
-    python -m benchmarks.bench_extract --warc /tmp/evalwarc [--job-copies 4]
+    python -m benchmarks.bench_extract --warc /tmp/evalwarc [--job-copies 24] [--zyte DIR]
 
-Accuracy is trafilatura's own measure (tests/eval_common.py): a page's text should hold each of its
-"with" snippets and none of its "without" ones, white space normalized; precision, recall and F1 over
-all snippets. Speed is pages per second of CPU time of the extraction alone (the page's bytes in, its
-text out, decoding included), and the WARC's MB per second for tokenmill's whole read (records, decode,
-extract). Prints a Markdown table.
+Accuracy on trafilatura's pages is trafilatura's own measure (tests/eval_common.py): a page's text should
+hold each of its "with" snippets and none of its "without" ones, white space normalized; precision, recall
+and F1 over all snippets. On Zyte's pages it is that benchmark's: the 4-word shingles of the text against
+those of the article, counted per page and normalized by the page's total, precision and recall averaged
+over the pages. Speed is pages per second of CPU time of the extraction alone (the page's bytes in, its text
+out, decoding included), the WARC's MB per second for tokenmill's whole read (records, decode, extract), and
+the job's pages per second of wall time per core. Prints Markdown tables.
 """
 
 import argparse
+import gzip
 import json
 import re
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from prep.extract.encoding import decode_html
@@ -29,6 +35,8 @@ from prep.extract.warc import Page, read_warc
 
 REPO = Path(__file__).resolve().parents[1]
 HYBRID = ExtractConfig(extractor="hybrid")
+DEFAULT, FAST = "trafilatura (fast=False, its default)", "trafilatura (fast=True)"
+WORD = re.compile(r"\w+")
 
 
 def _norm(text: str) -> str:
@@ -42,6 +50,28 @@ def scores(texts: dict[str, str], annotations: dict) -> tuple[float, float, floa
         found = sum(_norm(w) in text for w in item["with"])
         tp, fn, fp = tp + found, fn + len(item["with"]) - found, fp + sum(_norm(w) in text for w in item["without"])
     precision, recall = tp / max(1, tp + fp), tp / max(1, tp + fn)
+    return precision, recall, 2 * precision * recall / max(1e-9, precision + recall)
+
+
+def _shingles(text: str, n: int = 4) -> Counter:
+    words = WORD.findall(text or "")
+    return Counter(tuple(words[i:i + n]) for i in range(max(1, len(words) - n + 1)) if words[i:i + n])
+
+
+def zyte_scores(texts: dict[str, str], truth: dict[str, str]) -> tuple[float, float, float]:
+    """(precision, recall, F1) as Zyte's benchmark counts them: per page, the 4-word shingles in both, in the
+    text only and in the article only, as shares of the page's total; precision and recall averaged over
+    the pages where they are defined (a page with nothing on either side counts as right)."""
+    precisions, recalls = [], []
+    for key, article in truth.items():
+        mine, theirs = _shingles(texts.get(key, "")), _shingles(article)
+        tp = sum((mine & theirs).values())
+        fp, fn = sum((mine - theirs).values()), sum((theirs - mine).values())
+        if tp + fp:
+            precisions.append(1.0 if fp == fn == 0 else tp / (tp + fp))
+        if tp + fn:
+            recalls.append(1.0 if fp == fn == 0 else tp / (tp + fn))
+    precision, recall = sum(precisions) / max(1, len(precisions)), sum(recalls) / max(1, len(recalls))
     return precision, recall, 2 * precision * recall / max(1e-9, precision + recall)
 
 
@@ -64,8 +94,8 @@ def extractors() -> dict:
         "tokenmill": lambda body: main_text(decode_html(body)[0]),
         f"tokenmill hybrid (trafilatura fast below {HYBRID.fallback_below} chars)":
             lambda body: page_text(decode_html(body)[0], HYBRID),
-        "trafilatura (fast=False, its default)": lambda body: trafilatura.extract(body, fast=False, **options),
-        "trafilatura (fast=True)": lambda body: trafilatura.extract(body, fast=True, **options),
+        DEFAULT: lambda body: trafilatura.extract(body, fast=False, **options),
+        FAST: lambda body: trafilatura.extract(body, fast=True, **options),
         "resiliparse, main content": lambda body: extract_plain_text(HTMLTree.parse(decoded(body)),
                                                                      main_content=True),
         "readability-lxml": readability,
@@ -92,33 +122,51 @@ def warc_rate(path: Path) -> tuple[float, int]:
     return path.stat().st_size / 1e6 / (time.process_time() - started), pages
 
 
-def job(folder: Path, copies: int, cores: int) -> tuple[float, int]:
-    """(pages per second per core, pages) of `python -m jobs.extract` on the WARC copied `copies` times."""
+def job(folder: Path, copies: int, cores: int, extractor: str) -> tuple[float, int]:
+    """(pages per second of wall time per core, pages) of `python -m jobs.extract` (its JVM's start included)
+    on the WARC copied `copies` times."""
     with tempfile.TemporaryDirectory() as work:
         crawl = f"{work}/crawl"
         subprocess.run([sys.executable, "-m", "benchmarks.build_eval_warc", "--tests", str(folder / "tests"),
                         "--output", crawl, "--copies", str(copies)], cwd=REPO, check=True, capture_output=True)
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "jobs.extract", "--input", crawl, "--output", f"{work}/out",
-                        "--conf", f"spark.master=local[{cores}]"], cwd=REPO, check=True, capture_output=True)
+                        "--extractor", extractor, "--conf", f"spark.master=local[{cores}]"], cwd=REPO, check=True,
+                       capture_output=True)
         seconds = time.perf_counter() - started
         pages = json.loads(Path(work, "out", "stats.json").read_text())["pages"]
     return pages / seconds / cores, pages
+
+
+def zyte(folder: Path) -> None:
+    """Each extractor's accuracy on Zyte's pages (a clone of scrapinghub/article-extraction-benchmark)."""
+    truth = {key: item.get("articleBody", "") for key, item in
+             json.loads((folder / "ground-truth.json").read_text(encoding="utf-8")).items()}
+    pages = {key: gzip.decompress((folder / "html" / f"{key}.html.gz").read_bytes()) for key in truth}
+    print(f"\nZyte's article-extraction benchmark: {len(pages)} pages, accuracy only\n")
+    print("| extractor | precision | recall | F1 |\n|---|---|---|---|")
+    for name, extract in extractors().items():
+        texts, _ = run_one(extract, pages)
+        precision, recall, f1 = zyte_scores(texts, truth)
+        print(f"| {name} | {precision:.3f} | {recall:.3f} | {f1:.3f} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--warc", required=True, help="the folder build_eval_warc wrote")
     parser.add_argument("--trafilatura-tests", help="trafilatura's tests/ folder, for the job's copies")
-    parser.add_argument("--job-copies", type=int, default=8, help="WARC files of the pages for the job's run (0: none)")
+    parser.add_argument("--job-copies", type=int, default=24, help="WARC files for the job's runs (0: none)")
+    parser.add_argument("--job-extractors", default="tokenmill,hybrid", help="the job's runs, one per extractor")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--zyte", help="a clone of github.com/scrapinghub/article-extraction-benchmark")
     args = parser.parse_args()
     folder = Path(args.warc)
     annotations = json.loads((folder / "annotations.json").read_text(encoding="utf-8"))
     pages = {o.url: o.payload for o in read_warc(str(folder / "eval.warc.gz")) if isinstance(o, Page)}
     print(f"{len(pages)} pages, {sum(map(len, pages.values())) / 1e6:.1f} MB of HTML, one core each, "
           f"{time.strftime('%Y-%m-%d')}\n")
-    print("| extractor | precision | recall | F1 | pages/s per core | vs trafilatura fast |\n|---|---|---|---|---|---|")
+    print("| extractor | precision | recall | F1 | pages/s per core | vs trafilatura | vs trafilatura fast |\n"
+          "|---|---|---|---|---|---|---|")
     rates, rows = {}, []
     for name, extract in extractors().items():
         texts, seconds = run_one(extract, pages)
@@ -126,14 +174,17 @@ def main() -> None:
         rows.append((name, *scores(texts, annotations)))
     for name, precision, recall, f1 in rows:
         print(f"| {name} | {precision:.3f} | {recall:.3f} | {f1:.3f} | {rates[name]:.0f} | "
-              f"{rates[name] / rates['trafilatura (fast=True)']:.2f}x |")
+              f"{rates[name] / rates[DEFAULT]:.2f}x | {rates[name] / rates[FAST]:.2f}x |")
     mb_per_s, _ = warc_rate(folder / "eval.warc.gz")
-    print(f"\ntokenmill's whole read of the WARC (records, decoding, extraction): {mb_per_s:.1f} MB/s per core; "
-          f"against trafilatura fast: {rates['tokenmill'] / rates['trafilatura (fast=True)']:.2f}x pages/s")
+    print(f"\ntokenmill's whole read of the WARC (records, decoding, extraction): {mb_per_s:.1f} MB/s per core")
     if args.job_copies and args.trafilatura_tests:
-        per_core, count = job(Path(args.trafilatura_tests).parent, args.job_copies, args.cores)
-        print(f"jobs.extract end to end, local[{args.cores}], {count} pages: {per_core:.0f} pages/s per core "
-              f"({per_core / rates['trafilatura (fast=True)']:.2f}x trafilatura fast's rate per core)")
+        for extractor in args.job_extractors.split(","):
+            per_core, count = job(Path(args.trafilatura_tests).parent, args.job_copies, args.cores, extractor)
+            print(f"jobs.extract --extractor {extractor} end to end, local[{args.cores}], {count} pages: "
+                  f"{per_core:.0f} pages/s per core: {per_core / rates[DEFAULT]:.2f}x trafilatura's default mode, "
+                  f"{per_core / rates[FAST]:.2f}x its fast mode (their rates above)")
+    if args.zyte:
+        zyte(Path(args.zyte))
 
 
 if __name__ == "__main__":
