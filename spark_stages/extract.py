@@ -127,58 +127,79 @@ def extract_file(index: int, file: InputFile, cfg: Config, staging: Path) -> pa.
     """Runs in a task: extracts one WARC file, writes its quarantine and its documents (or, for the template
     step, its pages with their lines' keys and the counts of its sites and lines), and returns its counts
     (TASK_SCHEMA)."""
-    templates = cfg.templates.enabled
     outputs = TaskOutputs(staging, OUTPUTS, index)
-    scratch = TaskOutputs(staging / SCRATCH, SCRATCH_OUTPUTS, index) if templates else None
-
-    def write_pages(rows):
-        if templates:
-            scratch.write("pages", rows_to_batch(rows, PAGE_SCHEMA))
-        else:
-            outputs.write("docs", rows_to_batch(rows, WEB_DOCUMENT_SCHEMA))
-
+    lines = _SiteLines(TaskOutputs(staging / SCRATCH, SCRATCH_OUTPUTS, index), index) if cfg.templates.enabled else None
     counts, bytes_in, bytes_out, problems = Counter(), Counter(), Counter(), []
-    site_pages, line_pages = Counter(), Counter()
     pages, quarantined = [], []
+
+    def write_pages():
+        if lines is None:
+            outputs.write("docs", rows_to_batch(pages, WEB_DOCUMENT_SCHEMA))
+        else:
+            lines.write_pages(pages)
+        pages.clear()
+
     try:
         for row in file_outcomes(file, cfg):
-            status = row["status"]
+            status, reason = row["status"], row.get("reason")
             if status.startswith("file_"):
                 problems.append({"status": status, "count": 1, "file": row["file"], "error": row["error"]})
                 continue
-            counts[status, row.get("reason")] += row["count"]
-            bytes_in[status, row.get("reason")] += row.get("bytes_in") or 0
+            counts[status, reason] += row["count"]
+            bytes_in[status, reason] += row.get("bytes_in") or 0
             if status == "page":
-                bytes_out[status, None] += len(row["text"].encode())
-                if templates:
-                    row["keys"] = line_keys(row["host"], row["text"])
-                    site = site_key(row["host"])
-                    site_pages[site] += 1
-                    line_pages.update((site, key) for key in set(row["keys"]))  # pages, not lines
                 pages.append(row)
+                if lines is None:
+                    bytes_out[status, reason] += len(row["text"].encode())
+                else:
+                    lines.add(row)
             elif status == "quarantined":
-                quarantined.append({"error": ": ".join(filter(None, (row["reason"], row["error"]))),
-                                    "file": row["file"], "offset": row.get("offset"), "id": row.get("id")})
+                quarantined.append({"error": ": ".join(filter(None, (reason, row["error"]))), "file": row["file"],
+                                    "offset": row.get("offset"), "id": row.get("id")})
             if len(pages) >= BATCH_ROWS:
-                write_pages(pages)
-                pages = []
-        write_pages(pages)
+                write_pages()
+        write_pages()
         outputs.write("quarantine", rows_to_batch(quarantined, WEB_QUARANTINE_SCHEMA))
-        if templates:
-            scratch.write("sites", pa.record_batch([list(site_pages), list(site_pages.values())], schema=SITE_SCHEMA))
-            scratch.write("lines", pa.record_batch([[index] * len(line_pages), [site for site, _ in line_pages],
-                                                    [key for _, key in line_pages], list(line_pages.values())],
-                                                   schema=LINE_SCHEMA))
-            scratch.close()
+        if lines is not None:
+            lines.close()
         outputs.close()
     except BaseException:
         outputs.abandon()
-        if scratch is not None:
-            scratch.abandon()
+        if lines is not None:
+            lines.abandon()
         raise
     rows = [{"status": status, "reason": reason, "count": n, "bytes_in": bytes_in[status, reason],
              "bytes_out": bytes_out[status, reason]} for (status, reason), n in counts.items()]
     return rows_to_batch(rows + problems, TASK_SCHEMA)
+
+
+class _SiteLines:
+    """One file's pages for the template step: each with its lines' keys, and the pages of each site and of
+    each of its lines, written to the file's scratch outputs."""
+
+    def __init__(self, scratch: TaskOutputs, index: int):
+        self._scratch, self._index = scratch, index
+        self._site_pages, self._line_pages = Counter(), Counter()
+
+    def add(self, page: dict) -> None:
+        page["keys"] = line_keys(page["host"], page["text"])
+        site = site_key(page["host"])
+        self._site_pages[site] += 1
+        self._line_pages.update((site, key) for key in set(page["keys"]))  # pages, not lines
+
+    def write_pages(self, pages: list[dict]) -> None:
+        self._scratch.write("pages", rows_to_batch(pages, PAGE_SCHEMA))
+
+    def close(self) -> None:
+        sites, lines = self._site_pages, self._line_pages
+        self._scratch.write("sites", pa.record_batch([list(sites), list(sites.values())], schema=SITE_SCHEMA))
+        self._scratch.write("lines", pa.record_batch([[self._index] * len(lines), [site for site, _ in lines],
+                                                      [key for _, key in lines], list(lines.values())],
+                                                     schema=LINE_SCHEMA))
+        self._scratch.close()
+
+    def abandon(self) -> None:
+        self._scratch.abandon()
 
 
 def _without_templates(spark, staging: Path, cfg: TemplateConfig, files: int) -> list:
@@ -215,10 +236,10 @@ def cut_file(index: int, template: set[int], staging: Path) -> pa.RecordBatch:
         outputs = TaskOutputs(staging, {"docs": WEB_DOCUMENT_SCHEMA}, index)
         try:
             for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
-                texts = batch.column("text").to_pylist()
                 if template:
                     cut_texts = []
-                    for text, keys in zip(texts, batch.column("keys").to_pylist(), strict=True):
+                    for text, keys in zip(batch.column("text").to_pylist(), batch.column("keys").to_pylist(),
+                                          strict=True):
                         text, removed = cut(text, keys, template)
                         cut_texts.append(text)
                         counts.update(lines_removed=removed, pages_changed=removed > 0, pages_emptied=not text)
