@@ -186,6 +186,7 @@ def _parsed(page: str) -> HTMLTree:
 
 
 def _article_body(body):
+    """The page's article body by the most specific mark it has (ARTICLE_BODY, in order), or None."""
     for selector in ARTICLE_BODY:
         found = body.query_selector(selector)
         if found is not None:
