@@ -70,10 +70,9 @@ def file_outcomes(file: InputFile, cfg: ExtractConfig) -> Iterator[dict]:
     """Every outcome of one WARC file as a row, in the file's order: a page extracted (status `page`) or
     found empty (`empty`), a quarantined record, a file warning or error; then, per skip reason, one row
     with its count. Never raises for the file's content."""
-    skipped, number = Counter(), 0
+    skipped = Counter()
+    base = {"file": file.relative, "count": 1}
     for outcome in read_warc(file.path, cfg.warc):
-        base = {"record_index": number, "file": file.relative, "count": 1}
-        number += 1
         if isinstance(outcome, Skipped):
             skipped[outcome.reason] += 1
         elif isinstance(outcome, Page):
@@ -92,4 +91,4 @@ def file_outcomes(file: InputFile, cfg: ExtractConfig) -> Iterator[dict]:
         elif isinstance(outcome, FileProblem):
             yield {**base, "status": f"file_{outcome.kind}", "error": outcome.message}
     for reason, count in sorted(skipped.items()):
-        yield {"record_index": -1, "file": file.relative, "status": "skipped", "reason": reason, "count": count}
+        yield {"file": file.relative, "status": "skipped", "reason": reason, "count": count}
