@@ -2,9 +2,9 @@
 reads little of: `--extractor hybrid`) against trafilatura (its default and fast modes), resiliparse's
 main-content extraction and readability-lxml, on the same pages of one WARC file
 (benchmarks/build_eval_warc.py: trafilatura's own evaluation pages), one run, one core each; then the
-extract job end to end on the same WARC, copied to more pages; then, where given, the accuracy of each on
-pages none of them was tuned on: Zyte's article-extraction benchmark (github.com/scrapinghub/
-article-extraction-benchmark, 181 pages with their article's text).
+extract job end to end on the same WARC, copied to more pages; then, where given, the accuracy of each on a
+second set of pages (the rules were tuned on trafilatura's): Zyte's article-extraction benchmark
+(github.com/scrapinghub/article-extraction-benchmark, 181 pages with their article's text).
 
     python -m benchmarks.bench_extract --warc /tmp/evalwarc [--job-copies 24] [--zyte DIR]
 
