@@ -1,7 +1,7 @@
 """The main text of a page: its article's paragraphs, in order, and not the menus, sidebars, share
 buttons, cookie banners and footers around it."""
 
-from prep.extract.html_text import main_text
+from prep.extract.html_text import MARK, main_text
 from tests.web_fixtures import Site, articles
 
 SITE = Site("docs.example.org", "Debian Notes")
@@ -96,6 +96,18 @@ def test_the_marked_article_body_is_read_alone_with_its_lead_and_the_author_box_
     assert text.startswith("About packages") and all(p in text for p in (lead, *body)) and bio not in text
     # without the mark the page is read whole, bio included: the mark is what cut it
     assert bio in main_text(page.replace("entry-content", "column"))
+
+
+def test_the_marked_body_is_told_apart_in_one_pass_and_read_alone_where_that_pass_drops_it():
+    (lead, *body), *more = articles(12, size=6)
+    related = [p for other in more for p in other if 150 < len(p) < 500 and p not in body][:2]
+    for marks in ("entry-content", "entry-content no-share"):  # "share": the page's main-content pass drops it
+        page = _page(f'<main><h1>About packages</h1><p>{lead}</p><div class="{marks}">'
+                     + "".join(f"<p>{p}</p>" for p in body) + '</div><div class="related"><h3>More</h3>'
+                     + "".join(f"<p>{p}</p>" for p in related) + "</div></main>")
+        text = main_text(page)
+        assert len(related) == 2 and all(p in text for p in body) and not any(p in text for p in related), marks
+        assert MARK not in text and "\ue000" not in text
 
 
 def test_a_marked_body_holding_little_of_the_prose_is_not_taken_for_the_article():
