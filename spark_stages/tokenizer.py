@@ -14,6 +14,7 @@ table, so the Unigram model is fit on the whole corpus, not only on what fits in
 import functools
 import json
 import logging
+import math
 import time
 import uuid
 from dataclasses import dataclass
@@ -41,6 +42,9 @@ log = logging.getLogger(__name__)
 
 HASH_BUCKETS = 1 << 30
 MAX_HELD_OUT_BYTES = 16 << 20  # enough for stable per-language figures; encoded on the driver
+# The sample reaches the driver a partition at a time (toLocalIterator): each one a task result that the
+# driver's block manager holds whole, so they are kept this small whatever the sample's size.
+SAMPLE_PARTITION_BYTES = 32 << 20
 COUNTS_SCHEMA = "piece string, count long"
 
 
@@ -95,8 +99,14 @@ def _sample(training, sample_bytes: int, kept: Persisted):
 
     total = training.where(F.col("v") < F.col("keep")).agg(F.sum(F.octet_length("text"))).first()[0] or 0
     rate = min(1.0, sample_bytes / total) if total else 1.0
-    sample = kept.keep(training.where(F.col("v") < F.col("keep") * rate).orderBy("u", "id").select("text"),
-                       StorageLevel.MEMORY_AND_DISK)
+    # ranges of the hash, each sorted: the order of orderBy("u", "id"), in as many partitions as the size
+    # needs (orderBy alone makes spark.sql.shuffle.partitions of them: 125 MB each for a 1 GB sample on
+    # 8, which a 4 GB local driver lost as task results); on disk, not in the memory a local driver's JVM
+    # shares with its executor
+    partitions = max(1, math.ceil(total * rate / SAMPLE_PARTITION_BYTES))
+    chosen = training.where(F.col("v") < F.col("keep") * rate)
+    sample = kept.keep(chosen.repartitionByRange(partitions, "u", "id").sortWithinPartitions("u", "id").select("text"),
+                       StorageLevel.DISK_ONLY)
     return sample, total, rate
 
 

@@ -17,7 +17,8 @@ from prep.tokenizer.unigram import count_pre_tokens as count_locally
 from prep.tokenizer.unigram import local_e_step
 from spark_stages.persisted import persisted
 from spark_stages.runner import run_stage
-from spark_stages.tokenizer import STAGE, Config, count_pre_tokens, run, spark_e_step
+import spark_stages.tokenizer as stage
+from spark_stages.tokenizer import STAGE, Config, count_pre_tokens, run, spark_e_step, with_hash
 from tests.spark_stages.conftest import spark_submit
 
 pytestmark = pytest.mark.spark
@@ -66,6 +67,26 @@ def test_report_has_every_figure_and_a_lossless_held_out(trained):
     training = report["training"]
     assert training["pieces"] == VOCAB - 19 and training["distinct_pre_tokens"] > 10_000
     assert report["training_seconds"] > 0 and report["peak_memory_bytes"] > 100 << 20
+
+
+def test_the_sample_reaches_the_driver_in_bounded_partitions_in_hash_order(spark, sample_dir, monkeypatch):
+    """A 1 GB sample in spark.sql.shuffle.partitions pieces was lost as task results by a local driver:
+    the sample now comes in pieces of about SAMPLE_PARTITION_BYTES (here 32 KB), in the order of orderBy."""
+    from pyspark.sql import functions as F
+
+    texts = [r.text for r in read_file(expand_inputs(str(sample_dir / "debian-reference.en*"))[0]) if isinstance(r, Document)]
+    docs = with_hash(spark.createDataFrame([(str(i), t, 0) for i, t in enumerate(texts)],
+                                           "id string, text string, _source int"))
+    training = docs.withColumn("v", docs.u).withColumn("keep", F.lit(1.0))
+    monkeypatch.setattr(stage, "SAMPLE_PARTITION_BYTES", 32 << 10)
+    size = sum(len(t.encode()) for t in texts)
+    with persisted() as kept:
+        sample, total, rate = stage._sample(training, size // 2, kept)
+        parts = sample.rdd.glom().map(lambda rows: sum(len(r.text.encode()) for r in rows)).collect()
+        got = [row.text for row in sample.toLocalIterator()]
+    expected = [row.text for row in training.where(F.col("v") < rate).orderBy("u", "id").collect()]
+    assert total == size and rate == pytest.approx(0.5, abs=1e-3) and got == expected
+    assert len(parts) == -(-size // 2 // (32 << 10)) > 4 and max(parts) < 4 * (32 << 10) + max(map(len, texts))
 
 
 @pytest.mark.parametrize("superwords", [False, True])
