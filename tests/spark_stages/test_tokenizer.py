@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
+import spark_stages.tokenizer as stage
 from prep.ingest.inputs import expand_inputs, single_source
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.base import BOS, EOS, PAD
@@ -17,7 +18,6 @@ from prep.tokenizer.unigram import count_pre_tokens as count_locally
 from prep.tokenizer.unigram import local_e_step
 from spark_stages.persisted import persisted
 from spark_stages.runner import run_stage
-import spark_stages.tokenizer as stage
 from spark_stages.tokenizer import STAGE, Config, count_pre_tokens, run, spark_e_step, with_hash
 from tests.spark_stages.conftest import spark_submit
 
@@ -74,7 +74,8 @@ def test_the_sample_reaches_the_driver_in_bounded_partitions_in_hash_order(spark
     the sample now comes in pieces of about SAMPLE_PARTITION_BYTES (here 32 KB), in the order of orderBy."""
     from pyspark.sql import functions as F
 
-    texts = [r.text for r in read_file(expand_inputs(str(sample_dir / "debian-reference.en*"))[0]) if isinstance(r, Document)]
+    read = read_file(expand_inputs(str(sample_dir / "debian-reference.en*"))[0])
+    texts = [r.text for r in read if isinstance(r, Document)]
     docs = with_hash(spark.createDataFrame([(str(i), t, 0) for i, t in enumerate(texts)],
                                            "id string, text string, _source int"))
     training = docs.withColumn("v", docs.u).withColumn("keep", F.lit(1.0))
