@@ -66,24 +66,47 @@ CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")  # kana, Han, Hang
 SENTENCE_ENDS = frozenset(".!?。！？…\"”»)")  # a block's last character other than white space
 # What boilerplate says, matched against the lowercased block (2.6x as fast as re.I): words found anywhere in it,
 # and the words it starts with (matched at its start alone: a search would try them at every position)
-BOILERPLATE = re.compile("|".join((
+BOILERPLATE_WORDS = (
     # related and recommended articles
-    r"related|read more|read also|also like|might like|more stories|more from|top stories|explore further",
-    r"weitere (artikel|beiträge|themen)|mehr zu|lesen sie auch|auch interessieren|weiterlesen",
-    r"meist gesucht|aktuelle news|plus d'|à lire|voir aussi|vous aimerez|à découvrir",
-    r"lea más|leer más|le puede interesar|te puede interesar|mir[aá] también",
+    "related", "read more", "read also", "also like", "might like", "more stories", "more from", "top stories",
+    "explore further", "weitere (artikel|beiträge|themen)", "mehr zu", "lesen sie auch", "auch interessieren",
+    "weiterlesen", "meist gesucht", "aktuelle news", "plus d'", "à lire", "voir aussi", "vous aimerez",
+    "à découvrir", "lea más", "leer más", "le puede interesar", "te puede interesar", "mir[aá] también",
     # subscribing, sharing, following, accounts, comments, donations
-    r"newsletter|subscri|abonn|inbox|alerts|e-?mails?\b|\bshare\b|teilen|follow us|folgen sie|download|\bapps?\b",
-    r"login|log in|sign up|sign in|registrier|einloggen|anmelden|kommentar|kommentieren|\bcomments?\b|réactions",
-    r"spende|donate|support (us|our)|únete",
+    "newsletter", "subscri", "abonn", "inbox", "alerts", r"e-?mails?\b", r"\bshare\b", "teilen", "follow us",
+    "folgen sie", "download", r"\bapps?\b", "login", "log in", "sign up", "sign in", "registrier", "einloggen",
+    "anmelden", "kommentar", "kommentieren", r"\bcomments?\b", "réactions", "spende", "donate", "support (us|our)",
+    "únete",
     # advertising, shops, legal
-    r"anzeige|advertisement|werbung|continue reading|zum shop|jetzt entdecken|entdecken sie|ohne gewähr",
-    r"©|copyright|\(c\)|all rights reserved|alle rechte|cookie|impressum|datenschutz|privacy",
-    r"externer inhalt|inhalt laden|zu laden|inhaltsverzeichnis|table of contents",
+    "anzeige", "advertisement", "werbung", "continue reading", "zum shop", "jetzt entdecken", "entdecken sie",
+    "ohne gewähr", "©", "copyright", r"\(c\)", "all rights reserved", "alle rechte", "cookie", "impressum",
+    "datenschutz", "privacy", "externer inhalt", "inhalt laden", "zu laden", "inhaltsverzeichnis", "table of contents",
     # authors, credits, dates, categories
-    r"über den autor|über die autorin|about the author|à propos de l|sobre el autor",
-    r"foto:|bild:|photo:|image:|credit:|crédito|istock|getty|shutterstock|symbolbild|\bdpa\b|\bafp\b|reuters",
-    r"kategorie|categor|veröffentlicht|aktualisiert am|opublikowano|\d{1,2}:\d{2} uhr")))
+    "über den autor", "über die autorin", "about the author", "à propos de l", "sobre el autor", "foto:", "bild:",
+    "photo:", "image:", "credit:", "crédito", "istock", "getty", "shutterstock", "symbolbild", r"\bdpa\b",
+    r"\bafp\b", "reuters", "kategorie", "categor", "veröffentlicht", "aktualisiert am", "opublikowano",
+)
+CLOCK = re.compile(r"\d{1,2}:\d{2} uhr")  # a time of day in German news, searched where "uhr" is
+
+
+def _by_first_character(alternatives: tuple[str, ...]) -> re.Pattern:
+    """One expression of the alternatives, grouped by their first character ("a(?:bonn|lerts|...)|b(?:...)"):
+    Python's re tries every alternative at every position of the text, and a group whose first character is
+    not there is ruled out at once (5x as fast as the plain alternation on the evaluation pages' short
+    blocks). A `\\b` before the first letter becomes a look-behind after it; an escaped character stays one."""
+    groups = {}
+    for alternative in alternatives:
+        if alternative.startswith("\\b"):
+            first, rest = alternative[2], f"(?<=\\b{alternative[2]}){alternative[3:]}"
+        elif alternative.startswith("\\"):
+            first, rest = alternative[:2], alternative[2:]
+        else:
+            first, rest = alternative[0], alternative[1:]
+        groups.setdefault(first, []).append(rest)
+    return re.compile("|".join(f"{first}(?:{'|'.join(rests)})" for first, rests in groups.items()))
+
+
+BOILERPLATE = _by_first_character(BOILERPLATE_WORDS)
 BOILERPLATE_START = re.compile("|".join((
     r"ähnliche |advert|von |by |foto|photo|bild|image|quelle|source|tags?:|posted|published|updated|last updated",
     r"stand:|\d{4}-\d{2}-\d{2}|\d{1,2}\.\s?\d{1,2}\.\s?\d{2,4}|\w+, \d{1,2}\. \w+ \d{4}",
@@ -141,7 +164,8 @@ def _is_prose(text: str) -> bool:
 
 
 def _says_boilerplate(lowered: str) -> bool:
-    return BOILERPLATE_START.match(lowered) is not None or BOILERPLATE.search(lowered) is not None
+    return (BOILERPLATE_START.match(lowered) is not None or BOILERPLATE.search(lowered) is not None
+            or ("uhr" in lowered and CLOCK.search(lowered) is not None))
 
 
 def _kept(blocks: list[tuple[str, float]], max_link_share: float, short_block: int) -> list[str]:

@@ -1,7 +1,9 @@
 """The main text of a page: its article's paragraphs, in order, and not the menus, sidebars, share
 buttons, cookie banners and footers around it."""
 
-from prep.extract.html_text import MARK, main_text
+import re
+
+from prep.extract.html_text import BOILERPLATE_WORDS, CLOCK, MARK, _says_boilerplate, main_text
 from tests.web_fixtures import Site, articles
 
 SITE = Site("docs.example.org", "Debian Notes")
@@ -156,3 +158,15 @@ def test_what_boilerplate_says_in_german_french_and_spanish_goes():
                      + "".join(f"<p>{p}</p>" for p in body[2:]) + "</main>")
         text = main_text(page)
         assert all(p in text for p in body) and heading not in text, heading
+
+
+def test_the_boilerplate_words_grouped_by_first_character_match_where_the_plain_alternation_does():
+    plain = re.compile("|".join(BOILERPLATE_WORDS))
+    texts = [f"{before}{word}{after}" for word in ("share", "apps", "app", "comments", "dpa", "afp", "(c)", "e-mail",
+                                                   "emails", "weitere themen", "mira también", "support our", "©")
+             for before in ("", "a ", "x") for after in ("", " now", "s", "-")]
+    texts += ["shared notes", "whatsapp", "happy", "dpa-news", "12:30 uhr", "um 9:05 uhr", "9:5 uhr", "uhrzeit"]
+    found = [text for text in texts if _says_boilerplate(text)]
+    assert found == [text for text in texts if plain.search(text) or CLOCK.search(text)]
+    assert "shared notes" not in found and "whatsapp" not in found and "a share now" in found
+    assert "12:30 uhr" in found and "uhrzeit" not in found
