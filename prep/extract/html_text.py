@@ -32,6 +32,7 @@ import html
 import re
 import unicodedata
 
+import numpy as np
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
@@ -52,8 +53,9 @@ TITLE_BLOCKS = 1  # blocks right before the first prose block that are kept (the
 RESCUE_BELOW = 2000  # characters of prose under which the main-content pass is checked against the whole page
 RESCUE_SHARE = 0.1  # ... and replaced by the whole page when it kept less than this share of the prose
 ZERO_WIDTH = re.compile("[\u200b\ufeff]")  # zero-width space and BOM: invisible, and they split words
-LIST_OPEN = re.compile(r"<(?:li|ul|ol|dl|dt|dd)\b", re.I)
-LIST_CLOSE = re.compile(r"</(?:li|ul|ol|dl|dt|dd)\b", re.I)
+LIST_TAGS = (b"li", b"ul", b"ol", b"dl", b"dt", b"dd")
+WORD_BYTES = np.zeros(256, dtype=bool)  # what ends a tag name's match where it does not: [A-Za-z0-9_]
+WORD_BYTES[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", np.uint8)] = True
 RUBY = re.compile(r"</?ruby\b[^>]*>|<(rt|rp)\b[^>]*>.*?</\1>", re.S | re.I)  # the tags, and the readings in them
 LINKED_BLOCK = 300  # a block shorter than this that is mostly links is navigation
 HEADING_RUN = 2  # short blocks, at most this many, right before a removed block are its heading ...
@@ -201,13 +203,30 @@ def _prose_chars(blocks: list[str]) -> int:
     return sum(len(text) for text in blocks if _is_prose(text))
 
 
+def _lists_as_paragraphs(page: bytes) -> bytes:
+    """The page with every list tag (<li>, </ul>, <DT ...>: LIST_TAGS in any case, the name ending there)
+    renamed in place to a paragraph's, "<p " and "</p ": the parse takes it for a <p> tag. One vectorized
+    look at each "<", where a regular expression over the page's text cost a tenth of the extraction."""
+    data = np.frombuffer(bytearray(page), dtype=np.uint8)  # a writable copy
+    opens = np.flatnonzero(data[:-3] == ord("<"))
+    names = opens + 1 + (data[opens + 1] == ord("/"))
+    names = names[names < len(data) - 2]
+    first, second = data[names] | 0x20, data[names + 1] | 0x20  # | 0x20: ASCII letters in lower case
+    listed = np.zeros(len(names), dtype=bool)
+    for tag in LIST_TAGS:
+        listed |= (first == tag[0]) & (second == tag[1])
+    at = names[listed & ~WORD_BYTES[data[names + 2]]]
+    data[at], data[at + 1] = ord("p"), ord(" ")
+    return data.tobytes()
+
+
 def _parsed(page: str) -> HTMLTree:
-    # resiliparse's main-content pass drops lists (it takes them for menus): their items become paragraphs
-    # and face the link-density and boilerplate rules like any other block
-    page = LIST_CLOSE.sub("</p", LIST_OPEN.sub("<p", page))
     if "<ruby" in page:  # resiliparse drops a <ruby>'s base text and keeps its reading: the reverse of what is read
         page = RUBY.sub("", page)
-    tree = HTMLTree.parse(page)
+    # resiliparse's main-content pass drops lists (it takes them for menus): their items become paragraphs
+    # and face the link-density and boilerplate rules like any other block. Parsed from UTF-8 bytes (the
+    # parser's own encoding: a str is encoded first either way), where a BOM is a BOM, not text
+    tree = HTMLTree.parse_from_bytes(_lists_as_paragraphs(page.encode("utf-8", "replace")), "utf-8")
     if tree.body is not None:
         _drop_non_content(tree.body)
     return tree

@@ -3,7 +3,7 @@ buttons, cookie banners and footers around it."""
 
 import re
 
-from prep.extract.html_text import BOILERPLATE_WORDS, CLOCK, MARK, _says_boilerplate, main_text
+from prep.extract.html_text import BOILERPLATE_WORDS, CLOCK, MARK, _lists_as_paragraphs, _says_boilerplate, main_text
 from tests.web_fixtures import Site, articles
 
 SITE = Site("docs.example.org", "Debian Notes")
@@ -170,3 +170,16 @@ def test_the_boilerplate_words_grouped_by_first_character_match_where_the_plain_
     assert found == [text for text in texts if plain.search(text) or CLOCK.search(text)]
     assert "shared notes" not in found and "whatsapp" not in found and "a share now" in found
     assert "12:30 uhr" in found and "uhrzeit" not in found
+
+
+def test_list_tags_become_paragraph_tags_in_any_case_and_nothing_else_does():
+    page = b'<link rel=x><ul class="a"><LI>one</li><li/>two<Dt>t</DT><dd>d</dd></ul><old>o</old><ol2><lid> a < li <d'
+    assert _lists_as_paragraphs(page) == (b'<link rel=x><p  class="a"><p >one</p ><p />two<p >t</p ><p >d</p ></p >'
+                                          b'<old>o</old><ol2><lid> a < li <d')
+    assert _lists_as_paragraphs(b"") == b"" and _lists_as_paragraphs(b"<li") == b"<li"  # too short to hold a tag
+
+
+def test_a_byte_order_mark_before_the_page_is_not_text():
+    sentence = "The committee met on Tuesday and agreed to publish its report before the end of the month."
+    page = f"\ufeff<!doctype html><html><head><title>Town news</title></head><body><p>{sentence}</p></body></html>"
+    assert main_text(page) == sentence
