@@ -54,7 +54,7 @@ RESCUE_BELOW = 2000  # characters of prose under which the main-content pass is 
 RESCUE_SHARE = 0.1  # ... and replaced by the whole page when it kept less than this share of the prose
 ZERO_WIDTH = re.compile("[\u200b\ufeff]")  # zero-width space and BOM: invisible, and they split words
 LIST_TAGS = (b"li", b"ul", b"ol", b"dl", b"dt", b"dd")
-WORD_BYTES = np.zeros(256, dtype=bool)  # what ends a tag name's match where it does not: [A-Za-z0-9_]
+WORD_BYTES = np.zeros(256, dtype=bool)  # bytes that go on a tag name ([A-Za-z0-9_]): "<li" then one is <link>, <lid>
 WORD_BYTES[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", np.uint8)] = True
 RUBY = re.compile(r"</?ruby\b[^>]*>|<(rt|rp)\b[^>]*>.*?</\1>", re.S | re.I)  # the tags, and the readings in them
 LINKED_BLOCK = 300  # a block shorter than this that is mostly links is navigation
