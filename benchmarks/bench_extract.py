@@ -28,8 +28,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from prep.extract.encoding import decode_html
-from prep.extract.html_text import main_text
+from prep.extract.html_text import html_main_text
 from prep.extract.pages import ExtractConfig, page_text
 from prep.extract.warc import Page, read_warc
 
@@ -91,9 +90,9 @@ def extractors() -> dict:
 
     options = {"include_comments": False, "include_tables": True}
     return {
-        "tokenmill": lambda body: main_text(decode_html(body)[0]),
+        "tokenmill": lambda body: html_main_text(body)[0],
         f"tokenmill hybrid (trafilatura fast below {HYBRID.fallback_below} chars)":
-            lambda body: page_text(decode_html(body)[0], HYBRID),
+            lambda body: page_text(body, None, HYBRID)[0],
         DEFAULT: lambda body: trafilatura.extract(body, fast=False, **options),
         FAST: lambda body: trafilatura.extract(body, fast=True, **options),
         "resiliparse, main content": lambda body: extract_plain_text(HTMLTree.parse(decoded(body)),
@@ -117,7 +116,7 @@ def warc_rate(path: Path) -> tuple[float, int]:
     started, pages = time.process_time(), 0
     for outcome in read_warc(str(path)):
         if isinstance(outcome, Page):
-            main_text(decode_html(outcome.payload, outcome.charset)[0])
+            html_main_text(outcome.payload, outcome.charset)
             pages += 1
     return path.stat().st_size / 1e6 / (time.process_time() - started), pages
 

@@ -30,18 +30,25 @@ def python_codec(label: str | None) -> str | None:
     return SUPERSETS.get(name, name)
 
 
-def decode_html(body: bytes, declared: str | None = None) -> tuple[str, str]:
-    """(the page as text, the codec that decoded it): the declared charset when it names one, else the
-    first <meta> charset within the first 4 KB, else UTF-8 when it decodes, else detection."""
+def html_codec(body: bytes, declared: str | None = None) -> str:
+    """The codec of an HTML page's bytes: the declared charset when it names one, else the first <meta>
+    charset within the first 4 KB, else UTF-8 when the bytes are valid UTF-8, else detection."""
     codec = python_codec(declared)
     if codec is None:
         found = META.search(body[:4096])
         codec = python_codec(found.group(1).decode("ascii")) if found else None
     if codec is None:
         try:
-            return body.decode("utf-8"), "utf-8"
+            body.decode("utf-8")
+            return "utf-8"
         except UnicodeDecodeError:
             codec = python_codec(detect_encoding(body, max_len=16384)) or "utf-8"
     if codec.startswith("utf-16") and not body.startswith((b"\xff\xfe", b"\xfe\xff")):
         codec = "utf-8"  # a page cannot declare itself UTF-16 in ASCII bytes (WHATWG: it is UTF-8)
-    return body.decode(codec, errors="replace"), codec
+    return codec
+
+
+def decode_html(body: bytes, declared: str | None = None) -> tuple[str, str]:
+    """(the page as text, the codec that decoded it: html_codec's)."""
+    codec = html_codec(body, declared)
+    return str(body, codec, "replace"), codec

@@ -36,6 +36,8 @@ import numpy as np
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
+from prep.extract.encoding import html_codec
+
 # never the article: navigation, footers, image captions and credits, comment sections (by the ids and classes
 # WordPress and Disqus give them: a substring such as "comment" also names many an article's wrapper)
 NEVER_CONTENT = ("nav, footer, figcaption, [class*=caption], #comments, #respond, .comments, .comment-list, "
@@ -56,7 +58,7 @@ ZERO_WIDTH = re.compile("[\u200b\ufeff]")  # zero-width space and BOM: invisible
 LIST_TAGS = (b"li", b"ul", b"ol", b"dl", b"dt", b"dd")
 WORD_BYTES = np.zeros(256, dtype=bool)  # bytes that go on a tag name ([A-Za-z0-9_]): "<li" then one is <link>, <lid>
 WORD_BYTES[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", np.uint8)] = True
-RUBY = re.compile(r"</?ruby\b[^>]*>|<(rt|rp)\b[^>]*>.*?</\1>", re.S | re.I)  # the tags, and the readings in them
+RUBY = re.compile(rb"</?ruby\b[^>]*>|<(rt|rp)\b[^>]*>.*?</\1>", re.S | re.I)  # the tags, and the readings in them
 LINKED_BLOCK = 300  # a block shorter than this that is mostly links is navigation
 HEADING_RUN = 2  # short blocks, at most this many, right before a removed block are its heading ...
 HEADING_CHARS = 60  # ... when each is shorter than this
@@ -203,11 +205,16 @@ def _prose_chars(blocks: list[str]) -> int:
     return sum(len(text) for text in blocks if _is_prose(text))
 
 
-def _lists_as_paragraphs(page: bytes) -> bytes:
-    """The page with every list tag (<li>, </ul>, <DT ...>: LIST_TAGS in any case, the name ending there)
-    renamed in place to a paragraph's, "<p " and "</p ": the parse takes it for a <p> tag. One vectorized
-    look at each "<", where a regular expression over the page's text cost a tenth of the extraction."""
-    data = np.frombuffer(bytearray(page), dtype=np.uint8)  # a writable copy
+def _fixed_tags(page: bytes) -> bytearray:
+    """The page's bytes as the parse should see them. Every list tag (<li>, </ul>, <DT ...>: LIST_TAGS in any
+    case, the name ending there) is renamed to a paragraph's, "<p " and "</p ": resiliparse's main-content
+    pass drops lists (it takes them for menus), and their items, as paragraphs, face the link-density and
+    boilerplate rules like any other block. Where a tag's name starts "ru", <ruby> readings go: resiliparse
+    drops a <ruby>'s base text and keeps its reading, the reverse of what is read. One vectorized look at
+    each "<", where a regular expression over the page's text cost a tenth of the extraction. The bytes are
+    UTF-8, or any encoding where an ASCII byte is always its ASCII character."""
+    copy = bytearray(page)
+    data = np.frombuffer(copy, dtype=np.uint8)
     opens = np.flatnonzero(data[:-3] == ord("<"))
     names = opens + 1 + (data[opens + 1] == ord("/"))
     names = names[names < len(data) - 2]
@@ -217,16 +224,24 @@ def _lists_as_paragraphs(page: bytes) -> bytes:
         listed |= (first == tag[0]) & (second == tag[1])
     at = names[listed & ~WORD_BYTES[data[names + 2]]]
     data[at], data[at + 1] = ord("p"), ord(" ")
-    return data.tobytes()
+    if ((first == ord("r")) & (second == ord("u"))).any():
+        return bytearray(RUBY.sub(b"", copy))
+    return copy
+
+
+def _ascii_compatible(codec: str) -> bool:
+    """Whether an ASCII byte of text in this codec is always its ASCII character (not so in UTF-16 and
+    UTF-32, nor in the 7-bit encodings that shift into double bytes: ISO-2022, HZ, UTF-7)."""
+    return not codec.replace("-", "_").lower().startswith(("utf_16", "utf_32", "utf_7", "iso2022", "hz"))
+
+
+def _decoded(page: bytearray, codec: str) -> str:
+    return str(page, codec, "replace").removeprefix("\ufeff")  # a byte order mark is not text
 
 
 def _parsed(page: str) -> HTMLTree:
-    if "<ruby" in page:  # resiliparse drops a <ruby>'s base text and keeps its reading: the reverse of what is read
-        page = RUBY.sub("", page)
-    # resiliparse's main-content pass drops lists (it takes them for menus): their items become paragraphs
-    # and face the link-density and boilerplate rules like any other block. Parsed from UTF-8 bytes (the
-    # parser's own encoding: a str is encoded first either way), where a BOM is a BOM, not text
-    tree = HTMLTree.parse_from_bytes(_lists_as_paragraphs(page.encode("utf-8", "replace")), "utf-8")
+    """A page with its tags fixed (_fixed_tags), parsed, what is never content dropped."""
+    tree = HTMLTree.parse(page)
     if tree.body is not None:
         _drop_non_content(tree.body)
     return tree
@@ -272,6 +287,22 @@ def _split(blocks: list[tuple[str, float]]) -> tuple[list[tuple[str, float]], li
 
 def main_text(page: str, max_link_share: float = 0.3, short_block: int = 120) -> str:
     """The main text of a decoded HTML page ("" when it has none)."""
+    return _main_text(_decoded(_fixed_tags(page.encode("utf-8", "replace")), "utf-8"), max_link_share, short_block)
+
+
+def html_main_text(body: bytes, declared: str | None = None, max_link_share: float = 0.3,
+                   short_block: int = 120) -> tuple[str, str]:
+    """(the main text, the codec that decoded the page) of an HTML page's bytes, decoded as decode_html
+    decodes them. Where the codec allows, the list tags are renamed in the page's own bytes and the page is
+    decoded once: a decoded page is encoded again to be renamed, and the two cost a tenth of the extraction."""
+    codec = html_codec(body, declared)
+    if not _ascii_compatible(codec):
+        return main_text(str(body, codec, "replace"), max_link_share, short_block), codec
+    return _main_text(_decoded(_fixed_tags(body), codec), max_link_share, short_block), codec
+
+
+def _main_text(page: str, max_link_share: float, short_block: int) -> str:
+    """The main text of a decoded page with its tags fixed (_fixed_tags)."""
     tree = _parsed(page)
     if tree.body is None:
         return ""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from prep.extract.encoding import decode_html
-from prep.extract.html_text import main_text
+from prep.extract.html_text import html_main_text
 from prep.extract.warc import FileProblem, Page, Quarantined, Skipped, WarcConfig, read_warc
 from prep.ingest.inputs import InputFile
 
@@ -45,20 +45,21 @@ def _text(page: Page, cfg: ExtractConfig) -> tuple[str, str]:
     """(main text, the charset the page was decoded with)."""
     if page.is_text:
         return page.payload.decode("utf-8", errors="replace").strip(), "utf-8"
-    decoded, charset = decode_html(page.payload, page.charset)
-    return page_text(decoded, cfg), charset
+    return page_text(page.payload, page.charset, cfg)
 
 
-def page_text(decoded: str, cfg: ExtractConfig) -> str:
-    """The main text of a decoded HTML page by the configured extractor."""
+def page_text(body: bytes, declared: str | None, cfg: ExtractConfig) -> tuple[str, str]:
+    """(the main text by the configured extractor, the codec that decoded the page) of an HTML page's bytes
+    and the charset its HTTP header declares."""
     if cfg.extractor == "trafilatura":
-        return _trafilatura(decoded, fast=False)
-    text = main_text(decoded)
+        decoded, codec = decode_html(body, declared)
+        return _trafilatura(decoded, fast=False), codec
+    text, codec = html_main_text(body, declared)
     if cfg.extractor == "hybrid" and len(text) < cfg.fallback_below:
         # a short text is where the rules miss most (an article they could not tell from its page): trafilatura
         # reads those pages, ~8% of the evaluation's, in its fast mode (docs/benchmarks.md, "The extract job")
-        return _trafilatura(decoded, fast=True)
-    return text
+        return _trafilatura(decode_html(body, codec)[0], fast=True), codec
+    return text, codec
 
 
 def _trafilatura(decoded: str, fast: bool) -> str:

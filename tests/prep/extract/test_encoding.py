@@ -4,6 +4,7 @@ the right Unicode."""
 import pytest
 
 from prep.extract.encoding import decode_html, python_codec
+from prep.extract.html_text import html_main_text, main_text
 from tests.web_fixtures import JAPANESE, Site, articles, encoded
 
 SITE = Site("example.org", "Notes")
@@ -12,11 +13,18 @@ TRADITIONAL = ["這是一份關於自由軟體的文件，說明如何安裝與�
 ENGLISH = [p.replace("'", "\u2019") for p in articles(1, size=2)[0]]  # curly quotes: 0x92 in windows-1252
 
 
-@pytest.mark.parametrize("encoding, body", [
+PAGES = [
     ("utf-8", CHINESE), ("gbk", CHINESE), ("gb18030", CHINESE), ("gb2312", CHINESE), ("big5", TRADITIONAL),
     ("shift_jis", JAPANESE),
     ("windows-1252", ENGLISH), ("iso-8859-1", [p.replace("\u2019", "'") for p in ENGLISH]),
-])
+]
+# text whose bytes hold "<li" inside characters: 殊蕁 in ISO-2022-JP is ESC $ B "<li!", 氼i in UTF-16 is "<l" "i\0"
+ITEM = "An item of a list, a sentence as long as a paragraph of the article."
+HIDDEN_TAG = [("iso-2022-jp", [f"{JAPANESE[0]}殊蕁。", *JAPANESE[1:]]),
+              ("utf-16", [f"{ENGLISH[0]} \u6c3ci", *ENGLISH[1:]])]
+
+
+@pytest.mark.parametrize("encoding, body", PAGES)
 @pytest.mark.parametrize("declare", ["header", "meta", "none"])
 def test_a_page_comes_out_as_its_unicode_however_its_charset_is_declared(encoding, body, declare):
     data, content_type = encoded(SITE.page("Notes", body), encoding, declare)
@@ -43,3 +51,17 @@ def test_undeclared_utf_8_is_read_as_utf_8_even_where_detection_would_guess_othe
     # short, with one accented letter: uchardet reads it as windows-1250 (mojibake: "cafĂ©")
     text, codec = decode_html("<p>caf\u00e9</p>".encode())
     assert codec == "utf-8" and text == "<p>caf\u00e9</p>"
+
+
+@pytest.mark.parametrize("encoding, body", PAGES + HIDDEN_TAG)
+def test_the_main_text_of_a_pages_bytes_is_the_main_text_of_its_unicode(encoding, body):
+    # the list tags are renamed in the page's own bytes where an ASCII byte is always its character, and in
+    # its decoded text where it is not (UTF-16, ISO-2022-JP): a "<li" inside characters stays as it was
+    for declare in ("header", "meta", "none"):
+        page = SITE.page("Notes", body).replace("</h1>", f"</h1><ul><li>{ITEM}</li></ul>")
+        data, content_type = encoded(page, encoding, declare)
+        declared = content_type.partition("charset=")[2] or None
+        text, codec = html_main_text(data, declared)
+        assert (text, codec) == (main_text(decode_html(data, declared)[0]), decode_html(data, declared)[1])
+        if declare == "header":
+            assert all(paragraph in text for paragraph in body) and ITEM in text.split("\n\n"), text

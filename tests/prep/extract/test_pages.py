@@ -10,24 +10,30 @@ from tests.web_fixtures import Site, articles
 SITE = Site("docs.example.org", "Debian Notes")
 
 
+def _text(page: str, extractor: str, **settings) -> str:
+    text, codec = page_text(page.encode(), None, ExtractConfig(extractor=extractor, **settings))
+    assert codec == "utf-8"
+    return text
+
+
 def test_hybrid_keeps_the_rules_text_where_it_is_long_and_asks_trafilatura_where_it_is_short():
     import trafilatura
 
     long_page = SITE.page("About packages", articles(1, size=6)[0])
     assert len(main_text(long_page)) >= 800
-    assert page_text(long_page, ExtractConfig(extractor="hybrid")) == main_text(long_page)  # no second extractor
+    assert _text(long_page, "hybrid") == main_text(long_page)  # no second extractor
     body = articles(1, size=2)[0]
     short_page = SITE.page("About packages", body)
     assert len(main_text(short_page)) < 800
-    text = page_text(short_page, ExtractConfig(extractor="hybrid"))
+    text = _text(short_page, "hybrid")
     assert text == trafilatura.extract(short_page, fast=True, include_comments=False, include_tables=True)
     assert text != main_text(short_page) and all(p in text for p in body)
-    assert page_text(short_page, ExtractConfig(extractor="hybrid", fallback_below=0)) == main_text(short_page)
+    assert _text(short_page, "hybrid", fallback_below=0) == main_text(short_page)
 
 
 def test_trafilatura_alone_and_a_bad_setting():
     body = articles(1, size=3)[0]
-    assert all(p in page_text(SITE.page("About", body), ExtractConfig(extractor="trafilatura")) for p in body)
+    assert all(p in _text(SITE.page("About", body), "trafilatura") for p in body)
     with pytest.raises(ValueError, match="extractor must be one of"):
         ExtractConfig(extractor="readability")
     with pytest.raises(ValueError, match="fallback_below"):
