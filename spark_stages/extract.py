@@ -15,8 +15,9 @@ Then the site-template step: a line (a block of the extracted text) found on at 
 template (navigation, footers, "related" boxes the single-page extractor kept) and is cut from every
 page of the host; a page left with nothing is counted, not written. The extracting tasks write each
 page with its lines' 64-bit keys to scratch files, and per file the pages of each site and of each
-line; Spark counts those (only keys move between tasks) and gives each file the template keys its
-pages hold; a task per file then cuts its pages where they are. The counts are of distinct pages per
+line; Spark counts those (only keys move between tasks; up to `templates.in_memory_pages` pages, pyarrow
+on the driver, sparing Spark's few seconds of jobs) and gives each file the template keys its pages hold;
+a task per file then cuts its pages where they are. The counts are of distinct pages per
 (host, normalized line), so the output is the same on any number of partitions and machines.
 """
 
@@ -69,11 +70,16 @@ class TemplateConfig:
     enabled: bool = True  # cut site-template lines (false: each page's text as its extractor gave it)
     min_pages: int = 5  # a line on fewer pages of its host is never template
     min_share: float = 0.3  # ... nor one on a smaller share of its host's pages
+    # a crawl of at most this many pages has its lines counted on the driver (pyarrow over the scratch files'
+    # keys: ~2 MB a 1,000 pages), not by Spark's jobs, which cost ~6 s whatever the size; 0: always on Spark
+    in_memory_pages: int = 100_000
 
     def __post_init__(self):
         if self.min_pages < 2 or not 0 < self.min_share <= 1:
             raise ValueError(f"templates.min_pages must be at least 2 and min_share in (0, 1], got {self.min_pages}, "
                              f"{self.min_share}")
+        if self.in_memory_pages < 0:
+            raise ValueError(f"templates.in_memory_pages must be at least 0, got {self.in_memory_pages}")
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,13 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
             yield extract_file(index, file, cfg, staging)
 
     tasks = map_files(spark, files, extract_files, TASK_SCHEMA).collect()
-    cuts = _without_templates(spark, staging, cfg.templates, len(files)) if cfg.templates.enabled else None
+    cuts = None
+    if cfg.templates.enabled:
+        pages = sum(row["count"] for row in tasks if row["status"] == "page")
+        if pages <= cfg.templates.in_memory_pages:
+            cuts = _without_templates_in_memory(spark, staging, cfg.templates, files)
+        else:
+            cuts = _without_templates(spark, staging, cfg.templates, len(files))
     fill_empty(staging, OUTPUTS)
     if cfg.partitions:
         _spread(spark, staging, cfg.partitions)
@@ -225,6 +237,30 @@ def _without_templates(spark, staging: Path, cfg: TemplateConfig, files: int) ->
     return (spark.range(0, files).withColumnRenamed("id", "file_index").join(per_file, "file_index", "left")
             .repartition(min(files, MAX_INPUT_PARTITIONS), "file_index")
             .mapInArrow(cut_files, spark_schema(CUT_SCHEMA)).collect())
+
+
+def _without_templates_in_memory(spark, staging: Path, cfg: TemplateConfig, files: list[InputFile]) -> list:
+    """_without_templates for a crawl of at most cfg.in_memory_pages pages: the same counts and the same
+    template, by pyarrow on the driver over the scratch files, each file's template keys handed to its
+    cutting task."""
+    scratch = staging / SCRATCH
+    fill_empty(scratch, {"sites": SITE_SCHEMA, "lines": LINE_SCHEMA})
+    lines = pq.read_table(scratch / "lines", schema=LINE_SCHEMA)
+    sites = pq.read_table(scratch / "sites", schema=SITE_SCHEMA).group_by("site").aggregate([("pages", "sum")])
+    on = lines.group_by(["site", "key"]).aggregate([("pages", "sum")]).rename_columns(["site", "key", "on"])
+    counted = on.join(sites, "site")
+    template = counted.filter(pc.and_(pc.greater_equal(counted["on"], cfg.min_pages),
+                                      pc.greater_equal(counted["on"], pc.multiply(counted["pages_sum"],
+                                                                                  cfg.min_share))))["key"]
+    per_file = lines.filter(pc.is_in(lines["key"], template)).group_by("file_index").aggregate([("key", "list")])
+    keys = spark.sparkContext.broadcast(dict(zip(per_file["file_index"].to_pylist(), per_file["key_list"].to_pylist(),
+                                                 strict=True)))  # once per worker, not in every task
+
+    def cut_files(mine):
+        for index, _ in mine:
+            yield cut_file(index, set(keys.value.get(index, ())), staging)
+
+    return map_files(spark, files, cut_files, CUT_SCHEMA).collect()
 
 
 def cut_file(index: int, template: set[int], staging: Path) -> pa.RecordBatch:
