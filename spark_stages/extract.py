@@ -71,7 +71,8 @@ class TemplateConfig:
     min_pages: int = 5  # a line on fewer pages of its host is never template
     min_share: float = 0.3  # ... nor one on a smaller share of its host's pages
     # a crawl of at most this many pages has its lines counted on the driver (pyarrow over the scratch files'
-    # keys: ~2 MB a 1,000 pages), not by Spark's jobs, which cost ~6 s whatever the size; 0: always on Spark
+    # keys: 0.9 MB a 1,000 pages of the evaluation crawl, 27 lines a page), not by Spark's jobs, which cost ~6 s
+    # whatever the size; 0: always on Spark
     in_memory_pages: int = 100_000
 
     def __post_init__(self):
