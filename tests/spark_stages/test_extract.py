@@ -80,7 +80,7 @@ def test_the_template_of_a_site_of_many_pages_is_cut_and_its_articles_kept(extra
     assert stats["templates"]["pages_changed"] == 12 and stats["templates"]["lines_removed"] >= 12
 
 
-def test_the_same_rows_on_another_partitioning_by_either_template_count_and_without_the_step(spark, crawl, extracted, tmp_path):
+def test_the_same_rows_on_another_partitioning_either_template_count_and_no_step(spark, crawl, extracted, tmp_path):
     folder, _, _ = crawl
     _, stats, _ = extracted
     with spark_settings(spark, OTHER_CLUSTER):

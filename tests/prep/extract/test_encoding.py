@@ -1,9 +1,11 @@
 """Pages in the encodings sites use, declared in the HTTP header, in a <meta> or not at all, come out as
 the right Unicode."""
 
+import codecs
+
 import pytest
 
-from prep.extract.encoding import decode_html, python_codec
+from prep.extract.encoding import decode_html, html_codec, python_codec
 from prep.extract.html_text import html_main_text, main_text
 from tests.web_fixtures import JAPANESE, Site, articles, encoded
 
@@ -44,7 +46,19 @@ def test_an_unknown_or_lying_declaration_falls_back_and_never_raises():
     data = SITE.page("Notes", CHINESE).encode("gbk")
     text, _ = decode_html(data, "no-such-charset")
     assert CHINESE[0] in text
-    assert decode_html(b"\xff\xfe\x00broken \x80\x81", "utf-8")[0].count("\ufffd") >= 2  # replaced, not raised
+    assert decode_html(b"\xff\xff\x00broken \x80\x81", "utf-8")[0].count("\ufffd") >= 2  # replaced, not raised
+
+
+def test_a_byte_order_mark_decides_over_every_label_as_in_browsers():
+    sentence = "Caf\u00e9 owners met on Tuesday and agreed to publish their report before the end of the month."
+    page = f'<meta charset="windows-1252"><p>{sentence}</p>'
+    for data, codec in ((codecs.BOM_UTF8 + page.encode(), "utf-8"), (page.encode("utf-16"), "utf-16-le"),
+                        (codecs.BOM_UTF16_BE + page.encode("utf-16-be"), "utf-16-be")):
+        for declared in (None, "windows-1252", "utf-16", "shift_jis"):
+            assert html_codec(data, declared) == codec and html_main_text(data, declared) == (sentence, codec)
+    # without a mark, a header's UTF-16 is read as such, a <meta>'s cannot be (it was read as ASCII: UTF-8)
+    assert html_main_text(page.encode("utf-16-le"), "utf-16le") == (sentence, "utf-16-le")
+    assert html_codec(f'<meta charset="utf-16"><p>{sentence}</p>'.encode()) == "utf-8"
 
 
 def test_undeclared_utf_8_is_read_as_utf_8_even_where_detection_would_guess_otherwise():
@@ -65,3 +79,15 @@ def test_the_main_text_of_a_pages_bytes_is_the_main_text_of_its_unicode(encoding
         assert (text, codec) == (main_text(decode_html(data, declared)[0]), decode_html(data, declared)[1])
         if declare == "header":
             assert all(paragraph in text for paragraph in body) and ITEM in text.split("\n\n"), text
+
+
+@pytest.mark.parametrize("label", ["base64", "hex", "rot13", "zlib", "idna", "punycode", "undefined", "unicode_escape",
+                                   "utf-7", "cp037", "palmos"])
+def test_a_label_that_names_no_encoding_of_the_web_is_ignored_as_browsers_ignore_it(label):
+    # Python's codecs know these names (bytes-to-bytes transforms, EBCDIC, escapes), the Encoding Standard does
+    # not: a header or <meta> that declares one is read past, where it once failed or mangled the page
+    sentence = "Caf\u00e9 owners met on Tuesday and agreed to publish their report before the end of the month."
+    for declared, page in ((label, f"<p>{sentence}</p>"), (None, f'<meta charset="{label}"><p>{sentence}</p>')):
+        assert python_codec(label) is None
+        assert decode_html(page.encode(), declared) == (page, "utf-8")
+        assert html_main_text(page.encode(), declared) == (sentence, "utf-8")
