@@ -99,8 +99,12 @@ def _outcome(record, cfg: WarcConfig) -> Outcome:
         return Skipped("not_html" if content_type else "no_content_type")
     if record.content_length > cfg.max_payload_bytes:
         return Skipped("too_large")
-    payload = record.reader.read(cfg.max_payload_bytes + 1)
-    if len(payload) < record.content_length:
+    payload = record.reader.read(cfg.max_payload_bytes + 1)  # decoded (Content-Encoding): may outgrow the record
+    if len(payload) > cfg.max_payload_bytes:
+        return Skipped("too_large")
+    # a decoded payload's length says nothing of the record's (a gzipped page of a few bytes decodes shorter)
+    encoded = (record.http_headers.get("Content-Encoding") or "identity").strip().lower() != "identity"
+    if not encoded and len(payload) < record.content_length:
         return Quarantined(f"a payload of {len(payload)} bytes, {record.content_length} declared (cut short)",
                            record.stream_pos, cut=True)
     return Page(record.record_id, record.headers.get("WARC-Target-URI") or "", record.headers.get("WARC-Date") or "",

@@ -62,3 +62,32 @@ def test_a_record_cut_short_in_the_middle_is_quarantined(tmp_path):
     (tmp_path / "damaged.warc").write_bytes(damaged)
     outcomes = list(read_warc(str(tmp_path / "damaged.warc")))
     assert any(isinstance(o, (Quarantined, FileProblem)) for o in outcomes)
+
+
+def test_a_compressed_payload_is_held_to_the_limit_as_it_is_decoded_and_not_measured_against_the_record(tmp_path):
+    # Content-Encoding: gzip, a few KB on the wire and many times that decoded (a compression bomb): too large,
+    # where the decoded page was cut at the limit and extracted
+    import gzip
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from prep.extract.warc import WarcConfig
+
+    small = SITE.page("Small", articles(1)[0]).encode()
+    large = small * 40
+    tiny = b"<p>hi</p>"  # gzipped, longer than itself: once taken for a record cut short
+    path = tmp_path / "encoded.warc.gz"
+    with open(path, "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        for name, body in (("small", small), ("large", large), ("tiny", tiny)):
+            headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8"),
+                                                  ("Content-Encoding", "gzip")], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(f"http://docs.example.org/{name}", "response",
+                                                          payload=BytesIO(gzip.compress(body)), http_headers=headers))
+    limit = 2 * len(small)
+    assert len(gzip.compress(large)) < limit < len(large)
+    outcomes = list(read_warc(str(path), WarcConfig(max_payload_bytes=limit)))
+    assert kinds(outcomes) == ["Page", "Skipped:too_large", "Page"]
+    assert outcomes[0].payload == small and outcomes[2].payload == tiny
