@@ -121,6 +121,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     tasks = map_files(spark, files, extract_files, TASK_SCHEMA).collect()
     cuts = None
     if cfg.templates.enabled:
+        fill_empty(staging / SCRATCH, {"sites": SITE_SCHEMA, "lines": LINE_SCHEMA})  # a crawl without a page
         pages = sum(row["count"] for row in tasks if row["status"] == "page")
         if pages <= cfg.templates.in_memory_pages:
             cuts = _without_templates_in_memory(spark, staging, cfg.templates, files)
@@ -222,7 +223,6 @@ def _without_templates(spark, staging: Path, cfg: TemplateConfig, files: int) ->
     from pyspark.sql import functions as F
 
     scratch = staging / SCRATCH
-    fill_empty(scratch, {"sites": SITE_SCHEMA, "lines": LINE_SCHEMA})  # a crawl without a page
     lines = spark.read.parquet(str(scratch / "lines"))
     sites = spark.read.parquet(str(scratch / "sites")).groupBy("site").agg(F.sum("pages").alias("pages"))
     template = (lines.groupBy("site", "key").agg(F.sum("pages").alias("on")).join(sites, "site")
@@ -245,7 +245,6 @@ def _without_templates_in_memory(spark, staging: Path, cfg: TemplateConfig, file
     template, by pyarrow on the driver over the scratch files, each file's template keys handed to its
     cutting task."""
     scratch = staging / SCRATCH
-    fill_empty(scratch, {"sites": SITE_SCHEMA, "lines": LINE_SCHEMA})
     lines = pq.read_table(scratch / "lines", schema=LINE_SCHEMA)
     sites = pq.read_table(scratch / "sites", schema=SITE_SCHEMA).group_by("site").aggregate([("pages", "sum")])
     on = lines.group_by(["site", "key"]).aggregate([("pages", "sum")]).rename_columns(["site", "key", "on"])

@@ -95,6 +95,19 @@ def test_the_same_rows_on_another_partitioning_either_template_count_and_no_step
     assert all(BIG.template_lines()[1] in t for t in texts)  # what the step removes, there without it
 
 
+def test_a_crawl_without_a_page_gives_empty_outputs_on_either_template_count(spark, tmp_path):
+    folder = tmp_path / "no-pages"
+    folder.mkdir()
+    write_warc(folder / "a.warc.gz", [Response("http://example.org/gone", b"<html>Gone</html>", "text/html",
+                                               "410 Gone")])
+    for in_memory_pages in (100_000, 0):
+        out = tmp_path / f"out-{in_memory_pages}"
+        cfg = Config(templates=TemplateConfig(in_memory_pages=in_memory_pages))
+        stats = run(spark, single_source(str(folder)), cfg, str(out))
+        assert stats["pages"] == 0 and stats["written"] == 0 and stats["skipped"]["status_410"] == 1
+        assert pq.read_table(out / "docs").num_rows == 0 and stats["file_errors"] == []
+
+
 def test_pages_that_share_a_record_id_keep_their_own_text(spark, crawl, tmp_path):
     """The same WARC file twice (a crawl fetched again): the template step cuts each page on its own;
     it once joined the cut lines back by record id, giving both copies the lines of both."""
