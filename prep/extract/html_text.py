@@ -66,8 +66,9 @@ LINKED_BLOCK = 300  # a block shorter than this that is mostly links is navigati
 HEADING_RUN = 2  # short blocks, at most this many, right before a removed block are its heading ...
 HEADING_CHARS = 60  # ... when each is shorter than this
 MARK = "\ue000tokenmill article body\ue000"  # a private-use character: no page's text
-# resiliparse's main-content pass takes the square of the depth: 20,000 nested <div> 5.7 s, 4,000 0.23 s, where a
-# page's elements are rarely 50 deep (a hostile or broken page can nest as deep as it has tags)
+# resiliparse's main-content pass takes the square of the depth (20,000 nested <div> 5.7 s, 4,000 0.23 s), and so
+# does the text of each of nested <aside> (20,000: 3.2 s), where a page's elements are rarely 50 deep (a hostile
+# or broken page can nest as deep as it has tags)
 MAX_DEPTH = 4000
 DEEPER = "*" + " > *" * MAX_DEPTH  # an element with MAX_DEPTH ancestors
 TAG = re.compile(r"<[^>]+>")
@@ -133,13 +134,15 @@ def _text_outside_links(node) -> int:
     return text - sum(len(TAG.sub("", link)) for link in LINK.findall(node.html))
 
 
-def _drop_non_content(body) -> None:
-    """Removes the elements that are never the article, and the <aside> and <form> elements that do not
-    hold CONTENT_INSIDE characters of text (some sites put the whole post in one)."""
+def _drop_non_content(body, measure: bool = True) -> None:
+    """Removes the elements that are never the article, and (where `measure`) the <aside> and <form> elements
+    that do not hold CONTENT_INSIDE characters of text (some sites put the whole post in one)."""
     # values(): a list made at once; iterating the collection itself costs ~90 µs a node in resiliparse 2
     for node in body.query_selector_all(NEVER_CONTENT).values():
         if node.parent is not None:
             node.parent.remove_child(node)
+    if not measure:
+        return
     for node in body.query_selector_all(SOMETIMES_CONTENT).values():
         if node.parent is not None and _text_outside_links(node) < CONTENT_INSIDE:
             node.parent.remove_child(node)
@@ -247,12 +250,17 @@ def _decoded(page: bytearray, codec: str) -> str:
     return str(page, codec, "replace").removeprefix("\ufeff")  # a byte order mark is not text
 
 
-def _parsed(page: str) -> HTMLTree:
-    """A page with its tags fixed (_fixed_tags), parsed, what is never content dropped."""
+def _parsed(page: str, tags: int) -> tuple[HTMLTree, bool]:
+    """A page with its tags fixed (_fixed_tags: `tags`, its count of "<"), parsed, what is never content
+    dropped; and whether its elements nest deeper than MAX_DEPTH, where the walks that cost the square of the
+    depth are not taken: resiliparse's main-content pass, and the text of each of nested <aside> elements
+    (which are kept for the block rules). A page needs MAX_DEPTH tags to be that deep: the query runs on 4%."""
     tree = HTMLTree.parse(page)
-    if tree.body is not None:
-        _drop_non_content(tree.body)
-    return tree
+    if tree.body is None:
+        return tree, False
+    deep = tags > MAX_DEPTH and tree.body.query_selector(DEEPER) is not None
+    _drop_non_content(tree.body, measure=not deep)
+    return tree, deep
 
 
 def _article_body(body):
@@ -313,12 +321,10 @@ def html_main_text(body: bytes, declared: str | None = None, max_link_share: flo
 
 def _main_text(page: str, tags: int, max_link_share: float, short_block: int) -> str:
     """The main text of a decoded page with its tags fixed (_fixed_tags: `tags`, its count of "<")."""
-    tree = _parsed(page)
+    tree, deep = _parsed(page, tags)
     if tree.body is None:
         return ""
-    # the main-content pass costs the square of the tree's depth: a page whose elements nest deeper than
-    # MAX_DEPTH (it needs as many tags: the deep query runs on 4% of pages) is read by the whole-page pass
-    main_content = tags <= MAX_DEPTH or tree.body.query_selector(DEEPER) is None
+    main_content = not deep  # else the whole-page pass
     body = _article_body(tree.body)
     if body is not None:
         _marked(tree, body)
@@ -342,7 +348,7 @@ def _main_text(page: str, tags: int, max_link_share: float, short_block: int) ->
     if prose < RESCUE_BELOW and prose < RESCUE_SHARE * _prose_chars(whole):
         text = whole
     if not text and "<noscript" in page:  # pages that put their text only where scripts are off
-        text = _kept(_blocks(_parsed(page), main_content, noscript=True), max_link_share, short_block)
+        text = _kept(_blocks(_parsed(page, tags)[0], main_content, noscript=True), max_link_share, short_block)
     starts = [i for i, block in enumerate(text) if _is_prose(block)]
     if starts:  # from the article's title to its last prose block: the page's head and tail fall outside
         text = text[max(0, starts[0] - TITLE_BLOCKS):starts[-1] + 1]

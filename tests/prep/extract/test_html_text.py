@@ -205,10 +205,16 @@ def test_a_page_nested_deeper_than_the_main_content_pass_can_afford_is_read_by_t
         passes.append(options["main_content"])
         return extract_plain_text(tree, **options)
 
+    measured = []
+    measure = html_text._text_outside_links
     monkeypatch.setattr(html_text, "extract_plain_text", recorded)
+    monkeypatch.setattr(html_text, "_text_outside_links", lambda node: measured.append(node) or measure(node))
     body = articles(1, size=3)[0]
     article = "".join(f"<p>{p}</p>" for p in body)
-    for depth, main_content in ((100, True), (MAX_DEPTH + 1, False)):
-        passes.clear()
-        text = main_text(_page("<div>" * depth + article + "</div>" * depth))
-        assert text == "\n\n".join(body) and set(passes) == {main_content}, (depth, passes)
+    for depth, shallow in ((100, True), (MAX_DEPTH + 1, False)):
+        for tag in ("div", "aside"):  # the text of each of nested <aside> costs the square of the depth too
+            passes.clear()
+            measured.clear()
+            text = main_text(_page(f"<{tag}>" * depth + article + f"</{tag}>" * depth))
+            assert set(passes) == {shallow} and (len(measured) == depth if tag == "aside" and shallow else not measured)
+            assert text == ("" if tag == "aside" and shallow else "\n\n".join(body)), (depth, tag)
