@@ -24,6 +24,9 @@ Two second chances: when the main-content pass keeps a small share of the page's
 article's wrapper for a sidebar, by a class such as "share" or "promoted"), the whole page goes
 through the same block rules instead; and a page with no text but a <noscript> is read with it.
 
+A page's cost is bounded by its size: a page nested deeper than MAX_DEPTH skips the walks that cost the
+square of the depth, and the patterns over its bytes are bounded (docs/extract.md, "Hostile pages").
+
 Measured against trafilatura, resiliparse alone and readability on trafilatura's own evaluation pages and on
 Zyte's article-extraction benchmark (benchmarks/bench_extract.py; docs/extract.md).
 """
