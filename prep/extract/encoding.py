@@ -17,8 +17,9 @@ import re
 
 from resiliparse.parse.encoding import detect_encoding, map_encoding_to_html5
 
-SUPERSETS = {"iso8859-1": "cp1252", "ascii": "cp1252", "gb2312": "gb18030", "gbk": "gb18030", "shift_jis": "cp932",
-             "euc_kr": "cp949", "big5": "big5hkscs"}
+# the WHATWG decoders of these labels read supersets of Python's codecs of the same name (the standard's own
+# label map, resiliparse's, already reads iso-8859-1 and ascii as windows-1252 and gb2312 as gbk)
+SUPERSETS = {"gbk": "gb18030", "shift_jis": "cp932", "euc_kr": "cp949", "big5": "big5hkscs"}
 BYTE_ORDER_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 META = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 

@@ -58,7 +58,7 @@ def page_text(body: bytes, declared: str | None, cfg: ExtractConfig) -> tuple[st
     if cfg.extractor == "hybrid" and len(text) < cfg.fallback_below:
         # a short text is where the rules miss most (an article they could not tell from its page): trafilatura
         # reads those pages, ~8% of the evaluation's, in its fast mode (docs/benchmarks.md, "The extract job")
-        return _trafilatura(decode_html(body, codec)[0], fast=True), codec
+        return _trafilatura(str(body, codec, "replace"), fast=True), codec  # decoded as the rules' page was
     return text, codec
 
 

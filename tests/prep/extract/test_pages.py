@@ -38,3 +38,12 @@ def test_trafilatura_alone_and_a_bad_setting():
         ExtractConfig(extractor="readability")
     with pytest.raises(ValueError, match="fallback_below"):
         ExtractConfig(fallback_below=-1)
+
+
+def test_hybrid_hands_trafilatura_the_page_as_the_rules_decoded_it():
+    # a short page, mostly ASCII, in Shift_JIS as its header says: read again from its bytes by codec name
+    # (cp932, no label of the web), it went to detection and came to trafilatura as windows-1252 mojibake
+    sentence = "The committee met on Tuesday at the カフェ and agreed to publish its report."
+    body = SITE.page("Notes", [sentence]).encode("cp932")
+    text, codec = page_text(body, "shift_jis", ExtractConfig(extractor="hybrid"))
+    assert codec == "cp932" and sentence in text, text
