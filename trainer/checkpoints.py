@@ -7,8 +7,9 @@ and renamed by rank 0 once every rank's part and DCP's metadata are on disk; the
 together at a step boundary. Loading reshards the model and optimizer when the world size changed.
 
 A checkpoint is code: DCP reads its metadata with pickle, as torch.load reads any PyTorch checkpoint.
-So resume() loads only a checkpoint folder of this user's that nobody else can write (owner and mode
-of the folder, its parent and every file in it: schemas/trust.py), and never one from elsewhere.
+So whatever loads one (resume(), jobs.evaluate) first calls check_checkpoint: only a checkpoint folder of
+this user's that nobody else can write (owner and mode of the folder, its parent and every file in it:
+schemas/trust.py), never one from elsewhere.
 """
 
 import json

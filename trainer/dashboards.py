@@ -4,14 +4,18 @@ Every step's figures (loss, learning rate, gradient norm, tokens/s, MFU, step se
 milliseconds, checkpoint save seconds), the held-out loss and bits per byte by source, the guard's
 events and the loader's counters go to both. The endpoint (`prometheus_port`, 0 for none) serves
 them as gauges and counters named tokenmill_*; dashboards/grafana.json is a Grafana dashboard of them.
+The endpoint listens on 127.0.0.1 unless `prometheus_addr` says otherwise (a run's figures are nobody
+else's business on a shared network) and answers /metrics only (prometheus_client's own server answers
+every path).
 """
 
 import logging
 import math
+import socket
+import threading
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-
-from trainer import test_hooks
 
 log = logging.getLogger(__name__)
 
@@ -32,21 +36,54 @@ class DashboardConfig:
     """Where a run's figures go besides metrics.jsonl (rank 0)."""
     tensorboard: bool = True  # event files in RUN_DIR/tensorboard/ (tensorboard --logdir RUN_DIR/tensorboard)
     prometheus_port: int = 0  # > 0: serve the figures for Prometheus on this port of rank 0's host (0: none)
+    prometheus_addr: str = "127.0.0.1"  # the address the endpoint listens on (0.0.0.0: every network of the host)
 
     def __post_init__(self):
         if not 0 <= self.prometheus_port < 65536:
             raise ValueError(f"prometheus_port must be a port number, got {self.prometheus_port}")
 
 
+class _MetricsHandler(BaseHTTPRequestHandler):
+    """GET /metrics: the registry's figures in Prometheus' text format; any other path: 404."""
+
+    def do_GET(self):  # the name http.server calls
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        if self.path.partition("?")[0] != "/metrics":  # a query is allowed, as prometheus_client allows it
+            self.send_error(404)
+            return
+        body = generate_latest(self.server.registry)
+        self.send_response(200)
+        self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):  # no console line per scrape
+        pass
+
+
+class MetricsServer(ThreadingHTTPServer):
+    """A registry served on addr:port from a daemon thread, until shutdown()."""
+    daemon_threads = True  # a scrape in progress never holds up the run's exit
+
+    def __init__(self, registry, addr: str, port: int):
+        self.registry = registry
+        self.address_family = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM)[0][0]  # IPv4, IPv6 or a name
+        super().__init__((addr, port), _MetricsHandler)
+        threading.Thread(target=self.serve_forever, name="prometheus-endpoint", daemon=True).start()
+
+
 class Dashboards:
     def __init__(self, cfg: DashboardConfig, run_dir: Path):
         self.writer, self.gauges, self.events, self.loader_gauge, self.heldout_gauges = None, {}, None, None, None
+        self.server = None
         if cfg.tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
             self.writer = SummaryWriter(str(run_dir / "tensorboard"))
         if cfg.prometheus_port:
-            from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+            from prometheus_client import CollectorRegistry, Counter, Gauge
 
             registry = CollectorRegistry()  # the run's own: no process-wide default collectors
             self.gauges = {key: Gauge(name, text, registry=registry) for key, (name, text) in STEP_FIGURES.items()}
@@ -58,8 +95,8 @@ class Dashboards:
             self.events = Counter("tokenmill_guard_events", "the training guard's events", ["kind"], registry=registry)
             self.loader_gauge = Gauge("tokenmill_loader", "the loader's counters (rank 0)", ["counter"],
                                       registry=registry)
-            start_http_server(cfg.prometheus_port, registry=registry)
-            log.info("Prometheus metrics on port %d", cfg.prometheus_port)
+            self.server = MetricsServer(registry, cfg.prometheus_addr, cfg.prometheus_port)
+            log.info("Prometheus metrics on http://%s:%d/metrics", cfg.prometheus_addr, cfg.prometheus_port)
 
     def step(self, record: dict) -> None:
         step = record["step"]
@@ -99,7 +136,8 @@ class Dashboards:
                 self.loader_gauge.labels(counter=key).set(value)
 
     def close(self) -> None:
-        if self.events is not None:
-            test_hooks.hold_endpoint()
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
         if self.writer is not None:
             self.writer.close()

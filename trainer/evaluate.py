@@ -7,7 +7,9 @@ Loads the newest complete checkpoint of DIR into the model the run trained (its 
 embedding size), encodes each held-out document as the shards job does (<|bos|> ids <|eos|>), and
 sums the model's loss over every token it predicts, in windows of the shards' seq_len (each window
 starts without context). Bits per byte = that loss in nats / ln 2 / the documents' UTF-8 bytes.
-Prints one JSON object. One process; no torchrun needed.
+Prints one JSON object. One process; no torchrun needed. The checkpoint goes through the check --resume
+makes (trainer/checkpoints.py) before anything of it is read: its metadata is a pickle, so a checkpoint
+another user owns or can write would run their code.
 """
 
 import math
@@ -25,7 +27,8 @@ from loaders.shard_reader import ShardSource
 from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.encode import TokenizerFile, encode_documents
-from trainer.checkpoints import latest_checkpoint
+from schemas.trust import UntrustedPath
+from trainer.checkpoints import check_checkpoint, latest_checkpoint
 from trainer.loop import TrainConfig, build_model
 
 
@@ -55,6 +58,13 @@ def held_out_loss(model, tokens: list, seq_len: int) -> tuple[float, int]:
 
 
 def evaluate(cfg: EvalConfig) -> dict:
+    checkpoint = latest_checkpoint(Path(cfg.run_dir))
+    if checkpoint is None:
+        raise SystemExit(f"no complete checkpoint in {cfg.run_dir}")
+    try:
+        check_checkpoint(checkpoint)
+    except UntrustedPath as e:
+        raise SystemExit(f"jobs.evaluate: error: {e}") from None
     index = ShardSource(sources_of(cfg.shards)[0].location).index  # a folder, a URL or a mixture (shared settings)
     tokenizer = TokenizerFile.read(cfg.tokenizer)
     if tokenizer.sha256 != index.tokenizer_sha256:
@@ -64,9 +74,6 @@ def evaluate(cfg: EvalConfig) -> dict:
         dist.init_process_group("gloo", init_method=f"file://{rendezvous}/store", rank=0, world_size=1)
         try:
             model = build_model(TrainConfig(model=cfg.model), index.embedding_size, torch.device("cpu"))
-            checkpoint = latest_checkpoint(Path(cfg.run_dir))
-            if checkpoint is None:
-                raise SystemExit(f"no complete checkpoint in {cfg.run_dir}")
             state = {"model": get_model_state_dict(model)}
             dcp.load(state, checkpoint_id=str(checkpoint))
             set_model_state_dict(model, state["model"])

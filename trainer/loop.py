@@ -28,7 +28,6 @@ from loaders import ShardLoader
 from loaders.collate import IGNORE
 from loaders.shard_reader import ShardError
 from schemas.mixture import MixtureError, parse_weights
-from trainer import test_hooks
 from trainer.checkpoints import Checkpoints, resume, training_state
 from trainer.dashboards import DashboardConfig, Dashboards
 from trainer.guard import Guard, GuardConfig, GuardState, TooManyRollbacks
@@ -120,9 +119,8 @@ def build_model(cfg: TrainConfig, vocab_size: int, device: torch.device) -> Tran
 
 
 def build_optimizer(model: torch.nn.Module, cfg: TrainConfig):
-    named = [(name, p) for name, p in model.named_parameters() if name not in test_hooks.LEFT_OUT]
-    matrices = [p for _, p in named if p.dim() >= 2]
-    vectors = [p for _, p in named if p.dim() < 2]
+    matrices = [p for p in model.parameters() if p.dim() >= 2]
+    vectors = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": matrices, "weight_decay": cfg.weight_decay},
                                    {"params": vectors, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate(step, cfg) / cfg.lr)
@@ -140,7 +138,7 @@ class Step(NamedTuple):
 
 
 def train_step(model, optimizer, batch: dict, world: int, cfg: TrainConfig, sources: int = 1,
-               guard: Guard | None = None, poison: bool = False) -> Step:
+               guard: Guard | None = None) -> Step:
     """One step; with a guard, the optimizer steps only when the loss is no spike and the loss and the
     gradient are finite (every rank has the same global figures, so every rank decides the same)."""
     labels = batch["labels"]
@@ -159,8 +157,6 @@ def train_step(model, optimizer, batch: dict, world: int, cfg: TrainConfig, sour
     # FSDP averages gradients over ranks: scale so the result is the gradient of the global mean. The
     # backward runs whatever the verdict: FSDP's hooks expect it after a forward.
     (loss_sum * world / real_tokens).backward()
-    if poison:  # a test's fault: one rank's gradient turns infinite (the global norm does on every rank)
-        next(model.parameters()).grad.fill_(float("inf"))
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
     grad_norm = (grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm).item()
     if event is None and guard is not None and not guard.gradient_ok(grad_norm):
@@ -255,8 +251,7 @@ def _run(cfg: TrainConfig, device: torch.device, loader: ShardLoader, run_dir: P
             started = time.perf_counter()  # before next(): the data wait is part of the step
             batch = next(loader)
             data_wait = time.perf_counter() - started
-            result = train_step(model, optimizer, batch, world, cfg, len(loader.sources), guard,
-                                poison=test_hooks.poisoned(step + 1, rank))
+            result = train_step(model, optimizer, batch, world, cfg, len(loader.sources), guard)
             if result.event == "spike":
                 step = _roll_back(step + 1, result.loss, loader, model, optimizer, scheduler, checkpoints, guard,
                                   metrics, rank, world)

@@ -16,8 +16,6 @@ import json
 import torch
 import torch.distributed as dist
 
-from trainer import test_hooks
-
 
 def own_problems(model: torch.nn.Module, optimizer) -> list[str]:
     """This rank's problems with its model and optimizer."""
@@ -38,15 +36,15 @@ def own_problems(model: torch.nn.Module, optimizer) -> list[str]:
     return problems
 
 
-def facts(loader, cfg, rank: int) -> dict[str, str]:
+def facts(loader, cfg) -> dict[str, str]:
     """What every rank must agree on."""
     nccl = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "none"
     shards = hashlib.sha256()
     for shard_set in loader.sets:
         shards.update(json.dumps(shard_set.source.index.to_json(), sort_keys=True).encode())
     config = json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=str)
-    return {"torch": test_hooks.torch_version(rank, torch.__version__), "CUDA": str(torch.version.cuda),
-            "NCCL": nccl, "shards index": shards.hexdigest()[:16],
+    return {"torch": torch.__version__, "CUDA": str(torch.version.cuda), "NCCL": nccl,
+            "shards index": shards.hexdigest()[:16],
             "tokenizer": loader.sets[0].source.index.tokenizer_sha256[:16],
             "training config": hashlib.sha256(config.encode()).hexdigest()[:16]}
 
@@ -54,8 +52,7 @@ def facts(loader, cfg, rank: int) -> dict[str, str]:
 def check_ranks(model, optimizer, loader, cfg) -> str | None:
     """None when every rank can train with every other; else the one line that says why not (the same on
     every rank)."""
-    rank = dist.get_rank()
-    mine = (facts(loader, cfg, rank), own_problems(model, optimizer))
+    mine = (facts(loader, cfg), own_problems(model, optimizer))
     everyone: list = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
     lines = [f"rank {r}: {problem}" for r, (_, problems) in enumerate(everyone) for problem in problems]

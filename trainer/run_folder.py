@@ -6,6 +6,12 @@ refused with one line naming the holder, or waits for it (`wait_for_run_dir`). E
 kernel to kill it when its parent (the torchrun agent) dies: torchrun starts workers in sessions of
 their own, so after `kill -9` of the agent they would go on training and saving checkpoints into the
 folder a restarted run is using.
+
+The folder must be this user's own, not a symbolic link, and not writable by anyone else
+(schemas/trust.py): metrics, TensorBoard files and checkpoints are written into it by name, so another
+user able to plant a link there would redirect them. The lock is opened without following a link,
+created 0600 and checked on the open file: a lock another user could open is a lock they could hold,
+refusing every later run.
 """
 
 import contextlib
@@ -16,12 +22,15 @@ import logging
 import os
 import signal
 import socket
+import stat
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import torch.distributed as dist
+
+from schemas.trust import UntrustedPath, check_private, owner_name
 
 log = logging.getLogger(__name__)
 LOCK_FILE = ".run.lock"
@@ -38,9 +47,9 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
-def _holder(path: Path) -> str:
+def _holder(lock: int) -> str:
     try:
-        held = json.loads(path.read_text(encoding="utf-8"))
+        held = json.loads(os.pread(lock, 4096, 0))
         return f"pid {held['pid']} on {held['host']} since {held['since']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "another process"
@@ -53,33 +62,62 @@ WAIT_SECONDS = 5  # between two tries for a held folder: each try is a broadcast
 def run_folder(run_dir: Path, rank: int, wait: bool) -> Iterator[str | None]:
     """Holds the run folder for the block (rank 0 takes the lock, every rank learns the outcome); yields
     None, or the reason the run may not start."""
-    handle = None
-    if rank == 0:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(run_dir / LOCK_FILE, "a+", encoding="utf-8")
+    lock, untrusted = _open_lock(run_dir) if rank == 0 else (None, None)
     try:
         while True:
-            outcome = [_take(handle, run_dir) if rank == 0 else None]
+            outcome = [(untrusted or _take(lock, run_dir)) if rank == 0 else None]
             dist.broadcast_object_list(outcome, src=0)
-            if outcome[0] is None or not wait:
+            if outcome[0] is None or not wait or untrusted:
                 break
             log.info("%s: waiting for the run that holds it", outcome[0].split(":")[0])
             time.sleep(WAIT_SECONDS)
         yield outcome[0]
     finally:
-        if handle is not None:
-            handle.close()
+        if lock is not None:
+            os.close(lock)
 
 
-def _take(handle, run_dir: Path) -> str | None:
+def _open_lock(run_dir: Path) -> tuple[int | None, str | None]:
+    """(the open lock file, None), or (None, why this folder or its lock is not this user's alone)."""
+    path = run_dir / LOCK_FILE
+    try:
+        run_dir.mkdir(mode=0o755, parents=True, exist_ok=True)  # readable, like the user's other outputs
+        check_private(run_dir, "the run folder")
+        lock = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except UntrustedPath as e:
+        return None, str(e)
+    except OSError as e:
+        if os.path.islink(path):
+            return None, f"{path} is a symbolic link: refusing to follow it (remove it)"
+        return None, f"{e.filename or path}: {e.strerror}"
+    problem = _shared(os.fstat(lock))  # the file opened, not the name: nothing can be swapped in between
+    if problem is None:
+        return lock, None
+    os.close(lock)
+    return None, f"{path} {problem}: remove it (no run of yours is using it) and start again"
+
+
+def _shared(info: os.stat_result) -> str | None:
+    """Why a lock file with these properties is not this user's alone; None when it is."""
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if info.st_uid != os.getuid():
+        return f"belongs to {owner_name(info.st_uid)}, not to {owner_name(os.getuid())}"
+    if info.st_nlink != 1:
+        return f"has {info.st_nlink} names (hard links)"
+    if info.st_mode & 0o066:  # whoever can open it can hold the lock, and refuse every later run
+        return f"can be opened by other users (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def _take(lock: int, run_dir: Path) -> str | None:
     """None once this process holds the lock; else why not."""
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        return (f"{run_dir} is in use by another run ({_holder(run_dir / LOCK_FILE)}): wait for it, choose another "
+        return (f"{run_dir} is in use by another run ({_holder(lock)}): wait for it, choose another "
                 "--run-dir, or --wait-for-run-dir")
-    handle.truncate(0)
-    handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                             "since": time.strftime("%Y-%m-%dT%H:%M:%S")}))
-    handle.flush()
+    holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    os.ftruncate(lock, 0)
+    os.pwrite(lock, holder.encode(), 0)
     return None

@@ -1,8 +1,7 @@
 """The run's dashboards: TensorBoard event files with the step figures, the held-out loss and the guard's
 events; a Prometheus endpoint serving them while the run goes; `python -m jobs.plot` drawing the curves.
-One process (`python jobs/train.py`, no torchrun)."""
+One process (jobs/train.py through tests/trainer/fault_launcher.py, no torchrun)."""
 
-import os
 import socket
 import subprocess
 import sys
@@ -35,11 +34,11 @@ def test_tensorboard_prometheus_and_the_plot(tmp_path):
     port, run_dir, released = free_port(), tmp_path / "run", tmp_path / "scraped"
     log = (tmp_path / "train.log").open("w")
     child = subprocess.Popen(
-        [sys.executable, str(REPO / "jobs" / "train.py"), "--shards", str(shards), "--run-dir", str(run_dir),
+        [sys.executable, str(REPO / "tests" / "trainer" / "fault_launcher.py"), "--nonfinite-grad", "3",
+         "--hold-endpoint", str(released), "--shards", str(shards), "--run-dir", str(run_dir),
          "--steps", str(STEPS), "--global-batch-size", "4", "--warmup-steps", "2", "--heldout.every", "8",
          "--heldout.rows", "8", "--dashboards.prometheus-port", str(port)], cwd=REPO, stdout=log,
-        stderr=subprocess.STDOUT, env={**os.environ, "TOKENMILL_TEST_NONFINITE_GRAD": "3",
-                                       "TOKENMILL_TEST_HOLD_ENDPOINT": str(released)})
+        stderr=subprocess.STDOUT)
     # The endpoint stays up at the end until `released` exists: scraped until it shows the last step.
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 never through a proxy
     scraped, deadline = "", time.monotonic() + 600

@@ -2,7 +2,7 @@
 random tokens is detected, rolled back and skipped, and the run ends near an unpoisoned run; a resume
 after the skip is bit-exact; an injected non-finite gradient is not applied; the start checks refuse a
 parameter no optimizer group holds and a rank on another torch; a second run on a folder is refused and
-a killed agent's workers do not outlive it."""
+a killed agent's workers do not outlive it. Faults are injected by tests/trainer/fault_launcher.py."""
 
 import json
 import os
@@ -21,21 +21,25 @@ from tests.shard_fixtures import write_text_shards
 pytestmark = pytest.mark.torchrun
 
 REPO = Path(__file__).resolve().parents[2]
+LAUNCHER = REPO / "tests" / "trainer" / "fault_launcher.py"  # jobs/train.py with faults injected
 STEPS, BATCH, EVERY = 40, 4, 8
 POISONED_STEPS = (30, 31)  # their batches are random tokens
 POISONED = range((POISONED_STEPS[0] - 1) * BATCH, POISONED_STEPS[-1] * BATCH)  # their global positions
 
 
-def command(processes: int, shards: Path, run_dir: Path, *extra: str, steps: int = STEPS) -> list[str]:
+def command(processes: int, shards: Path, run_dir: Path, *extra: str, steps: int = STEPS,
+            faults: tuple[str, ...] = ()) -> list[str]:
+    """jobs/train.py under torchrun; with faults, fault_launcher.py (the same run, those faults injected)."""
+    script = [str(LAUNCHER), *faults] if faults else [str(REPO / "jobs" / "train.py")]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
-            str(REPO / "jobs" / "train.py"), "--shards", str(shards), "--run-dir", str(run_dir), "--model", "tiny",
+            *script, "--shards", str(shards), "--run-dir", str(run_dir), "--model", "tiny",
             "--steps", str(steps), "--global-batch-size", str(BATCH), "--warmup-steps", "4", "--lr", "3e-3",
             "--checkpoint-every", str(EVERY), "--keep-checkpoints", "10", *extra]
 
 
-def run(processes, shards, run_dir, *extra, env=None, ok=True, steps=STEPS) -> str:
-    done = subprocess.run(command(processes, shards, run_dir, *extra, steps=steps), cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, **(env or {})})
+def run(processes, shards, run_dir, *extra, faults=(), ok=True, steps=STEPS) -> str:
+    done = subprocess.run(command(processes, shards, run_dir, *extra, steps=steps, faults=faults), cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
     output = done.stdout + done.stderr
     assert (done.returncode == 0) == ok, output[-3000:]
     return output
@@ -122,7 +126,7 @@ def _model(checkpoint: Path, tmp_path: Path) -> dict:
 def test_a_non_finite_gradient_is_not_applied(shards, tmp_path):
     clean, _ = shards
     run_dir = tmp_path / "nonfinite"
-    run(2, clean, run_dir, "--checkpoint-every", "1", steps=7, env={"TOKENMILL_TEST_NONFINITE_GRAD": "6:1"})
+    run(2, clean, run_dir, "--checkpoint-every", "1", steps=7, faults=("--nonfinite-grad", "6:1"))
     steps, events = records(run_dir)
     assert [(e["event"], e["at_step"]) for e in events] == [("nonfinite", 6)] and not steps[6]["applied"]
     assert all(steps[s]["applied"] for s in (1, 2, 3, 4, 5, 7)) and np.isinf(steps[6]["grad_norm"])
@@ -131,14 +135,14 @@ def test_a_non_finite_gradient_is_not_applied(shards, tmp_path):
     assert any((at[k] != after[k]).any() for k in at)  # step 7 did
 
 
-@pytest.mark.parametrize("env, extra, messages", [
-    ({"TOKENMILL_TEST_LEAVE_OUT": "norm.weight", "TOKENMILL_TEST_TORCH_VERSION": "1:0.0.0"}, (),
+@pytest.mark.parametrize("faults, extra, messages", [
+    (("--leave-out", "norm.weight", "--torch-version", "1:0.0.0"), (),
      ("rank 0: parameter norm.weight is in 0 optimizer groups", "rank 1: torch 0.0.0 differs from rank 0's")),
-    ({}, ("--global-batch-size", "3"), ("global_batch_size 3 is not a multiple of the 2 processes",)),
+    ((), ("--global-batch-size", "3"), ("global_batch_size 3 is not a multiple of the 2 processes",)),
 ])
-def test_the_start_checks_refuse_what_cannot_train_together(shards, tmp_path, env, extra, messages):
+def test_the_start_checks_refuse_what_cannot_train_together(shards, tmp_path, faults, extra, messages):
     clean, _ = shards
-    output = run(2, clean, tmp_path / "refused", *extra, env=env, ok=False, steps=8)
+    output = run(2, clean, tmp_path / "refused", *extra, faults=faults, ok=False, steps=8)
     line = next(line for line in output.splitlines() if line.startswith("jobs.train: error:"))
     assert all(message in line for message in messages)  # one line says all of it
     assert not (tmp_path / "refused" / "metrics.jsonl").exists()
