@@ -33,7 +33,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from prep.arrow_rows import rows_to_batch
-from prep.extract.pages import NEEDS_TRAFILATURA, ExtractConfig, file_outcomes
+from prep.extract.page_worker import PageWorker
+from prep.extract.pages import NEEDS_TRAFILATURA, ExtractConfig, file_outcomes, page_worker
 from prep.extract.templates import cut, line_keys, site_key
 from prep.ingest.inputs import InputFile, Sources, all_files
 from schemas import FORMAT_VERSION
@@ -115,8 +116,9 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         prepare(staging / SCRATCH, SCRATCH_OUTPUTS)
 
     def extract_files(mine):
-        for index, file in mine:
-            yield extract_file(index, file, cfg, staging)
+        with page_worker(cfg) as worker:  # one extracting process for the task's files
+            for index, file in mine:
+                yield extract_file(index, file, cfg, staging, worker)
 
     tasks = map_files(spark, files, extract_files, TASK_SCHEMA).collect()
     cuts = None
@@ -137,7 +139,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     return stats
 
 
-def extract_file(index: int, file: InputFile, cfg: Config, staging: Path) -> pa.RecordBatch:
+def extract_file(index: int, file: InputFile, cfg: Config, staging: Path, worker: PageWorker) -> pa.RecordBatch:
     """Runs in a task: extracts one WARC file, writes its quarantine and its documents (or, for the template
     step, its pages with their lines' keys and the counts of its sites and lines), and returns its counts
     (TASK_SCHEMA)."""
@@ -154,7 +156,7 @@ def extract_file(index: int, file: InputFile, cfg: Config, staging: Path) -> pa.
         pages.clear()
 
     try:
-        for row in file_outcomes(file, cfg):
+        for row in file_outcomes(file, cfg, worker):
             status, reason = row["status"], row.get("reason")
             if status.startswith("file_"):
                 problems.append({"status": status, "count": 1, "file": row["file"], "error": row["error"]})

@@ -24,8 +24,11 @@ Two second chances: when the main-content pass keeps a small share of the page's
 article's wrapper for a sidebar, by a class such as "share" or "promoted"), the whole page goes
 through the same block rules instead; and a page with no text but a <noscript> is read with it.
 
-A page's cost is bounded by its size: a page nested deeper than MAX_DEPTH skips the walks that cost the
-square of the depth, and the patterns over its bytes are bounded (docs/extract.md, "Hostile pages").
+A hostile page costs little more than its size where that is cheap to ensure: a page nested deeper than
+depth_limit skips the walks that cost the depth times the elements, thousands of <option> are renamed before
+lexbor parses them in quadratic time, and the patterns over its bytes are bounded. Other shapes lexbor parses
+in quadratic time (<a><b> repeated) are bounded by the job's time budget per page (prep/extract/page_worker.py;
+docs/extract.md, "Hostile pages").
 
 Measured against trafilatura, resiliparse alone and readability on trafilatura's own evaluation pages and on
 Zyte's article-extraction benchmark (benchmarks/bench_extract.py; docs/extract.md).
@@ -71,9 +74,15 @@ HEADING_CHARS = 60  # ... when each is shorter than this
 MARK = "\ue000tokenmill article body\ue000"  # a private-use character: no page's text
 # resiliparse's main-content pass takes the square of the depth (20,000 nested <div> 5.7 s, 4,000 0.23 s), and so
 # does the text of each of nested <aside> (20,000: 3.2 s), where a page's elements are rarely 50 deep (a hostile
-# or broken page can nest as deep as it has tags)
+# or broken page can nest as deep as it has tags) ...
 MAX_DEPTH = 4000
-DEEPER = "*" + " > *" * MAX_DEPTH  # an element with MAX_DEPTH ancestors
+# ... and the pass costs the depth times the elements beneath (3,990 nested <div> over 20,000 <p>: 3.8 s): a page
+# of many tags is read by the whole-page pass from DEPTH_TAG_BUDGET // tags deep (never less than MIN_DEPTH)
+DEPTH_TAG_BUDGET = MAX_DEPTH * MAX_DEPTH
+MIN_DEPTH = 100
+# lexbor parses the options of a <select> in the square of their number (22,000: 1.7 s): past this many, they
+# are renamed to an element the parser passes over (a select's text is never read: form fields are left out)
+MAX_OPTIONS = 1000
 TAG = re.compile(r"<[^>]+>")
 LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
 BLOCK = re.compile(r"</?(?:p|h[1-6]|li|ul|ol|pre|br|div|tr|table|blockquote)\b[^>]*>")
@@ -218,11 +227,18 @@ def _prose_chars(blocks: list[str]) -> int:
     return sum(len(text) for text in blocks if _is_prose(text))
 
 
+def depth_limit(tags: int) -> int:
+    """How deep a page of `tags` tags may nest before the whole-page pass reads it (MAX_DEPTH, fewer for a page
+    of more than MAX_DEPTH tags, down to MIN_DEPTH)."""
+    return max(MIN_DEPTH, min(MAX_DEPTH, DEPTH_TAG_BUDGET // max(tags, 1)))
+
+
 def _fixed_tags(page: bytes) -> tuple[bytearray, int]:
     """The page's bytes as the parse should see them. Every list tag (<li>, </ul>, <DT ...>: LIST_TAGS in any
     case, the name ending there) is renamed to a paragraph's, "<p " and "</p ": resiliparse's main-content
     pass drops lists (it takes them for menus), and their items, as paragraphs, face the link-density and
-    boilerplate rules like any other block. Where a tag's name starts "ru", <ruby> readings go: resiliparse
+    boilerplate rules like any other block. More than MAX_OPTIONS <option> and <optgroup> tags become "x-tion"
+    and "x-tgroup", which a <select> passes over. Where a tag's name starts "ru", <ruby> readings go: resiliparse
     drops a <ruby>'s base text and keeps its reading, the reverse of what is read. One vectorized look at
     each "<", where a regular expression over the page's text cost a tenth of the extraction. The bytes are
     UTF-8, or any encoding where an ASCII byte is always its ASCII character. Returns the bytes and the number
@@ -238,6 +254,9 @@ def _fixed_tags(page: bytes) -> tuple[bytearray, int]:
         listed |= (first == tag[0]) & (second == tag[1])
     at = names[listed & ~WORD_BYTES[data[names + 2]]]
     data[at], data[at + 1] = ord("p"), ord(" ")
+    options = names[(first == ord("o")) & (second == ord("p"))]
+    if len(options) > MAX_OPTIONS:
+        data[options], data[options + 1] = ord("x"), ord("-")
     if ((first == ord("r")) & (second == ord("u"))).any():
         return bytearray(RUBY.sub(b"", copy)), len(opens)
     return copy, len(opens)
@@ -255,13 +274,15 @@ def _decoded(page: bytearray, codec: str) -> str:
 
 def _parsed(page: str, tags: int) -> tuple[HTMLTree, bool]:
     """A page with its tags fixed (_fixed_tags: `tags`, its count of "<"), parsed, what is never content
-    dropped; and whether its elements nest deeper than MAX_DEPTH, where the walks that cost the square of the
-    depth are not taken: resiliparse's main-content pass, and the text of each of nested <aside> elements
-    (which are kept for the block rules). A page needs MAX_DEPTH tags to be that deep: the query runs on 4%."""
+    dropped; and whether its elements nest deeper than depth_limit(tags), where the walks that cost the depth
+    times the elements are not taken: resiliparse's main-content pass, and the text of each of nested <aside>
+    elements (which are kept for the block rules). A page needs MAX_DEPTH tags to be that deep: the query runs
+    on 4%, and costs at most the same product."""
     tree = HTMLTree.parse(page)
     if tree.body is None:
         return tree, False
-    deep = tags > MAX_DEPTH and tree.body.query_selector(DEEPER) is not None
+    limit = depth_limit(tags)
+    deep = tags > limit and tree.body.query_selector("*" + " > *" * limit) is not None
     _drop_non_content(tree.body, measure=not deep)
     return tree, deep
 

@@ -2,6 +2,8 @@
 per quarantined record and per file problem, and per skip reason one row with its count, for the Spark
 stage to write and count."""
 
+import contextlib
+import functools
 import importlib
 from collections import Counter
 from collections.abc import Iterator
@@ -10,6 +12,7 @@ from urllib.parse import urlsplit
 
 from prep.extract.encoding import decode_html
 from prep.extract.html_text import html_main_text
+from prep.extract.page_worker import ExtractionFailed, PageOverBudget, PageWorker
 from prep.extract.warc import FileProblem, Page, Quarantined, Skipped, WarcConfig, read_warc
 from prep.ingest.inputs import InputFile
 
@@ -25,6 +28,10 @@ class ExtractConfig:
     # and trafilatura need the trafilatura package on the executors (docs/extract.md, "Why this extractor")
     extractor: str = "tokenmill"
     fallback_below: int = 800  # hybrid: characters of the rules' text under which trafilatura reads the page
+    # a page whose extraction takes longer is stopped and quarantined (the evaluation pages take at most 0.3 s;
+    # a hostile page of 1 MB took 54 s): prep/extract/page_worker.py
+    page_seconds: float = 10.0
+    max_html_bytes: int = 5_000_000  # a larger HTML page is quarantined, not parsed (the evaluation's largest: 1.6 MB)
     warc: WarcConfig = field(default_factory=WarcConfig)
 
     def __post_init__(self):
@@ -32,6 +39,9 @@ class ExtractConfig:
             raise ValueError(f"extractor must be one of {', '.join(EXTRACTORS)}, got {self.extractor!r}")
         if self.fallback_below < 0:
             raise ValueError(f"fallback_below must be at least 0, got {self.fallback_below}")
+        if not self.page_seconds > 0 or self.max_html_bytes < 1:
+            raise ValueError(f"page_seconds and max_html_bytes must be positive, got {self.page_seconds}, "
+                             f"{self.max_html_bytes}")
 
 
 def host_of(url: str) -> str:
@@ -39,13 +49,6 @@ def host_of(url: str) -> str:
         return (urlsplit(url).hostname or "").lower()
     except ValueError:
         return ""
-
-
-def _text(page: Page, cfg: ExtractConfig) -> tuple[str, str]:
-    """(main text, the charset the page was decoded with)."""
-    if page.is_text:
-        return page.payload.decode("utf-8", errors="replace").strip(), "utf-8"
-    return page_text(page.payload, page.charset, cfg)
 
 
 def page_text(body: bytes, declared: str | None, cfg: ExtractConfig) -> tuple[str, str]:
@@ -67,10 +70,22 @@ def _trafilatura(decoded: str, fast: bool) -> str:
     return trafilatura.extract(decoded, fast=fast, include_comments=False, include_tables=True) or ""
 
 
-def file_outcomes(file: InputFile, cfg: ExtractConfig) -> Iterator[dict]:
+def page_worker(cfg: ExtractConfig) -> PageWorker:
+    """A child process that extracts pages by `cfg`, each within cfg.page_seconds."""
+    return PageWorker(functools.partial(page_text, cfg=cfg), cfg.page_seconds)
+
+
+def file_outcomes(file: InputFile, cfg: ExtractConfig, worker: PageWorker | None = None) -> Iterator[dict]:
     """Every outcome of one WARC file as a row, in the file's order: a page extracted (status `page`) or
     found empty (`empty`), a quarantined record, a file warning or error; then, per skip reason, one row
-    with its count. Never raises for the file's content."""
+    with its count. Never raises for the file's content. `worker`: the extracting process to use (a task
+    keeps one for all its files), else one of the file's own."""
+    with contextlib.ExitStack() as stack:
+        worker = worker or stack.enter_context(page_worker(cfg))
+        yield from _outcomes(file, cfg, worker)
+
+
+def _outcomes(file: InputFile, cfg: ExtractConfig, worker: PageWorker) -> Iterator[dict]:
     skipped = Counter()
     base = {"file": file.relative, "count": 1}
     for outcome in read_warc(file.path, cfg.warc):
@@ -78,10 +93,10 @@ def file_outcomes(file: InputFile, cfg: ExtractConfig) -> Iterator[dict]:
             skipped[outcome.reason] += 1
         elif isinstance(outcome, Page):
             try:
-                text, charset = _text(outcome, cfg)
-            except Exception as e:  # noqa: BLE001  (a page no rule foresaw: quarantined with its reason)
-                yield {**base, "status": "quarantined", "reason": "extraction failed",
-                       "error": f"{type(e).__name__}: {str(e)[:200]}", "id": outcome.id}
+                text, charset = _text(outcome, cfg, worker)
+            except (ExtractionFailed, PageOverBudget) as e:
+                reason = "extraction failed" if isinstance(e, ExtractionFailed) else "over budget"
+                yield {**base, "status": "quarantined", "reason": reason, "error": str(e), "id": outcome.id}
                 continue
             yield {**base, "status": "page" if text else "empty", "id": outcome.id, "text": text, "url": outcome.url,
                    "host": host_of(outcome.url), "warc_date": outcome.date, "content_type": outcome.content_type,
@@ -93,3 +108,13 @@ def file_outcomes(file: InputFile, cfg: ExtractConfig) -> Iterator[dict]:
             yield {**base, "status": f"file_{outcome.kind}", "error": outcome.message}
     for reason, count in sorted(skipped.items()):
         yield {"file": file.relative, "status": "skipped", "reason": reason, "count": count}
+
+
+def _text(page: Page, cfg: ExtractConfig, worker: PageWorker) -> tuple[str, str]:
+    """(main text, the charset the page was decoded with); PageOverBudget for a page over its size or time."""
+    if page.is_text:
+        return page.payload.decode("utf-8", errors="replace").strip(), "utf-8"
+    if len(page.payload) > cfg.max_html_bytes:
+        raise PageOverBudget(f"{len(page.payload)} bytes of HTML, more than extract.max_html_bytes "
+                             f"({cfg.max_html_bytes})")
+    return worker(page.payload, page.charset)

@@ -1,6 +1,11 @@
 """WARC files as a stream: pages found and everything else counted by reason; a cut last record is a
 warning (every record before it kept), bytes that are no record an error (the records before kept)."""
 
+import gzip
+import zlib
+
+import pytest
+
 from prep.extract.warc import FileProblem, Page, Quarantined, Skipped, read_warc
 from tests.web_fixtures import Response, Site, articles, write_warc
 
@@ -17,8 +22,8 @@ def kinds(outcomes):
 
 
 def test_pages_and_every_other_record_by_reason_gzipped_or_not(tmp_path):
-    for gzip in (True, False):
-        path = write_warc(tmp_path / f"crawl.warc{'.gz' if gzip else ''}", responses(), gzip=gzip)
+    for zipped in (True, False):
+        path = write_warc(tmp_path / f"crawl.warc{'.gz' if zipped else ''}", responses(), gzip=zipped)
         outcomes = list(read_warc(str(path)))
         found = kinds(outcomes)
         assert found.count("Page") == 3 and found.count("Skipped:request") == 6
@@ -43,13 +48,101 @@ def test_a_cut_last_record_is_a_warning_and_every_record_before_it_is_kept(tmp_p
     assert kinds(outcomes).count("Page") == 2 and outcomes[-1].kind == "warning"
 
 
-def test_bytes_that_are_no_record_end_the_file_with_an_error_after_the_records_before(tmp_path):
+def test_bytes_that_are_no_record_are_quarantined_and_the_records_after_them_found_again(tmp_path):
     path = write_warc(tmp_path / "crawl.warc", responses(), gzip=False, crawl_records=False)
     data = path.read_bytes()
     at = data.find(b"WARC/1", data.find(b"Article 1"))
     (tmp_path / "bad.warc").write_bytes(data[:at] + b"NOT A WARC RECORD\r\n\r\n" + data[at:])
     outcomes = list(read_warc(str(tmp_path / "bad.warc")))
-    assert kinds(outcomes).count("Page") == 2 and outcomes[-1].kind == "error"
+    assert kinds(outcomes).count("Page") == 3 and kinds(outcomes).count("Quarantined") == 1
+    assert "not a WARC record" in next(o for o in outcomes if isinstance(o, Quarantined)).error
+    # gzipped: a member of junk between two records costs nothing else
+    gz = write_warc(tmp_path / "crawl.warc.gz", responses(), crawl_records=False)
+    members = _members(gz.read_bytes())
+    junk = gzip.compress(b"NOT A WARC RECORD\r\n\r\n" * 3)
+    (tmp_path / "bad.warc.gz").write_bytes(b"".join(members[:4] + [junk] + members[4:]))
+    outcomes = list(read_warc(str(tmp_path / "bad.warc.gz")))
+    assert kinds(outcomes).count("Page") == 3 and kinds(outcomes).count("Quarantined") == 1
+
+
+def test_a_payload_that_inflates_past_any_buffer_costs_no_later_record(tmp_path):
+    # 97 KB of gzip Content-Encoding that inflates to 100 MB: fastwarc's own decoding lost its place in the file
+    # ("Invalid WARC header") and every later record with it
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    bomb = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    bomb = bomb.compress(b"<p>" + b"a" * 100_000_000) + bomb.flush()
+    path = tmp_path / "bomb.warc.gz"
+    with open(path, "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        bodies = [(r.url, r.body, ()) for r in responses()]
+        bodies.insert(1, ("http://docs.example.org/bomb", bomb, (("Content-Encoding", "gzip"),)))
+        for url, body, extra in bodies:
+            headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), *extra], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(url, "response", payload=BytesIO(body), http_headers=headers))
+    outcomes = list(read_warc(str(path)))
+    assert kinds(outcomes) == ["Page", "Skipped:too_large", "Page", "Page"]
+
+
+def _members(data: bytes) -> list[bytes]:
+    """A gzipped WARC file's members, each as its own compressed bytes."""
+    found = []
+    while data:
+        decoder = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        decoder.decompress(data)
+        found.append(data[:len(data) - len(decoder.unused_data)])
+        data = decoder.unused_data
+    return found
+
+
+def _with_header(member: bytes, name: bytes, value: bytes) -> bytes:
+    """A gzip member with one WARC header's value replaced."""
+    record = gzip.decompress(member)
+    at = record.find(name + b": ")
+    end = record.find(b"\r\n", at)
+    return gzip.compress(record[:at + len(name) + 2] + value + record[end:])
+
+
+@pytest.mark.parametrize("claimed", [b"1000000000000000", b"40000", b"100"])
+def test_a_record_that_lies_about_its_length_costs_no_other_record(tmp_path, claimed):
+    # Content-Length far past the file's end (once: skipped as too_large, and the next page vanished), a few
+    # kilobytes too many (it swallowed the next record's header), or too few (the rest of it is no record)
+    gz = write_warc(tmp_path / "crawl.warc.gz", responses(), crawl_records=False)
+    members = _members(gz.read_bytes())
+    first_page = 2  # warcinfo, request, then the first response
+    members[first_page] = _with_header(members[first_page], b"Content-Length", claimed)
+    (tmp_path / "lie.warc.gz").write_bytes(b"".join(members))
+    outcomes = list(read_warc(str(tmp_path / "lie.warc.gz")))
+    pages = [o for o in outcomes if isinstance(o, Page)]
+    assert [p.url for p in pages] == ["http://docs.example.org/1", "http://docs.example.org/2"]
+    assert not any(isinstance(o, FileProblem) for o in outcomes)
+    assert any(isinstance(o, (Quarantined, Skipped)) for o in outcomes[first_page:first_page + 2])
+    plain = write_warc(tmp_path / "crawl.warc", responses(), gzip=False, crawl_records=False)
+    data = plain.read_bytes()
+    at = data.find(b"Content-Length: ", data.find(b"WARC-Type: response"))
+    end = data.find(b"\r\n", at)
+    (tmp_path / "lie.warc").write_bytes(data[:at + 16] + claimed + data[end:])
+    outcomes = list(read_warc(str(tmp_path / "lie.warc")))
+    # uncompressed, a record that declares too few bytes is read as far as it says (what follows it might be
+    # bytes planted between two records), and the reader goes on from the next record
+    assert [p.url for p in outcomes if isinstance(p, Page)][-2:] == ["http://docs.example.org/1",
+                                                                      "http://docs.example.org/2"]
+    assert not any(isinstance(o, FileProblem) for o in outcomes)
+
+
+def test_content_that_is_not_text_is_counted_by_what_it_is_whatever_its_header_says(tmp_path):
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4000  # 1 MB served as text/html: a 1.5 M-character page once
+    salted = b"<html><body>" + bytes(range(256)) * 400  # a binary body behind a tag
+    utf16 = "<html><body><p>Plain text in UTF-16, which is half NUL bytes.</p></body></html>".encode("utf-16")
+    path = write_warc(tmp_path / "crawl.warc.gz", [
+        Response("http://docs.example.org/logo", png), Response("http://docs.example.org/salted", salted),
+        Response("http://docs.example.org/wide", utf16, "text/html; charset=utf-16"), *responses(1)],
+        crawl_records=False)
+    outcomes = [o for o in read_warc(str(path)) if not isinstance(o, Skipped) or o.reason != "request"]
+    assert kinds(outcomes)[1:] == ["Skipped:not_text_png", "Skipped:not_text_binary", "Page", "Page"]
 
 
 def test_a_record_cut_short_in_the_middle_is_quarantined(tmp_path):

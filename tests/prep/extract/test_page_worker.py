@@ -1,0 +1,91 @@
+"""A page's extraction runs in a child process: one that never ends, or that takes its process down, costs
+that page alone (quarantined with its reason) and the next page is read by a fresh child; in a WARC file, a
+hostile page of markup lexbor parses in quadratic time is stopped at its budget and every other page is read."""
+
+import os
+import signal
+import time
+
+from prep.extract.page_worker import ExtractionFailed, PageOverBudget, PageWorker
+from prep.extract.pages import ExtractConfig, file_outcomes
+from prep.ingest.inputs import InputFile
+from tests.web_fixtures import Response, Site, articles, write_warc
+
+SITE = Site("docs.example.org", "Debian Notes")
+
+
+def echo(body: bytes, declared):
+    if body == b"hang":
+        time.sleep(3600)
+    if body == b"crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if body == b"raise":
+        raise ValueError("a page no rule foresaw")
+    return body.decode(), declared
+
+
+def test_a_page_that_never_ends_or_crashes_costs_itself_alone():
+    with PageWorker(echo, seconds=2) as worker:
+        assert worker(b"first", "utf-8") == ("first", "utf-8")
+        for bad, message in ((b"hang", "longer than 2 s"), (b"crash", "died (exit code -11)")):
+            try:
+                worker(bad, None)
+                raise AssertionError("no error")
+            except PageOverBudget as e:
+                assert message in str(e)
+            assert worker(b"next", None) == ("next", None)
+        try:
+            worker(b"raise", None)
+            raise AssertionError("no error")
+        except ExtractionFailed as e:
+            assert str(e) == "ValueError: a page no rule foresaw"
+        assert worker(b"last", None) == ("last", None)
+
+
+def test_the_child_dies_with_its_parent(tmp_path):
+    # the parent is a process of its own, killed outright; its child must not linger
+    import multiprocessing
+
+    pid_file = tmp_path / "child"
+
+    def parent():
+        def record(_body, _declared):
+            pid_file.write_text(str(os.getpid()))
+            time.sleep(3600)
+        PageWorker(record, seconds=3600)(b"page", None)
+
+    process = multiprocessing.get_context("fork").Process(target=parent)
+    process.start()
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    os.kill(process.pid, signal.SIGKILL)
+    process.join()
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        try:  # reaped by init, or a zombie of ours until then
+            if open(f"/proc/{child}/stat").read().split()[2] == "Z":
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the child outlived its parent")
+
+
+def test_a_hostile_page_is_stopped_at_its_budget_and_every_other_page_is_read(tmp_path):
+    # <a><b><b> repeated: lexbor's adoption agency walks a stack as deep as the page, in quadratic time (2 MB:
+    # minutes); a page over max_html_bytes is not parsed at all
+    pages = [Response(f"http://docs.example.org/{i}", SITE.page(f"Article {i}", body).encode())
+             for i, body in enumerate(articles(2))]
+    hostile = Response("http://docs.example.org/hostile", b"<html><body>" + b"<a><b><b>" * 220_000)
+    huge = Response("http://docs.example.org/huge", b"<p>" + b"x" * 6_000_000)
+    path = write_warc(tmp_path / "crawl.warc.gz", [pages[0], hostile, huge, pages[1]], crawl_records=False)
+    cfg = ExtractConfig(page_seconds=3)
+    rows = [row for row in file_outcomes(InputFile(str(path), "crawl.warc.gz"), cfg) if row["status"] != "skipped"]
+    assert [row["status"] for row in rows] == ["page", "quarantined", "quarantined", "page"]
+    assert "longer than 3 s" in rows[1]["error"] and "max_html_bytes" in rows[2]["error"]
+    assert all(row["reason"] == "over budget" for row in rows[1:3])

@@ -1,0 +1,53 @@
+"""HTTP payloads: every Content-Encoding a server sends undone within the limit (a bomb costs its limit), a
+damaged or unknown one a clear error, and bytes that are not text told by their bytes."""
+
+import gzip
+import zlib
+
+import brotli
+import pytest
+import zstandard
+
+from prep.extract.payload import PayloadError, TooLarge, binary_kind, decoded
+
+PAGE = "<html><body><p>Debian is a free operating system, made by volunteers.</p></body></html>".encode() * 50
+
+
+@pytest.mark.parametrize("name, encode", [
+    ("gzip", gzip.compress), ("x-gzip", gzip.compress), ("deflate", zlib.compress),
+    ("deflate", lambda b: zlib.compress(b)[2:-4]),  # raw deflate, as some servers send it
+    ("br", brotli.compress), ("zstd", zstandard.ZstdCompressor().compress), ("identity", lambda b: b)])
+def test_each_encoding_is_undone(name, encode):
+    assert decoded(encode(PAGE), name, 10 * len(PAGE)) == PAGE
+
+
+def test_encodings_applied_in_turn_are_undone_in_reverse():
+    assert decoded(brotli.compress(gzip.compress(PAGE)), "gzip, br", 10 * len(PAGE)) == PAGE
+
+
+@pytest.mark.parametrize("name, encode", [("gzip", gzip.compress), ("deflate", zlib.compress),
+                                          ("br", brotli.compress), ("zstd", zstandard.ZstdCompressor().compress)])
+def test_a_bomb_costs_its_limit(name, encode):
+    bomb = encode(b"a" * 50_000_000)
+    with pytest.raises(TooLarge):
+        decoded(bomb, name, 1_000_000)
+
+
+@pytest.mark.parametrize("name, body", [("gzip", b"\x1f\x8b not gzip"), ("br", b"not brotli at all"),
+                                        ("zstd", b"\x28\xb5\x2f\xfd broken"), ("compress", b"..."),
+                                        ("rot13", b"...")])
+def test_a_damaged_or_unknown_encoding_is_a_clear_error(name, body):
+    with pytest.raises(PayloadError):
+        decoded(body, name, 1_000_000)
+
+
+def test_bytes_that_are_not_text_are_told_whatever_they_are_called():
+    assert binary_kind(b"\x89PNG\r\n\x1a\n" + bytes(100)) == "png"
+    assert binary_kind(b"%PDF-1.7\n...") == "pdf"
+    assert binary_kind(b"<html>" + bytes(range(256)) * 10) == "binary"
+    assert binary_kind(PAGE) is None
+    assert binary_kind("<p>日本語のページ、Shift_JIS で</p>".encode("shift_jis")) is None
+    assert binary_kind("<p>中文网页</p>".encode("utf-16")) is None  # a byte order mark
+    assert binary_kind("<p>wide text</p>".encode("utf-16-le"), "UTF-16LE") is None  # declared
+    assert binary_kind("<p>wide text</p>".encode("utf-16-le")) == "binary"  # neither: what a browser shows too
+    assert binary_kind("\x1b$B$3$s$K$A$O\x1b(B".encode("ascii")) is None  # ISO-2022-JP shifts with ESC
