@@ -116,14 +116,14 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
 def _stats(result, matches, quarantine, index, skipped, files: int, started: float) -> dict:
     from pyspark.sql import functions as F
 
-    by_status, reasons, modified, removed = {"kept": 0, "dropped": 0}, {}, 0, 0
+    by_status, reasons, notes, modified, removed = {"kept": 0, "dropped": 0}, {}, {}, 0, 0
     changed = (F.col(STATUS) == "kept") & (F.size(SPANS) > 0)
     for row in result.groupBy(STATUS, REASON).agg(F.count("*").alias("n"), F.sum(changed.cast("long")).alias("changed"),
                                                    F.sum(F.when(changed, F.col(CHARS_REMOVED))).alias("removed")
                                                    ).collect():
         by_status[row[STATUS]] += row["n"]
-        if row[REASON]:
-            reasons[row[REASON]] = row["n"]
+        if row[REASON]:  # why a document was dropped, or a note on one kept
+            (reasons if row[STATUS] == "dropped" else notes)[row[REASON]] = row["n"]
         modified, removed = modified + (row["changed"] or 0), removed + (row["removed"] or 0)
     found = {r["benchmark"]: r for r in matches.groupBy("benchmark").agg(
         F.countDistinct("item").alias("items"), F.countDistinct("id").alias("documents"),
@@ -146,6 +146,7 @@ def _stats(result, matches, quarantine, index, skipped, files: int, started: flo
         "dropped": by_status["dropped"],
         "quarantined": quarantined,
         "dropped_by_reason": dict(sorted(reasons.items())),
+        "fuzzy_over_budget": notes.get("fuzzy_over_budget", 0),  # kept with its exact matches alone
         "modified": modified,
         "chars_removed": removed,
         "spans": sum(b["spans_exact"] + b["spans_fuzzy"] for b in benchmarks.values()),

@@ -4,7 +4,10 @@ A document without a match comes out as it went in, byte for byte (its value is 
 with matches loses each matched span and its window (prep/decontam/cut.py) and is kept, unless it had
 more than `max_spans` matches (too_many_matches), is left with fewer than `min_chars` characters
 (too_short_after_removal), or, looked at again after the cut, still holds a match
-(matches_left_after_removal: the pieces either side of a cut can meet to form an item's n-gram).
+(matches_left_after_removal: the pieces either side of a cut can meet to form an item's n-gram). A document
+that goes past its matching budget (prep/decontam/match.py: a text repeating what many items share) is
+dropped (over_match_budget); one that goes past its budget of alignments keeps the exact matches found and
+is kept with the note fuzzy_over_budget.
 """
 
 from dataclasses import dataclass, field
@@ -16,7 +19,7 @@ import pyarrow.compute as pc
 from prep.decontam.cut import CutConfig, cut_ranges, without
 from prep.decontam.index import BenchmarkIndex, IndexConfig
 from prep.decontam.items import ItemsConfig
-from prep.decontam.match import MatchConfig, find_matches
+from prep.decontam.match import FUZZY_STOPPED, OVER_HITS, MatchConfig, find_matches
 
 SPAN_TYPE = pa.struct([("benchmark", pa.string()), ("item", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
                        ("score", pa.float32()), ("kind", pa.string())])
@@ -48,6 +51,10 @@ def decontaminate_batch(batch: pa.RecordBatch, index: BenchmarkIndex, cfg: Decon
     span_lists: list[list[dict]] = [[] for _ in range(rows)]
     removed = np.zeros(rows, np.int64)
     changed: dict[int, str] = {}
+    for d in np.flatnonzero(spans.budget == FUZZY_STOPPED).tolist():
+        reason[d] = "fuzzy_over_budget"
+    for d in np.flatnonzero(spans.budget == OVER_HITS).tolist():
+        status[d], reason[d] = "dropped", "over_match_budget"
     for d in np.unique(spans.doc).tolist():
         mine = np.flatnonzero(spans.doc == d)
         span_lists[d] = [{"benchmark": index.benchmarks[index.item_benchmark[spans.item[k]]],
@@ -58,6 +65,8 @@ def decontaminate_batch(batch: pa.RecordBatch, index: BenchmarkIndex, cfg: Decon
         ranges = cut_ranges(text, [(s["start"], s["end"]) for s in span_lists[d]], cfg.cut.window)
         removed[d] = sum(e - b for b, e in ranges)
         left = without(text, ranges)
+        if status[d] == "dropped":
+            continue
         if len(mine) > cfg.cut.max_spans:
             status[d], reason[d] = "dropped", "too_many_matches"
         elif len(left) < cfg.cut.min_chars:
@@ -66,9 +75,14 @@ def decontaminate_batch(batch: pa.RecordBatch, index: BenchmarkIndex, cfg: Decon
             changed[d] = left
     if changed:
         cut = list(changed)
-        for k in np.unique(find_matches(list(changed.values()), index, cfg.match).doc).tolist():
+        again = find_matches(list(changed.values()), index, cfg.match)
+        for k in np.unique(again.doc).tolist():
             status[cut[k]], reason[cut[k]] = "dropped", "matches_left_after_removal"
             del changed[cut[k]]
+        for k in np.flatnonzero(again.budget == OVER_HITS).tolist():
+            if cut[k] in changed:
+                status[cut[k]], reason[cut[k]] = "dropped", "over_match_budget"
+                del changed[cut[k]]
     if changed:
         mask = np.zeros(rows, np.bool_)
         mask[list(changed)] = True

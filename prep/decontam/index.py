@@ -47,6 +47,7 @@ class BenchmarkIndex:
     item_ids: list[str]
     units: np.ndarray  # uint32: every item's unit hashes, one item after another
     item_starts: np.ndarray  # int64 [items + 1]
+    unit_starts_item: np.ndarray  # bool [units]: the unit is an item's first
     item_ngram: np.ndarray  # int32 [items]: units in a row that make an exact match (exact_units, or the whole item)
     item_cjk: np.ndarray  # bool [items]: mostly CJK characters (cjk_exact_units applies)
     item_short: np.ndarray  # bool [items]: shorter than its n-gram (matched whole and exactly only)
@@ -65,7 +66,8 @@ class BenchmarkIndex:
         return self.units[self.item_starts[item]:self.item_starts[item + 1]]
 
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.item_benchmark, self.units, self.item_starts, self.item_ngram, self.item_cjk,
+        return sum(a.nbytes for a in (self.item_benchmark, self.units, self.item_starts, self.unit_starts_item,
+                                      self.item_ngram, self.item_cjk,
                                       self.table_fingerprint, self.table_group, self.group_starts, self.places))
 
 
@@ -146,6 +148,9 @@ def build_index(items: list[tuple[str, str, str]], cfg: IndexConfig) -> Benchmar
     slots = 1 << max(4, int(2 * len(first)).bit_length())  # at most half full
     fingerprints, groups = np.zeros(slots, np.uint32), np.zeros(slots, np.int32)
     _fill_table(hashes[first], fingerprints, groups)
+    unit_starts_item = np.zeros(len(item_units), np.bool_)
+    unit_starts_item[item_starts[:-1][lengths[chosen] > 0]] = True
     return BenchmarkIndex(benchmarks, np.array([position[items[i][0]] for i in chosen], np.int32),
-                          [items[i][1] for i in chosen], item_units, item_starts, item_ngram, item_cjk, item_short,
+                          [items[i][1] for i in chosen], item_units, item_starts, unit_starts_item, item_ngram,
+                          item_cjk, item_short,
                           cfg.seed_units, fingerprints, groups, group_starts, places, too_short)

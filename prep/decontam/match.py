@@ -34,11 +34,22 @@ class MatchConfig:
     fuzzy_threshold: float = 0.8  # the alignment score (1 - edit distance / item units) of a fuzzy match
     min_seeds: int = 2  # seeds a stretch must share with an item before it is aligned
     seed_share: float = 0.1  # ... and at least this share of the item's seeds
+    # A document's budget (its time and memory whatever the items; the sample's documents against 100,000 items
+    # stay under 1% of each): the places of its seeds looked at, the runs kept of them (16 bytes each), past
+    # either of which it is dropped (over_match_budget) ...
+    max_seed_hits: int = 50_000_000
+    max_hits: int = 2_000_000
+    max_alignment_cells: int = 100_000_000  # ... and the alignment cells, past which its matches are exact only
 
     def __post_init__(self):
         if not 0 < self.fuzzy_threshold <= 1 or self.min_seeds < 1 or not 0 <= self.seed_share <= 1:
             raise ValueError(f"need fuzzy_threshold in (0, 1], min_seeds >= 1, seed_share in [0, 1], got "
                              f"{self.fuzzy_threshold}, {self.min_seeds}, {self.seed_share}")
+        if min(self.max_seed_hits, self.max_hits, self.max_alignment_cells) < 1:
+            raise ValueError("max_seed_hits, max_hits and max_alignment_cells must be positive")
+
+
+OVER_HITS, FUZZY_STOPPED = 2, 1  # a document's budget: went past max_seed_hits or max_hits; max_alignment_cells
 
 
 @dataclass
@@ -50,6 +61,7 @@ class Spans:
     end: np.ndarray  # int64
     score: np.ndarray  # float32: the alignment score (exact runs alone: the share of the item they cover)
     exact: np.ndarray  # bool: holds a run of the item's n-gram
+    budget: np.ndarray  # int8 per document of the batch: 0, FUZZY_STOPPED or OVER_HITS (its spans unknown)
 
     def __len__(self) -> int:
         return len(self.doc)
@@ -62,14 +74,15 @@ def find_matches(texts: "list[str] | pa.StringArray", index: BenchmarkIndex, cfg
 
 def spans_in(units: Units, index: BenchmarkIndex, cfg: MatchConfig) -> Spans:
     fuzzy_ok = ~index.item_short & cfg.fuzzy
-    found, score = _match_kernel(
-        units.hashes, units.starts, index.units, index.item_starts, index.item_ngram, fuzzy_ok, index.seed,
-        index.table_fingerprint, index.table_group, index.group_starts, index.places, cfg.min_seeds,
-        cfg.seed_share, cfg.fuzzy_threshold, int(np.diff(index.item_starts).max(initial=0)))
+    found, score, budget = _match_kernel(
+        units.hashes, units.starts, index.units, index.item_starts, index.unit_starts_item, index.item_ngram,
+        fuzzy_ok, index.seed, index.table_fingerprint, index.table_group, index.group_starts, index.places,
+        cfg.min_seeds, cfg.seed_share, cfg.fuzzy_threshold, int(np.diff(index.item_starts).max(initial=0)),
+        cfg.max_seed_hits, cfg.max_hits, cfg.max_alignment_cells)
     doc, item, first_unit, end_unit, exact = found.T
     first = units.starts[doc]
     return Spans(doc, item, units.begin[first + first_unit], units.end[first + end_unit - 1], score,
-                 exact.astype(bool))
+                 exact.astype(bool), budget)
 
 
 @kernel
@@ -124,44 +137,72 @@ def _room(out, score, found):
 
 
 @kernel
-def _match_kernel(units, starts, item_units, item_starts, item_ngram, fuzzy_ok, seed, table_fingerprint,
-                  table_group, group_starts, places, min_seeds, seed_share, threshold, longest):
+def _seed_hits(doc, item_units, unit_starts_item, seed, table_fingerprint, table_group, group_starts, places,
+               max_seed_hits, max_hits, hit_place, hit_pos):
+    """The document's seed hits (place in the items' units, position in the document), each the start of a run
+    along its diagonal: a hit whose diagonal goes on from the previous position's is part of that hit's run (a
+    text repeated a thousand times is a thousand hits, not a thousand times its length in each). Returns the
+    arrays (grown as needed), the number of hits, and False where the document went past max_seed_hits
+    looked at or max_hits kept."""
     mask = np.uint64(len(table_fingerprint) - 1)
+    hits, seen = 0, 0
+    for j in range(len(doc) - seed + 1):
+        h = seed_hash(doc, j, seed)
+        slot = h & mask
+        fp = fingerprint(h)
+        while table_fingerprint[slot] != 0:
+            if table_fingerprint[slot] == fp:
+                g = table_group[slot]
+                seen += group_starts[g + 1] - group_starts[g]
+                if seen > max_seed_hits:
+                    return hit_place, hit_pos, hits, False
+                for q in range(group_starts[g], group_starts[g + 1]):
+                    p = places[q]
+                    if j > 0 and not unit_starts_item[p] and item_units[p - 1] == doc[j - 1]:
+                        continue  # the run of the hit at (j - 1, p - 1)
+                    if hits == len(hit_place):
+                        if hits >= max_hits:
+                            return hit_place, hit_pos, hits, False
+                        hit_place = _grown(hit_place, hits + 1)
+                        hit_pos = _grown(hit_pos, hits + 1)
+                    hit_place[hits] = p
+                    hit_pos[hits] = j
+                    hits += 1
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return hit_place, hit_pos, hits, True
+
+
+@kernel
+def _match_kernel(units, starts, item_units, item_starts, unit_starts_item, item_ngram, fuzzy_ok, seed,
+                  table_fingerprint, table_group, group_starts, places, min_seeds, seed_share, threshold, longest,
+                  max_seed_hits, max_hits, max_alignment_cells):
     hit_place = np.empty(1024, np.int64)
     hit_pos = np.empty(1024, np.int64)
     out = np.empty((16, 5), np.int64)  # doc, item, first unit, end unit, exact
     out_score = np.empty(16, np.float32)
     found = 0
+    budget = np.zeros(len(starts) - 1, np.int8)  # per document: OVER_HITS, or FUZZY_STOPPED
     run_begin = np.empty(64, np.int64)
     run_end = np.empty(64, np.int64)
     run_used = np.empty(64, np.bool_)
     for d in range(len(starts) - 1):
         doc = units[starts[d]:starts[d + 1]]
         size = len(doc)
-        hits = 0
-        for j in range(size - seed + 1):  # 1. seeds
-            h = seed_hash(doc, j, seed)
-            slot = h & mask
-            fp = fingerprint(h)
-            while table_fingerprint[slot] != 0:
-                if table_fingerprint[slot] == fp:
-                    g = table_group[slot]
-                    need = hits + group_starts[g + 1] - group_starts[g]
-                    if need > len(hit_place):
-                        hit_place = _grown(hit_place, need)
-                        hit_pos = _grown(hit_pos, need)
-                    for q in range(group_starts[g], group_starts[g + 1]):
-                        hit_place[hits] = places[q]
-                        hit_pos[hits] = j
-                        hits += 1
-                    break
-                slot = (slot + np.uint64(1)) & mask
+        hit_place, hit_pos, hits, within = _seed_hits(  # 1. seeds
+            doc, item_units, unit_starts_item, seed, table_fingerprint, table_group, group_starts, places,
+            max_seed_hits, max_hits, hit_place, hit_pos)
+        if not within:
+            budget[d] = OVER_HITS
+            continue
         if hits == 0:
             continue
         hit_item = np.searchsorted(item_starts, hit_place[:hits], side="right") - 1
         diagonal = hit_pos[:hits] - (hit_place[:hits] - item_starts[hit_item])
         by_diagonal = np.argsort((diagonal + longest) * (size + 1) + hit_pos[:hits], kind="mergesort")
         order = by_diagonal[np.argsort(hit_item[by_diagonal], kind="mergesort")]  # by item, diagonal, position
+        weight = np.empty(hits, np.int64)  # seeds in the run from each hit on (the hits it stands for)
+        cells = 0
         a = 0
         while a < hits:
             t = hit_item[order[a]]
@@ -175,15 +216,16 @@ def _match_kernel(units, starts, item_units, item_starts, item_ngram, fuzzy_ok, 
             for k in range(a, c):  # 2. exact runs, once per run
                 x = order[k]
                 j, p = hit_pos[x], hit_place[x] - item_starts[t]
-                if diagonal[x] == last_diagonal and j < last_end:
-                    continue
                 j0, p0, j1, p1 = j, p, j, p
-                while j0 > 0 and p0 > 0 and doc[j0 - 1] == item[p0 - 1]:
-                    j0 -= 1
-                    p0 -= 1
                 while j1 < size and p1 < length and doc[j1] == item[p1]:
                     j1 += 1
                     p1 += 1
+                weight[x] = max(1, j1 - j - seed + 1)
+                if diagonal[x] == last_diagonal and j < last_end:
+                    continue
+                while j0 > 0 and p0 > 0 and doc[j0 - 1] == item[p0 - 1]:
+                    j0 -= 1
+                    p0 -= 1
                 last_diagonal, last_end = diagonal[x], max(j1, j + 1)
                 if j1 - j0 >= item_ngram[t]:
                     if runs == len(run_begin):
@@ -200,25 +242,31 @@ def _match_kernel(units, starts, item_units, item_starts, item_ngram, fuzzy_ok, 
                 while k < c:
                     first_diagonal = diagonal[order[k]]
                     e = k + 1
+                    seeds = weight[order[k]]
                     while (e < c and diagonal[order[e]] - diagonal[order[e - 1]] <= slack
                            and diagonal[order[e]] - first_diagonal <= length):
+                        seeds += weight[order[e]]
                         e += 1
-                    if e - k >= needed:
+                    if seeds >= needed:
                         w0 = max(0, first_diagonal - slack)
                         w1 = min(size, diagonal[order[e - 1]] + length + slack)
-                        distance, s0, s1 = _align(item, doc, w0, w1, limit)
-                        if distance <= limit and s1 > s0:
-                            is_exact = False
-                            for r in range(runs):
-                                if run_begin[r] < s1 and run_end[r] > s0:
-                                    s0, s1 = min(s0, run_begin[r]), max(s1, run_end[r])
-                                    run_used[r] = True
-                                    is_exact = True
-                            out, out_score = _room(out, out_score, found)
-                            out[found, 0], out[found, 1], out[found, 2], out[found, 3] = d, t, s0, s1
-                            out[found, 4] = 1 if is_exact else 0
-                            out_score[found] = 1.0 - distance / length
-                            found += 1
+                        cells += length * (w1 - w0)
+                        if cells > max_alignment_cells:  # exact runs only from here on
+                            budget[d] = FUZZY_STOPPED
+                        else:
+                            distance, s0, s1 = _align(item, doc, w0, w1, limit)
+                            if distance <= limit and s1 > s0:
+                                is_exact = False
+                                for r in range(runs):
+                                    if run_begin[r] < s1 and run_end[r] > s0:
+                                        s0, s1 = min(s0, run_begin[r]), max(s1, run_end[r])
+                                        run_used[r] = True
+                                        is_exact = True
+                                out, out_score = _room(out, out_score, found)
+                                out[found, 0], out[found, 1], out[found, 2], out[found, 3] = d, t, s0, s1
+                                out[found, 4] = 1 if is_exact else 0
+                                out_score[found] = 1.0 - distance / length
+                                found += 1
                     k = e
             for r in range(runs):  # exact runs no alignment took in
                 if run_used[r]:
@@ -229,4 +277,4 @@ def _match_kernel(units, starts, item_units, item_starts, item_ngram, fuzzy_ok, 
                 out_score[found] = (run_end[r] - run_begin[r]) / length
                 found += 1
             a = c
-    return out[:found], out_score[:found]
+    return out[:found], out_score[:found], budget

@@ -151,3 +151,32 @@ def test_a_match_the_cut_itself_forms_drops_the_document():
     batch = pa.record_batch({"id": ["d"], "text": [doc]})
     row = decontaminate_batch(batch, index, DecontamConfig(cut=CutConfig(window=0))).to_pylist()[0]
     assert (row["_status"], row["_reason"]) == ("dropped", "matches_left_after_removal") and row["text"] == doc
+
+
+def test_a_document_past_its_matching_budget_is_dropped_with_its_reason_in_bounded_memory():
+    # 2,000 items sharing their first words against a document repeating them (once 12 s and 1.4 GB), and one
+    # item of a word repeated 100,000 times against a document of it (once 42 s and 5.9 GB; 10 KB was killed)
+    import resource
+
+    shared = build_index([("mmlu", str(i), f"Which of the following is true about topic {i} of field {7 * i}?")
+                          for i in range(2000)], IndexConfig())
+    repeated = build_index([("x", "0", "a " * 100_000)], IndexConfig())
+    cfg = DecontamConfig()
+    for index, text in ((shared, "Which of the following is true about " * 4000), (repeated, "a " * 5000)):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        out = decontaminate_batch(pa.record_batch({"id": ["d", "clean"], "text": [text, "Nothing to see."]}),
+                                  index, cfg).to_pylist()
+        grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+        assert [(r["_status"], r["_reason"]) for r in out] == [("dropped", "over_match_budget"), ("kept", None)]
+        assert grown_mb < 300, grown_mb
+
+
+def test_past_its_alignment_budget_a_document_keeps_its_exact_matches(planting):
+    index, docs, labels, _ = planting
+    d = next(d for d, (kind, language, _) in enumerate(labels) if kind == "verbatim" and language == "en")
+    e = next(d for d, (kind, language, _) in enumerate(labels) if kind == "edit_1_in_8" and language == "en")
+    tight = DecontamConfig(match=MatchConfig(max_alignment_cells=1))
+    out = decontaminate_batch(pa.record_batch({"id": ["v", "e"], "text": [docs[d], docs[e]]}), index, tight).to_pylist()
+    assert [r["_reason"] for r in out] == ["fuzzy_over_budget", "fuzzy_over_budget"]
+    assert out[0]["_status"] == "kept" and out[0]["_spans"] and all(s["kind"] == "exact" for s in out[0]["_spans"])
+    assert out[1]["_spans"] == [] and out[1]["text"] == docs[e]  # its edited item was only ever a fuzzy match
