@@ -1,20 +1,29 @@
 """L3, the SSD decompressor: find shards (a local folder or any fsspec URL), check them and decompress
 them, ahead of need in background threads (zstd and the checksum release the GIL), into L2.
 
-Remote shards are fetched once into a local cache folder of this user's alone (schemas/trust.py),
-each under a name of the fetching process's own, checked (size, checksum) and only then renamed into
-place: ranks fetching one shard at once each succeed. The index is checked before any of its names is
-opened or its numbers size anything (schemas.shards.index_problems). Every problem raises ShardError
-naming the shard: missing, wrong size, checksum mismatch, unreadable Arrow, wrong schema, rows or
-tokens other than the index says. Never garbage, never a silent end.
+Remote shards are fetched once into a local cache folder of this user's alone (schemas/trust.py), one
+folder per URL named by a hash of all of it (s3://b/x_y/s and s3://b/x/y_s are two sources, not one).
+Each shard is streamed into a part file of the fetching process's own, read no further than one byte
+past its index entry (a store serving more cannot fill the disk) after checking that the entry fits in
+the cache's free space, checked (size, checksum) and only then renamed into place: ranks fetching one
+shard at once each succeed. A part file names its writer (host, PID namespace, pid and start time): a
+fetch killed midway leaves one, which the next start on that host removes once its writer is dead.
+The index is read within bounds (schemas.index.read_index_json) and checked before any of its names
+is opened or its numbers size anything (schemas.shards.index_problems). Every problem raises
+ShardError naming the shard: missing, wrong size, checksum mismatch, unreadable Arrow, wrong schema,
+rows or tokens other than the index says. Never garbage, never a silent end.
 """
 
 import contextlib
+import hashlib
 import json
 import mmap
 import os
+import re
+import secrets
+import shutil
+import socket
 import struct
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -23,11 +32,11 @@ import numpy as np
 import pyarrow as pa
 
 from loaders.arrow_ipc import RecordBatchLayout, read_region, shard_layout
-from schemas.index import INDEX_FILE, IndexProblem, ShardEntry, ShardIndex
+from schemas.index import INDEX_FILE, IndexProblem, ShardEntry, ShardIndex, read_index_json
 from schemas.shards import SHARD_SCHEMA, ShardFileError, checked_shard_mapping, file_checksum, read_checked_shard
-from schemas.trust import is_url, private_folder
+from schemas.trust import TooLarge, cache_home, is_url, private_folder
 
-DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tokenmill"  # remote shards fetched here; disk-backed L2 if needed
+FETCH_CHUNK = 4 << 20  # bytes per read of a remote shard
 
 
 class ShardError(RuntimeError):
@@ -35,7 +44,8 @@ class ShardError(RuntimeError):
 
 
 class ShardSource:
-    """The index and the local path of each shard of one shards folder or URL."""
+    """The index and the local path of each shard of one shards folder or URL. `cache_dir`: where remote
+    shards are fetched (default: schemas.trust.cache_home(), ~/.cache/tokenmill)."""
 
     def __init__(self, location: str, cache_dir: str | None = None):
         self.location = location.rstrip("/")
@@ -44,8 +54,9 @@ class ShardSource:
             import fsspec
 
             self.fs, self.root = fsspec.core.url_to_fs(self.location)
-            shards = private_folder(Path(cache_dir or DEFAULT_CACHE_DIR) / "shards", "the shards cache")
-            self.cache = private_folder(shards / self.root.strip("/").replace("/", "_"), "the shards cache")
+            shards = private_folder(Path(cache_dir or cache_home()) / "shards", "the shards cache")
+            self.cache = private_folder(shards / cache_name(self.location), "the shards cache")
+            remove_dead_parts(self.cache)
         else:
             self.local = Path(self.location.removeprefix("file://"))
         self.index = self._read_index()
@@ -54,13 +65,13 @@ class ShardSource:
     def _read_index(self) -> ShardIndex:
         where = f"{self.location}/{INDEX_FILE}"
         try:
-            if self.remote:
-                with self.fs.open(f"{self.root}/{INDEX_FILE}", "rb") as f:
-                    index = json.loads(f.read())
-            else:
-                index = json.loads((self.local / INDEX_FILE).read_text(encoding="utf-8"))
+            with (self.fs.open(f"{self.root}/{INDEX_FILE}", "rb") if self.remote
+                  else open(self.local / INDEX_FILE, "rb")) as file:
+                index = read_index_json(file)
         except FileNotFoundError:
             raise ShardError(f"{where}: missing (not a shards folder?)") from None
+        except TooLarge as e:
+            raise ShardError(f"{where}: {e}") from None
         except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
             raise ShardError(f"{where}: not JSON: {e}") from None
         try:
@@ -82,13 +93,17 @@ class ShardSource:
         return target
 
     def _fetch(self, entry: ShardEntry, target: Path) -> None:
-        """The shard copied into the cache under a name of this call's own (others may fetch it too),
+        """The shard streamed into the cache under a name of this call's own (others may fetch it too),
         checked against its entry, then renamed into place (atomic: a reader sees all of it or none)."""
         where = f"{self.location}/{entry.file}"
-        partial = self.cache / f".{entry.file}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part"
+        free = shutil.disk_usage(self.cache).free
+        if free < entry.bytes:
+            raise ShardError(f"{where}: {entry.bytes} bytes to fetch into {self.cache}, which has {free} bytes free")
+        partial = self.cache / part_name()
         try:
-            self.fs.get(f"{self.root}/{entry.file}", str(partial))
-            size = partial.stat().st_size
+            size = self._copy(f"{self.root}/{entry.file}", partial, entry.bytes + 1)
+            if size > entry.bytes:
+                raise ShardError(f"{where}: larger than the index says ({entry.bytes} bytes): not read further")
             if size != entry.bytes:
                 raise ShardError(f"{where}: fetched {size} bytes, index says {entry.bytes}")
             checksum = file_checksum(partial, self.index.checksum_algorithm)
@@ -99,6 +114,62 @@ class ShardSource:
             raise ShardError(f"{where}: missing") from None
         finally:
             partial.unlink(missing_ok=True)
+
+    def _copy(self, remote: str, local: Path, limit: int) -> int:
+        """At most `limit` bytes of `remote` written into the new file `local`; returns how many."""
+        copied = 0
+        descriptor = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with open(descriptor, "wb") as out, self.fs.open(remote, "rb") as source:
+            while copied < limit and (chunk := source.read(min(FETCH_CHUNK, limit - copied))):
+                out.write(chunk)
+                copied += len(chunk)
+        return copied
+
+
+def cache_name(location: str) -> str:
+    """The cache folder of a URL: a hash of all of it, protocol included, after a readable tail for people."""
+    digest = hashlib.blake2b(location.encode(), digest_size=16).hexdigest()
+    tail = re.sub(r"[^A-Za-z0-9._-]+", "_", location.partition("://")[2])[-48:].lstrip("._-")
+    return f"{tail}-{digest}" if tail else digest
+
+
+def process_started(pid: int | str = "self") -> int | None:
+    """A process's start time in clock ticks after boot (/proc/PID/stat, field 22); None when there is no
+    such process (or no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _this_host() -> str:
+    """This host and PID namespace, as part files name them: a pid means something only in both."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return hashlib.blake2b(f"{socket.gethostname()}/{namespace}".encode(), digest_size=6).hexdigest()
+
+
+def part_name() -> str:
+    """A new part file's name for this process: .HOST-PID-STARTED-RANDOM.part (no shard name: a name of 255
+    bytes, which an index may hold, leaves no room for more)."""
+    return f".{_this_host()}-{os.getpid()}-{process_started() or 0}-{secrets.token_hex(4)}.part"
+
+
+def remove_dead_parts(folder: Path) -> list[Path]:
+    """Removes the part files in `folder` whose writer was a process of this host that is gone (killed in a
+    fetch): no process of its pid, or one started at another time. Other hosts' are theirs to judge."""
+    removed, host = [], _this_host()
+    if process_started() is None:  # no /proc: nothing can be judged
+        return removed
+    for path in folder.glob(".*.part"):
+        written = re.fullmatch(r"\.([0-9a-f]+)-([0-9]+)-([0-9]+)-[0-9a-f]+\.part", path.name)
+        if written and written[1] == host and process_started(int(written[2])) != int(written[3]):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
 
 
 class ShardArrays(NamedTuple):

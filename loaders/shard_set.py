@@ -18,7 +18,6 @@ from loaders.collate import BAD_ROW, CHANGED, KERNEL_BUILT, STALE, collate_into,
 from loaders.fetch_workers import FetchWorkers
 from loaders.order import GlobalOrder, OrderConfig
 from loaders.shard_reader import (
-    DEFAULT_CACHE_DIR,
     Prefetcher,
     RecordBatchReader,
     ShardError,
@@ -27,6 +26,7 @@ from loaders.shard_reader import (
 )
 from loaders.shm_arena import CachedShard, SharedArena, arena_bytes, arena_folder, arena_key, entry_bytes
 from schemas.index import ShardEntry
+from schemas.trust import cache_home
 
 SHM_DIR_VARIABLE = "TOKENMILL_SHM_DIR"  # the default shm_dir
 MAX_RETRIES = 100  # a batch re-read because a shard was evicted while being read; more means thrashing
@@ -36,8 +36,8 @@ MAX_RETRIES = 100  # a batch re-read because a shard was evicted while being rea
 class ReadOptions:
     shuffle_block_shards: int = 4  # rows are shuffled across this many shards at a time
     cache_bytes: int | None = None  # the L2 limit (default: see cache_capacity)
-    cache_dir: str | None = None  # remote shards, and L2 when /dev/shm is too small; default ~/.cache/tokenmill
-    shm_dir: str | None = None  # where L2 lives: $TOKENMILL_SHM_DIR, else /dev/shm (one folder per node)
+    cache_dir: str | None = None  # remote shards, and L2 when /dev/shm is too small; default trust.cache_home()
+    shm_dir: str | None = None  # where L2 lives: $TOKENMILL_SHM_DIR, else /dev/shm (a folder of the user's in it)
     num_workers: int = 0  # L3 decompression processes; 0: prefetch_threads threads
     prefetch_threads: int = 2
     claim_timeout: float = shm_arena.CLAIM_TIMEOUT  # seconds to wait for a shard another process is writing
@@ -64,7 +64,7 @@ class ShardSet:
         shm = Path(options.shm_dir or os.environ.get(SHM_DIR_VARIABLE) or shm_arena.SHM)
         capacity = cache_capacity(entries, options.shuffle_block_shards, options.cache_bytes, shm, share)
         folder = arena_folder(key, arena_bytes(len(entries), capacity),
-                              Path(options.cache_dir or DEFAULT_CACHE_DIR) / "arena", shm)
+                              Path(options.cache_dir or cache_home()) / "arena", shm)
         self.arena = SharedArena(key, len(entries), capacity, folder, options.claim_timeout)
         self.fetcher = (FetchWorkers(source.location, options.cache_dir, folder, capacity, options.num_workers,
                                      options.claim_timeout)

@@ -1,7 +1,8 @@
 """L2, the node-wide shared-memory cache: one preallocated arena per shards folder per node.
 
 Every rank and worker process of one user on a node that reads the same shards maps the same file,
-/dev/shm/tokenmill-UID/tokenmill-KEY.arena (KEY from the shards' location and checksums), so each
+/dev/shm/tokenmill-NAME/tokenmill-KEY.arena (KEY from the shards' location and checksums; NAME from a
+secret in the user's own cache, so that no other user can take the folder first: user_folder), so each
 shard is decompressed at most once per node while it stays cached:
 
     header   int64s named by Header: magic, version, capacity, shards, decompressions, evictions, clock,
@@ -33,7 +34,8 @@ Why this shape:
 - Private to its user: arenas live in a folder of the user's own (0700, checked: schemas/trust.py),
   are created with O_EXCL and opened with O_NOFOLLOW, and are attached only when this user owns
   them, nobody else can write them and their header agrees with their size. Another user's arena
-  or lock file is passed over, never opened.
+  or lock file is passed over, never opened; so is a folder another user made where this user's was
+  to be (a warning, then the next name: trust.shared_private_folder).
 """
 
 import atexit
@@ -56,9 +58,9 @@ from pathlib import Path
 
 import numpy as np
 
-from loaders.shard_reader import ShardArrays
+from loaders.shard_reader import ShardArrays, process_started
 from schemas.index import ShardIndex
-from schemas.trust import UntrustedPath, owner_name, private_folder
+from schemas.trust import UntrustedPath, owner_name, private_folder, shared_private_folder
 
 SHM = Path("/dev/shm")
 MAGIC, VERSION = 0x544D41524E4131, 2  # "TMARNA1"; 2: claims held by byte locks, with the writer's identity
@@ -146,15 +148,16 @@ def arena_key(location: str, index: ShardIndex) -> str:
 
 
 def user_folder(shm: Path) -> Path:
-    """This user's arena folder in the shared-memory folder `shm` (/dev/shm is everyone's)."""
-    return shm / f"tokenmill-{os.getuid()}"
+    """This user's arena folder in the shared-memory folder `shm` (/dev/shm is everyone's), made when absent:
+    the same for every process of the user on the node, at a name no other user can take first."""
+    return shared_private_folder(shm, "the shard cache's folder")
 
 
 def arena_folder(key: str, needed: int, fallback: Path, shm: Path = SHM) -> Path:
     """Where the arena of `key` is, else this user's folder in /dev/shm when it can hold `needed` more
     bytes, else the disk folder `fallback` when it can (every process of the node must choose the same:
     an existing arena wins); else ArenaTooSmall. Both folders are this user's own (private_folder)."""
-    mine = private_folder(user_folder(shm), "the shard cache's folder") if shm.is_dir() else None
+    mine = user_folder(shm) if shm.is_dir() else None
     disk = fallback.exists() or fallback.is_symlink()  # checked when there, made only when chosen
     for folder in (mine, private_folder(fallback, "the shard cache's disk folder") if disk else None):
         if folder is not None and (folder / arena_name(key)).exists():
@@ -527,12 +530,8 @@ def _byte_lock(fd: int, offset: int, kind: int) -> bool:
 
 
 def _started() -> int:
-    """This process's start time in clock ticks after boot (/proc/self/stat, field 22)."""
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return 0
+    """This process's start time in clock ticks after boot (0 where /proc cannot say)."""
+    return process_started() or 0
 
 
 def _pid_namespace() -> int:

@@ -2,24 +2,26 @@
 what they share: text as code points (from Python strings or straight from Arrow's UTF-8), and UTF-8 out.
 
 Compilations are cached on disk in NUMBA_CACHE_DIR, which tokenmill sets (unless the user did) to a
-folder of its own under the system's temporary folder: executors often have no writable home. That
-folder is this user's alone (0700, checked: schemas/trust.py): numba reads its index files with
-pickle, so a folder another user made or can write would run their code in this user's process. A
-kernel whose module runs from a real file (the driver, local mode, a node with tokenmill installed)
-is compiled once and loaded from that cache by every later process; one shipped to executors inside
-the job's zip cannot be cached (numba's cache for zipped code lives under ~), so each Python worker
-compiles it once, on first use, and keeps it for every later task (Spark reuses its workers).
+folder of its own in the user's cache, ~/.cache/tokenmill/numba ($XDG_CACHE_HOME/tokenmill/numba):
+found from the user's home, not at a name in the shared temporary folder that another user could take
+first (a folder planted at /tmp/tokenmill-numba-UID once stopped every job of its user). That folder
+is this user's alone (0700, checked: schemas/trust.py): numba reads its index files with pickle, so a
+folder another user made or can write would run their code in this user's process. Where the home
+cannot hold it (some executors have none to write), schemas.trust.cache_home falls back to the
+temporary folder, with a warning. A kernel whose module runs from a real file (the driver, local
+mode, a node with tokenmill installed) is compiled once and loaded from that cache by every later
+process; one shipped to executors inside the job's zip cannot be cached (numba's cache for zipped
+code lives under ~), so each Python worker compiles it once, on first use, and keeps it for every
+later task (Spark reuses its workers).
 """
 
 import inspect
 import os
-import tempfile
 
-from schemas.trust import private_folder
+from schemas.trust import cache_home, private_folder
 
-DEFAULT_CACHE_DIR = os.path.join(tempfile.gettempdir(), f"tokenmill-numba-{os.getuid()}")
-if os.environ.setdefault("NUMBA_CACHE_DIR", DEFAULT_CACHE_DIR) == DEFAULT_CACHE_DIR:  # a user's own choice is theirs
-    private_folder(DEFAULT_CACHE_DIR, "numba's cache folder")
+if "NUMBA_CACHE_DIR" not in os.environ:  # a user's own choice is theirs
+    os.environ["NUMBA_CACHE_DIR"] = str(private_folder(cache_home() / "numba", "numba's cache folder"))
 
 import numba  # noqa: E402  (reads NUMBA_CACHE_DIR when first imported)
 import numpy as np  # noqa: E402

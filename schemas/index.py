@@ -8,6 +8,9 @@ index.json (INDEX_VERSION):
   batch_rows (rows per Arrow record batch; optional: without it a first batch waits for whole shards)}],
   totals: {shards, rows, tokens, real_tokens, bytes, documents, quarantined, padding_waste,
   bytes_per_token}, and quarantine_checksum when the shards job quarantined records.
+
+An index from elsewhere is read with its size capped and its numbers bounded (read_index_json): an
+integer past an int64 is no count, so the checks below refuse it by name.
 """
 
 import dataclasses
@@ -16,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from schemas.shards import CHECKSUM_ALGORITHM, CHECKSUM_ALGORITHMS, ROW_MULTIPLE, round_up
-from schemas.trust import plain_file_name
+from schemas.trust import bounded_json, plain_file_name
 
 INDEX_VERSION = "1"
 INDEX_FILE = "index.json"
+# A shard's entry is a few hundred bytes: 64 MiB lists ~150,000 shards, tens of petabytes of them.
+MAX_INDEX_BYTES = 64 << 20
 
 
 class IndexProblem(ValueError):
@@ -101,6 +106,12 @@ class ShardIndex:
 TOTAL_FIELDS = tuple(f.name for f in dataclasses.fields(IndexTotals))
 
 
+def read_index_json(file) -> object:
+    """index.json's content from an open binary file (local or fsspec's): read no further than
+    MAX_INDEX_BYTES + 1 (trust.TooLarge past it), numbers bounded (trust.bounded_json)."""
+    return bounded_json(file.read(MAX_INDEX_BYTES + 1), MAX_INDEX_BYTES)
+
+
 def new_index(shards: list[ShardEntry], *, tokenizer_sha256: str, vocab_size: int, seq_len: int, pad_id: int,
               bos_id: int, eos_id: int, compression_level: int, documents: int, quarantined: int = 0,
               quarantine_checksum: str | None = None) -> ShardIndex:
@@ -138,7 +149,7 @@ def index_problems(index, counts: bool = True) -> list[str]:
     if index["format_version"] != INDEX_VERSION:
         return [f"format_version {index['format_version']!r}, this tokenmill reads {INDEX_VERSION!r}"]
     problems = []
-    if index["checksum_algorithm"] not in CHECKSUM_ALGORITHMS:
+    if not isinstance(index["checksum_algorithm"], str) or index["checksum_algorithm"] not in CHECKSUM_ALGORITHMS:
         problems.append(f"checksum_algorithm must be one of {', '.join(CHECKSUM_ALGORITHMS)}")
     vocab, embedding, seq_len = index["vocab_size"], index["embedding_size"], index["seq_len"]
     if not (_count(vocab) and vocab > 0 and _count(embedding) and embedding >= vocab and embedding % ROW_MULTIPLE == 0):
@@ -161,9 +172,10 @@ def index_problems(index, counts: bool = True) -> list[str]:
         found = _entry_problems(entry)
         found = found or [f"{entry['file']}: {p}" for p in (entry_count_problems(entry, seq_len) if counts else [])]
         problems += [f"shards[{number}]: {p}" for p in found]
-        if isinstance(entry, dict) and entry.get("file") in names:
-            problems.append(f"shards[{number}]: file {entry['file']!r} is listed twice")
-        names.add(entry.get("file") if isinstance(entry, dict) else None)
+        file = entry.get("file") if isinstance(entry, dict) else None
+        if isinstance(file, str) and file in names:  # a name, not a list or object of some other kind
+            problems.append(f"shards[{number}]: file {file!r} is listed twice")
+        names.add(file if isinstance(file, str) else None)
     return problems
 
 

@@ -6,6 +6,10 @@ mixture.json (MIXTURE_VERSION), written by the pipeline beside its sources' fold
   heldout (its held-out shards folder, as path)}}, in the order the sources were named.
 
 Every source is a normal shards folder (index.json) written with the same tokenizer and seq_len.
+
+A mixture.json from elsewhere names folders beside it or remote stores (trust.location_from_file),
+and its numbers are read within bounds (trust.bounded_json, trust.bounded_decimal): a weight of
+"1e100000000" read exactly would take minutes.
 """
 
 import dataclasses
@@ -14,13 +18,25 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from schemas.trust import is_url, relative_inside
+from schemas.trust import (
+    MAX_DIGITS,
+    MAX_EXPONENT,
+    OutOfBounds,
+    TooLarge,
+    bounded_decimal,
+    bounded_json,
+    is_url,
+    location_from_file,
+)
 
 MIXTURE_FILE = "mixture.json"
 MIXTURE_VERSION = "1"
 SOURCE_KEYS = ("path", "weight", "rows", "tokens")
 # What every source must share: the loader puts rows of all of them in one batch.
 SHARED_INDEX_KEYS = ("tokenizer_sha256", "vocab_size", "seq_len", "pad_id")
+MAX_MIXTURE_BYTES = 1 << 20  # a source's entry is about a hundred bytes: thousands of sources fit
+# An integer weight (Fraction or int): those a loader's state saves from bounded decimals stay under 2**400.
+MAX_WEIGHT_BITS = 512
 
 
 class MixtureError(ValueError):
@@ -59,13 +75,23 @@ def new_mixture(sources: dict[str, tuple]) -> Mixture:
 
 
 def exact_weight(name: str, weight) -> Fraction:
-    """A weight as an exact fraction (decimals taken as written: 0.1 is 1/10); MixtureError if it is
-    not a positive number."""
-    try:
-        value = weight if isinstance(weight, Fraction) else Fraction(str(weight))
-    except (ValueError, ZeroDivisionError):
-        raise MixtureError(f"source {name!r}: weight {weight!r} is not a number") from None
-    if isinstance(weight, bool) or value <= 0:
+    """A weight as an exact fraction (decimals taken as written: 0.1 is 1/10, within trust.bounded_decimal's
+    bounds); MixtureError if it is not a positive number."""
+    value = None
+    if isinstance(weight, Fraction):
+        bits = max(weight.numerator.bit_length(), weight.denominator.bit_length())
+        value = weight if bits <= MAX_WEIGHT_BITS else None
+    elif isinstance(weight, int) and not isinstance(weight, bool):
+        value = Fraction(weight) if weight.bit_length() <= MAX_WEIGHT_BITS else None
+    elif isinstance(weight, float):
+        value = bounded_decimal(repr(weight))  # 0.37, 1e-07: as a JSON file or a flag wrote it
+    elif isinstance(weight, (str, OutOfBounds)):  # as written; a JSON number past an int64 or a float's bounds
+        value = bounded_decimal(weight if isinstance(weight, str) else weight.text)
+    if value is None:
+        shown = repr(weight) if len(repr(weight)) <= 60 else f"{repr(weight)[:40]}..."
+        raise MixtureError(f"source {name!r}: weight {shown} is not a number (at most {MAX_DIGITS} significant "
+                           f"digits, exponents within +-{MAX_EXPONENT})")
+    if value <= 0:
         raise MixtureError(f"source {name!r}: weight {weight!r} must be a positive number")
     return value
 
@@ -86,9 +112,12 @@ def parse_weights(text: str) -> dict[str, Fraction]:
 def read_mixture_file(path: Path) -> Mixture:
     """mixture.json's content, its structure checked; MixtureError naming the file or the source."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as file:
+            data = bounded_json(file.read(MAX_MIXTURE_BYTES + 1), MAX_MIXTURE_BYTES)
     except FileNotFoundError:
         raise MixtureError(f"{path}: missing") from None
+    except TooLarge as e:
+        raise MixtureError(f"{path}: {e}") from None
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise MixtureError(f"{path}: not JSON: {e}") from None
     if not isinstance(data, dict) or data.get("format_version") != MIXTURE_VERSION:
@@ -100,11 +129,10 @@ def read_mixture_file(path: Path) -> Mixture:
         if absent:
             raise MixtureError(f"{path}: source {name!r} lacks {', '.join(absent)}")
         for key in ("path", "heldout") if entry.get("heldout") is not None else ("path",):
-            if not is_url(entry[key]):
-                try:
-                    relative_inside(entry[key], f"source {name!r}: {key}")
-                except ValueError as e:
-                    raise MixtureError(f"{path}: {e}") from None
+            try:
+                location_from_file(entry[key], f"source {name!r}: {key}")
+            except ValueError as e:
+                raise MixtureError(f"{path}: {e}") from None
         exact_weight(name, entry["weight"])
         if not all(isinstance(entry[k], int) and not isinstance(entry[k], bool) and entry[k] >= 0
                    for k in ("rows", "tokens")):

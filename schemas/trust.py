@@ -1,15 +1,39 @@
-"""What tokenmill checks before it trusts a place on disk or a name read from a file.
+"""What tokenmill checks before it trusts a place on disk, or a name, a location or a number read from a file.
 
 - A private folder (numba's cache, the shards cache, the L2 arena folder) belongs to the user running
   tokenmill, is not a symlink, and nobody else can write to it: a folder another user made, or could
   change, would let them put code (numba's cache is read with pickle) or tokens into this user's run.
+- Private places are found from what only the user controls, never at a name another user can take
+  first (a folder planted at /tmp/tokenmill-numba-UID stopped every job of its user): tokenmill's part
+  of the user's cache (user_cache), and in a folder every user can create in, as /dev/shm, a name
+  derived from a secret kept there (shared_private_folder), the same in every process of the user on
+  the node. A name taken anyway is passed over with a warning, never a refusal to work. Without a
+  cache to write in (no writable home, as on some executors), the predictable tokenmill-UID, when it
+  is the user's, else a folder of a random name for this process alone (fallback_folder).
 - A name from a file (a shard's `file` in index.json) is a plain file name: no folder separator, not
   `.` or `..`: an index from elsewhere names files beside it, never a path of its choosing.
+- A location from a file (a mixture's source) is a folder inside the file's own, or a URL of a remote
+  store (REMOTE_PROTOCOLS): never a place on this machine by another name (file://, local://,
+  memory://), nor a chain (`simplecache::file://...`) that wraps one.
+- A number from a file is read within bounds (bounded_json, bounded_decimal): an exact parse of
+  "1e100000000" or of an integer of a million digits takes minutes, and a count past an int64 sizes
+  nothing NumPy can hold. Past the bounds it stays text (OutOfBounds) for its field's check to refuse
+  by name; files are read up to a size of their kind (TooLarge).
 """
 
+import atexit
+import hashlib
+import json
 import os
 import pwd
+import re
+import secrets
+import shutil
+import socket
 import stat
+import tempfile
+import warnings
+from fractions import Fraction
 from pathlib import Path, PurePosixPath
 
 
@@ -63,16 +87,229 @@ def plain_file_name(name, field: str) -> str:
     return name
 
 
+INSIDE = "must be relative to its folder and stay inside it (no '..', not absolute)"
+
+
 def relative_inside(path, field: str) -> str:
     """`path` if it is relative and stays inside the folder it is relative to; else ValueError naming `field`."""
     if not isinstance(path, str) or not path or "\x00" in path:
         raise ValueError(f"{field} must be a relative path, got {path!r}")
     parts = PurePosixPath(path.replace("\\", "/"))
     if parts.is_absolute() or ".." in parts.parts or path.startswith("~") or "://" in path:
-        raise ValueError(f"{field} {path!r} must be relative to its folder and stay inside it (no '..', not absolute)")
+        raise ValueError(f"{field} {path!r} {INSIDE}")
     return path
 
 
 def is_url(location) -> bool:
-    """A remote location (s3://, gs://, https://, ...); file:// is a local path and is checked as one."""
+    """Whether a location the user gave (their own configuration: any fsspec URL, a chain among them) is
+    remote; file:// is a local path and is checked as one. Locations from files: location_from_file."""
     return isinstance(location, str) and "://" in location and not location.startswith("file://")
+
+
+# Where shards are published: object stores, the web, the Hugging Face Hub, Hadoop. Left out: what
+# reaches this machine (file, local, memory: the process's own), what wraps another filesystem (simplecache,
+# blockcache, filecache, dir, reference, zip, tar, libarchive: any of them can wrap a local file), and hosts
+# reached with the user's own keys (ssh, sftp, smb, ftp, webdav, git): a mixture from elsewhere needs none.
+REMOTE_PROTOCOLS = frozenset({
+    "s3", "s3a",  # Amazon S3 and S3-compatible stores (s3fs)
+    "gs", "gcs",  # Google Cloud Storage (gcsfs)
+    "az", "abfs", "abfss", "adl",  # Azure Blob Storage, Data Lake Gen2 and Gen1 (adlfs)
+    "oci", "oss",  # Oracle Cloud and Alibaba Cloud object storage
+    "http", "https",  # any web server
+    "hf",  # the Hugging Face Hub
+    "hdfs", "webhdfs",  # Hadoop
+})
+
+
+def location_from_file(value, field: str) -> str:
+    """A location read from a file from elsewhere (a mixture's source): a URL of a remote store
+    (REMOTE_PROTOCOLS as written, no '::' chain), else a path relative to the file's folder that stays
+    inside it; ValueError naming `field` otherwise."""
+    if isinstance(value, str) and ("://" in value or "::" in value):
+        protocol = value.partition("://")[0]
+        if "::" not in value and protocol in REMOTE_PROTOCOLS:
+            return value
+        why = "'::' chains one filesystem into another" if "::" in value else f"{protocol!r} is not one"
+        raise ValueError(f"{field} {value!r} {INSIDE}, or a URL of a remote store "
+                         f"({', '.join(sorted(REMOTE_PROTOCOLS))}): {why}")
+    return relative_inside(value, field)
+
+
+# -- numbers from files --------------------------------------------------------------------------------------------
+
+MAX_DIGITS = 30  # significant digits of a number from a file: more than a float holds (17) or anyone writes
+MAX_EXPONENT = 30  # its leading digit's power of ten within +-30: weights, counts and rates need far less
+MAX_NUMBER_CHARS = 100  # longer text is not read as a number at all
+INT64 = 2**63  # integers from files stay inside an int64: NumPy sizes and indexes arrays with them
+
+_DECIMAL = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")  # ASCII digits only, as JSON's
+_RATIO = re.compile(r"([0-9]+)/([0-9]+)")
+
+
+def bounded_decimal(text: str) -> Fraction | None:
+    """The exact value of a decimal as written (`0.37`, `-2`, `1e-3`, `.5`, or a ratio `1/3`), or None
+    when it is none, or has over MAX_DIGITS significant digits or a leading digit past 10^+-MAX_EXPONENT
+    (so that no exact value costs more than a few hundred bits to build)."""
+    text = text.strip()
+    if len(text) > MAX_NUMBER_CHARS:
+        return None
+    if ratio := _RATIO.fullmatch(text):
+        numerator, denominator = (part.lstrip("0") for part in ratio.groups())
+        if not denominator or len(numerator) > MAX_DIGITS or len(denominator) > MAX_DIGITS:
+            return None
+        return Fraction(int(numerator or "0"), int(denominator))
+    match = _DECIMAL.fullmatch(text)
+    if match is None or not (match[2] or match[3]):
+        return None
+    fraction = match[3] or ""
+    digits = (match[2] + fraction).lstrip("0")
+    if not digits:
+        return Fraction(0)
+    shift = int(match[4] or 0) - len(fraction) + len(digits) - len(digits.rstrip("0"))  # value: digits x 10^shift
+    digits = digits.rstrip("0")
+    if len(digits) > MAX_DIGITS or abs(len(digits) - 1 + shift) > MAX_EXPONENT:
+        return None
+    value = int(digits) * Fraction(10) ** shift
+    return -value if match[1] == "-" else value
+
+
+class OutOfBounds:
+    """A number in a file past the bounds (or NaN, Infinity), kept as its text and never converted: no
+    int, float or str, so the check of its field refuses it, by name."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text if len(self.text) <= 40 else f"{self.text[:20]}... ({len(self.text)} characters)"
+
+
+class TooLarge(ValueError):
+    """A file larger than the most a file of its kind may hold."""
+
+
+def _bounded_int(text: str) -> int | OutOfBounds:
+    if len(text.lstrip("-")) > 19:  # before int(): converting a long one is the cost
+        return OutOfBounds(text)
+    value = int(text)
+    return value if -INT64 <= value < INT64 else OutOfBounds(text)
+
+
+def _bounded_float(text: str) -> float | OutOfBounds:
+    return float(text) if bounded_decimal(text) is not None else OutOfBounds(text)
+
+
+def bounded_json(data: bytes | str, limit: int):
+    """JSON from a file from elsewhere, given its first `limit` + 1 bytes: TooLarge past `limit`; UTF-8
+    only; numbers past the bounds above (and NaN, Infinity) read as OutOfBounds."""
+    if len(data) > limit:
+        raise TooLarge(f"larger than {limit} bytes, the most it may hold")
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    return json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float, parse_constant=OutOfBounds)
+
+
+# -- private places ------------------------------------------------------------------------------------------------
+
+SECRET_FILE = "shared-names.key"  # in user_cache(): the secret behind the names of this user's shared folders
+NAMES_TRIED = 16  # names of a shared folder tried, in order, before the fallback (each one taken is warned of)
+_own_folders: dict[Path, Path] = {}  # shared folder → this process's folder of a random name in it
+
+
+def user_cache() -> Path:
+    """tokenmill's folder in this user's cache: $XDG_CACHE_HOME/tokenmill (when absolute, as the XDG spec
+    asks), else ~/.cache/tokenmill; made 0700 and checked (private_folder), in a cache folder of this user's
+    or root's that nobody else may write (unless sticky). OSError (UntrustedPath among them) where there
+    is none such (no home, a home nobody may write)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    try:
+        base = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    except RuntimeError as e:  # no HOME and no passwd entry
+        raise OSError(f"no home folder: {e}") from None
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = os.stat(base)  # followed: a link in the user's own home is their choice
+    if info.st_uid not in (os.getuid(), 0):
+        raise UntrustedPath(f"the cache folder {base} belongs to {owner_name(info.st_uid)}")
+    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+        raise UntrustedPath(f"the cache folder {base} can be written by other users (mode "
+                            f"{stat.S_IMODE(info.st_mode):o}): any of them could swap tokenmill's folder in it")
+    return private_folder(base / "tokenmill", "tokenmill's cache folder")
+
+
+def cache_home() -> Path:
+    """Where tokenmill keeps its caches (numba's, remote shards, a disk-backed L2): user_cache(), else a
+    fallback_folder in the system's temporary folder, with a warning."""
+    try:
+        return user_cache()
+    except OSError as e:
+        warnings.warn(f"no private cache folder ({e}): tokenmill's caches go to the system's temporary folder",
+                      stacklevel=2)
+        return fallback_folder(Path(tempfile.gettempdir()), "tokenmill's cache folder")
+
+
+def fallback_folder(shared: Path, what: str) -> Path:
+    """shared/tokenmill-UID when it is this user's own or can be made so (every process of the user finds
+    it); one another user planted is passed over, with a warning, for a folder of a random name made once
+    for this process alone (mkdtemp, 0700; removed at exit)."""
+    try:
+        return private_folder(shared / f"tokenmill-{os.getuid()}", what)
+    except UntrustedPath as e:
+        if shared not in _own_folders:
+            _own_folders[shared] = Path(tempfile.mkdtemp(prefix="tokenmill-", dir=shared))
+            atexit.register(shutil.rmtree, _own_folders[shared], ignore_errors=True)
+        warnings.warn(f"{e}; passed over: this process uses {_own_folders[shared]}, a folder of its own", stacklevel=3)
+        return _own_folders[shared]
+
+
+def shared_private_folder(shared: Path, what: str) -> Path:
+    """This user's folder in `shared`, a folder every user can create in (/dev/shm): named from the user's
+    secret (user_cache()/SECRET_FILE) and this host's name, so that every process of the user on the node
+    finds the same one and no other user can take it first. A name taken anyway (seen, then planted after
+    a reboot) is passed over with a warning for the next of the same sequence. Without a secret: the
+    fallback_folder, with a warning."""
+    try:
+        secret = _secret()
+    except OSError as e:
+        warnings.warn(f"{what}: no private cache to keep the secret its name derives from ({e}): "
+                      f"{shared}/tokenmill-{os.getuid()} is used if it is this user's", stacklevel=2)
+        return fallback_folder(shared, what)
+    host = socket.gethostname()
+    for attempt in range(NAMES_TRIED):
+        name = hashlib.blake2b(f"{host}/{attempt}".encode(), key=secret, digest_size=10).hexdigest()
+        try:
+            return private_folder(shared / f"tokenmill-{name}", what)
+        except UntrustedPath as e:
+            warnings.warn(f"{e}; passed over for the next name", stacklevel=2)
+    warnings.warn(f"{what}: the {NAMES_TRIED} names of this user's folder in {shared} are all taken: remove "
+                  f"{user_cache() / SECRET_FILE} for new ones", stacklevel=2)
+    return fallback_folder(shared, what)
+
+
+def _secret() -> bytes:
+    """The user's secret (user_cache()/SECRET_FILE, 0600): made once, atomically (a hard link that fails
+    when another process made it first: theirs is everyone's), and checked before each use."""
+    path = user_cache() / SECRET_FILE
+    if not os.path.lexists(path):
+        made = path.with_name(f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, secrets.token_hex(16).encode())
+        finally:
+            os.close(fd)
+        try:
+            os.link(made, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(made)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info, text = os.fstat(fd), os.read(fd, 64)
+    finally:
+        os.close(fd)
+    if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077
+            or not re.fullmatch(rb"[0-9a-f]{32}", text)):
+        raise UntrustedPath(f"{path} is not a secret of this user's alone (owner {owner_name(info.st_uid)}, mode "
+                            f"{stat.S_IMODE(info.st_mode):o}): remove it, and the next run makes a new one")
+    return bytes.fromhex(text.decode())

@@ -10,7 +10,7 @@ import torch
 
 from loaders.mixture import Schedule, allocate, integer_weights, read_mixture, sources_of
 from loaders.shard_loader import ShardLoader
-from schemas.mixture import MixtureError, new_mixture
+from schemas.mixture import MixtureError, new_mixture, read_mixture_file
 from schemas.validate import validate_mixture
 from tests.shard_fixtures import write_shards
 
@@ -188,6 +188,20 @@ def edit(path, change):
     (lambda s: s["zh"].update(path="file:///home/a"), "source 'zh': path 'file:///home/a' must be relative"),
     (lambda s: s["zh"].update(path="zh/../../up"), "source 'zh': path 'zh/../../up' must be relative"),
     (lambda s: s["zh"].update(path=7), "source 'zh': path must be a relative path"),
+    # numbers parsed exactly: an exponent of a hundred million digits took minutes (Fraction's 10**e)
+    (lambda s: s["zh"].update(weight="1e100000000"), "source 'zh': weight '1e100000000' is not a number"),
+    (lambda s: s["zh"].update(weight="1e-100000000"), "source 'zh': weight '1e-100000000' is not a number"),
+    (lambda s: s["zh"].update(weight="1e31"), "source 'zh': weight '1e31' is not a number"),
+    (lambda s: s["zh"].update(weight="7" * 40), f"source 'zh': weight '{'7' * 40}' is not a number"),
+    (lambda s: s["zh"].update(rows=10**30), "source 'zh': rows and tokens must be counts"),
+    # a URL from a file reaches a remote store, never this machine's files by another name
+    (lambda s: s["zh"].update(path="local:///etc"), "source 'zh': path 'local:///etc' must be relative"),
+    (lambda s: s["zh"].update(path="simplecache::file:///etc"), "source 'zh': path 'simplecache::file:///etc' must"),
+    (lambda s: s["zh"].update(path="memory://bucket/zh"), "source 'zh': path 'memory://bucket/zh' must"),
+    (lambda s: s["zh"].update(path="zip://zh::s3://bucket/zh.zip"), "source 'zh': path 'zip://zh::s3://bucket/zh.zip'"),
+    (lambda s: s["zh"].update(path="s3://bucket/zh::file:///etc"), "source 'zh': path 's3://bucket/zh::file:///etc'"),
+    (lambda s: s["zh"].update(path="S3://bucket/zh"), "source 'zh': path 'S3://bucket/zh' must"),
+    (lambda s: s["zh"].update(heldout="local:///etc"), "source 'zh': heldout 'local:///etc' must"),
 ])
 def test_a_malformed_mixture_is_refused_naming_the_source(mixture, change, message):
     path, _ = mixture
@@ -195,6 +209,22 @@ def test_a_malformed_mixture_is_refused_naming_the_source(mixture, change, messa
     for problems in (validate_mixture(path), ):
         assert len(problems) == 1 and message in problems[0]
     with pytest.raises(MixtureError, match=message):
+        sources_of(str(path))
+
+
+def test_a_remote_source_in_a_mixture_is_kept_as_its_url(mixture):
+    path, _ = mixture
+    edit(path, lambda s: (s["zh"].update(path="https://example.org/shards/zh"), s["web"].update(path="s3://b/web")))
+    mixture_file = read_mixture_file(path)
+    assert mixture_file.location(path, "zh") == "https://example.org/shards/zh"
+    assert mixture_file.location(path, "web") == "s3://b/web"
+    assert mixture_file.location(path, "tiny") == str(path.parent / "tiny")
+
+
+def test_a_mixture_file_larger_than_a_mixture_may_be_is_refused(mixture):
+    path, _ = mixture
+    path.write_text(path.read_text() + " " * (2 << 20))
+    with pytest.raises(MixtureError, match=f"{path}: larger than"):
         sources_of(str(path))
 
 

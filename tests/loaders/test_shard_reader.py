@@ -1,7 +1,16 @@
 """L3: shards read back exactly into L2, locally and through fsspec (cached), and every kind of
 damage raises an error naming the shard."""
 
+import io
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -19,6 +28,8 @@ from loaders.shard_reader import (
 )
 from loaders.shm_arena import SharedArena, arena_key, entry_bytes, run_views
 from schemas.shards import SHARD_SCHEMA, file_checksum, read_checked_shard, shard_name
+from tests.conftest import REPO
+from tests.loaders.served_fs import ServedFileSystem, serve
 from tests.shard_fixtures import write_shards, write_text_shards
 
 
@@ -231,6 +242,10 @@ def test_a_shard_file_name_from_an_index_is_a_plain_name_remote_or_local(tmp_pat
 @pytest.mark.parametrize("change, words", [
     (lambda index: index["shards"][0].update(rows=10**9), "tokens cannot fill 1000000000 rows"),
     (lambda index: index["shards"][0].update(rows="5"), "must be counts"),
+    # counts that agree, each past what an int64 holds (numpy sizes arrays with them)
+    (lambda index: (index["shards"][0].update(rows=2**70, tokens=128 * 2**70, real_tokens=128 * 2**70),
+                    index["shards"][0].pop("batch_rows")), "must be counts"),
+    (lambda index: index.update(seq_len=2**64 * 128), "seq_len .* must be a positive multiple of 128"),
     (lambda index: index["shards"][0].update(tokens=-128), "must be counts"),
     (lambda index: index["shards"][0].update(real_tokens=10**12), "real tokens"),
     (lambda index: index["shards"][0].update(batch_rows=[1, 2]), "batch_rows"),
@@ -268,16 +283,14 @@ def test_two_fetchers_of_one_remote_shard_both_succeed(tmp_path, monkeypatch):
 
     url = served(tmp_path)
     sources = [ShardSource(url, cache_dir=str(tmp_path / "cache")) for _ in range(2)]
-    fetching, fetched = threading.Barrier(2, timeout=30), threading.Barrier(2, timeout=30)
-    get, one_at_a_time = sources[0].fs.get, threading.Lock()  # memory:// files are one shared stream: copy in turn
+    opening = threading.Barrier(2, timeout=30)
+    memory = sources[0].fs
 
-    def get_together(remote, local):  # both copy before either renames its copy into place
-        fetching.wait()
-        with one_at_a_time:
-            get(remote, local)
-        fetched.wait()
+    def open_together(path, *_args, **_kwargs):  # both have their part file before either renames its own
+        opening.wait()
+        return io.BytesIO(memory.cat_file(path))  # memory:// files are one shared stream: each reads a copy
 
-    monkeypatch.setattr(sources[0].fs, "get", get_together)  # fsspec's instance, shared by both sources
+    monkeypatch.setattr(memory, "open", open_together)  # fsspec's instance, shared by both sources
     results, errors = [None, None], []
 
     def fetch(i):
@@ -305,3 +318,93 @@ def test_a_fetched_shard_that_does_not_match_its_entry_never_enters_the_cache(tm
     with pytest.raises(ShardError, match=f"{shard_name(1)}: fetched 100 bytes"):
         source.local_path(1)
     assert list(source.cache.iterdir()) == []
+
+
+# -- a hostile store: objects larger than their entries, fetches killed midway, caches of other URLs ----------------
+
+
+def made(tmp_path, change=None, name="made", seed=0) -> Path:
+    """Shards written into tmp_path/name, their index first changed by `change`."""
+    write_shards(tmp_path / name, seed=seed)
+    if change is not None:
+        index = json.loads((tmp_path / name / "index.json").read_text())
+        change(index)
+        (tmp_path / name / "index.json").write_text(json.dumps(index))
+    return tmp_path / name
+
+
+def test_a_remote_shard_served_larger_than_its_entry_is_read_one_byte_past_it_and_no_further(tmp_path):
+    """A store serving 64 MiB where the index says a few KiB: the fetch stops one byte past the entry,
+    names the shard, and leaves nothing in the cache."""
+    url = serve(made(tmp_path), lies={shard_name(1): 64 << 20})
+    source = ShardSource(url, cache_dir=str(tmp_path / "cache"))
+    ServedFileSystem.served = 0
+    with pytest.raises(ShardError, match=f"{shard_name(1)}: larger than the index says"):
+        source.local_path(1)
+    assert ServedFileSystem.served <= source.entries[1].bytes + 1
+    assert list(source.cache.iterdir()) == []
+
+
+def test_a_remote_shard_larger_than_the_cache_has_free_is_refused_before_it_is_fetched(tmp_path):
+    url = serve(made(tmp_path, lambda index: index["shards"][1].update(bytes=1 << 60)))
+    source = ShardSource(url, cache_dir=str(tmp_path / "cache"))
+    ServedFileSystem.served = 0
+    words = rf"{shard_name(1)}: {1 << 60} bytes to fetch into {re.escape(str(source.cache))}, which has \d+ bytes free"
+    with pytest.raises(ShardError, match=words):
+        source.local_path(1)
+    assert ServedFileSystem.served == 0 and list(source.cache.iterdir()) == []
+
+
+def test_an_index_larger_than_an_index_may_be_is_read_no_further(tmp_path):
+    from schemas.index import MAX_INDEX_BYTES
+
+    url = serve(made(tmp_path), lies={"index.json": MAX_INDEX_BYTES + (1 << 20)})
+    ServedFileSystem.served = 0
+    with pytest.raises(ShardError, match="index.json: larger than"):
+        ShardSource(url, cache_dir=str(tmp_path / "cache"))
+    assert ServedFileSystem.served <= MAX_INDEX_BYTES + 1
+
+
+def test_a_fetch_killed_midway_leaves_a_part_that_the_next_start_removes_once_its_writer_is_dead(tmp_path):
+    folder, bucket, cache = made(tmp_path), f"stall-{uuid.uuid4().hex[:8]}", tmp_path / "cache"
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        from pathlib import Path
+        from loaders.shard_reader import ShardSource
+        from tests.loaders.served_fs import serve
+        url = serve(Path({str(folder)!r}), {bucket!r}, stalls=[{shard_name(1)!r}])
+        ShardSource(url, cache_dir={str(cache)!r}).local_path(1)
+        """)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "STALLED"
+        parts = list(cache.rglob("*.part"))
+        assert len(parts) == 1
+        url = serve(folder, bucket)
+        ShardSource(url, cache_dir=str(cache))  # a start while the fetch is alive: its part is kept
+        assert parts[0].exists()
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    source = ShardSource(url, cache_dir=str(cache))  # the next start
+    assert not parts[0].exists() and list(source.cache.iterdir()) == []
+    assert file_checksum(source.local_path(1)) == source.entries[1].checksum
+
+
+def test_sources_whose_urls_differ_only_in_their_slashes_or_protocol_have_caches_of_their_own(tmp_path):
+    """s3://b/x_y/s and s3://b/x/y_s were one cache folder: the second source read the first's shards as
+    corrupt, for good."""
+    import fsspec
+
+    key, cache = uuid.uuid4().hex[:8], str(tmp_path / "cache")
+    made(tmp_path / "a", name="s", seed=1)
+    made(tmp_path / "b", name="y_s", seed=2)
+    first = ShardSource(serve(tmp_path / "a", bucket=f"{key}_y") + "/s", cache_dir=cache)
+    second = ShardSource(serve(tmp_path / "b", bucket=key) + "/y_s", cache_dir=cache)
+    memory = fsspec.filesystem("memory")
+    for path in (tmp_path / "b" / "y_s").iterdir():
+        memory.pipe(f"/{key}/y_s/{path.name}", path.read_bytes())
+    third = ShardSource(f"memory://{key}/y_s", cache_dir=cache)
+    assert len({first.cache, second.cache, third.cache}) == 3
+    for source, folder in ((first, tmp_path / "a" / "s"), (second, tmp_path / "b" / "y_s"),
+                           (third, tmp_path / "b" / "y_s")):
+        for shard in range(len(source.entries)):
+            assert unpacked(read_shard(source, shard)).row(0)[0].tolist() == rows_of(folder, shard)[0][0]

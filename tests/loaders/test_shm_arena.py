@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -267,21 +268,62 @@ def test_an_arena_another_user_planted_where_the_key_points_is_never_read(tmp_pa
     assert planted.stat().st_uid == other_user.uid  # passed over, not removed: it is B's
 
 
-def test_an_arena_folder_or_file_that_is_not_this_users_own_is_refused(tmp_path, other_user):
+def test_arena_folders_another_user_planted_are_passed_over(tmp_path, other_user, monkeypatch):
+    """/dev/shm/tokenmill-UID was predictable: planted by another user, it stopped every job of this one.
+    The folder's name now derives from a secret in the user's own cache: a name another user took
+    anyway (seen in /dev/shm, planted after a reboot) is passed over, with a warning, for the next one,
+    which every process of the user finds alike."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    write_shards(tmp_path / "shards")
+    shm = shared_tmp(tmp_path / "shm")
+    old = shm / f"tokenmill-{os.getuid()}"
+    other_user.python(f"import os; os.mkdir({str(old)!r}, 0o777); os.chmod({str(old)!r}, 0o777)")
+    with ShardLoader(str(tmp_path / "shards"), 8, shm_dir=str(shm)) as loader:
+        next(loader)
+        first = loader.sets[0].arena.path.parent
+    assert first != old and first.stat().st_uid == os.getuid() and old.stat().st_uid == other_user.uid
+    first.rmdir()  # gone (a reboot), and planted by one who saw its name
+    other_user.python(f"import os; os.mkdir({str(first)!r}, 0o777); os.chmod({str(first)!r}, 0o777)")
+    with pytest.warns(UserWarning, match=f"{first} belongs to uid {other_user.uid}"):
+        loader = ShardLoader(str(tmp_path / "shards"), 8, shm_dir=str(shm))
+    with loader:
+        next(loader)
+        second = loader.sets[0].arena.path.parent
+        assert second not in (first, old) and stat.S_IMODE(second.stat().st_mode) == 0o700
+        code = "import sys; from pathlib import Path; from loaders.shm_arena import user_folder; " \
+               "print(user_folder(Path(sys.argv[1])))"
+        found = subprocess.run([sys.executable, "-W", "ignore", "-c", code, str(shm)], cwd=REPO, capture_output=True,
+                               text=True, check=True).stdout.strip()
+        assert found == str(second)  # another process of the user finds the same folder
+
+
+def test_without_a_private_cache_a_squatted_arena_folder_is_passed_over_for_one_of_a_random_name(
+        tmp_path, other_user, monkeypatch):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file" / "cache"))  # no cache to keep a secret in
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where caches go instead
+    write_shards(tmp_path / "shards")
+    shm = shared_tmp(tmp_path / "shm")
+    with pytest.warns(UserWarning, match="no private cache"):
+        assert user_folder(shm) == shm / f"tokenmill-{os.getuid()}"  # the predictable name, this user's own
+    (shm / f"tokenmill-{os.getuid()}").rmdir()
+    old = shm / f"tokenmill-{os.getuid()}"
+    other_user.python(f"import os; os.mkdir({str(old)!r}, 0o777); os.chmod({str(old)!r}, 0o777)")
+    with pytest.warns(UserWarning, match=f"{old} belongs to uid {other_user.uid}"):
+        loader = ShardLoader(str(tmp_path / "shards"), 8, shm_dir=str(shm))
+    with loader:
+        next(loader)
+        folder = loader.sets[0].arena.path.parent
+        assert folder.parent == shm and folder != old and stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_an_arena_file_in_the_users_folder_that_is_not_their_own_is_refused(tmp_path, other_user):
     write_shards(tmp_path / "shards")
     shm = shared_tmp(tmp_path / "shm")
     mine = user_folder(shm)
-    other_user.python(f"import os; os.mkdir({str(mine)!r}, 0o777); os.chmod({str(mine)!r}, 0o777)")
-    with pytest.raises(UntrustedPath, match=f"{mine} belongs to uid {other_user.uid}"):
-        ShardLoader(str(tmp_path / "shards"), 8, shm_dir=str(shm))
-    mine.rmdir()
-    mine.symlink_to(tmp_path)  # a link: where it points is not this user's choice
-    with pytest.raises(UntrustedPath, match="symbolic link"):
-        ShardLoader(str(tmp_path / "shards"), 8, shm_dir=str(shm))
-    mine.unlink()
     copy, _ = poisoned_arena(tmp_path / "shards", shared_tmp(tmp_path / "b") / "scratch")
     source = ShardSource(str(tmp_path / "shards"))
-    mine.mkdir(mode=0o700)
     planted = mine / arena_name(arena_key(source.location, source.index))
     planted.write_bytes(copy.read_bytes())
     os.chown(planted, other_user.uid, other_user.uid)  # what root, or a looser folder, would let B leave

@@ -32,44 +32,60 @@ def test_a_null_text_in_an_arrow_column_is_refused():
         code_points_of(pa.array(["a", None]))
 
 
-def _import_compiled(tmp: Path, **env) -> subprocess.CompletedProcess:
-    """A fresh process importing the compiled kernels with the system's temporary folder at `tmp`."""
-    environment = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
-    return subprocess.run([sys.executable, "-c", "import prep.compiled"], cwd=REPO, capture_output=True, text=True,
-                          env={**environment, "TMPDIR": str(tmp), **env}, timeout=120)
+def _import_compiled(tmp: Path, home: Path, **env) -> subprocess.CompletedProcess:
+    """A fresh process importing the compiled kernels, the system's temporary folder at `tmp` and the home
+    at `home`; it prints the numba cache folder it was given."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    return subprocess.run([sys.executable, "-c", "import os, prep.compiled; print(os.environ['NUMBA_CACHE_DIR'])"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**environment, "TMPDIR": str(tmp), "HOME": str(home), **env})
 
 
-def test_numba_cache_folder_planted_by_another_user_is_refused(tmp_path, other_user):
-    """numba reads its cache's index files with pickle: a cache folder another user made would run their code."""
-    tmp = shared_tmp(tmp_path / "tmp")
-    planted = tmp / f"tokenmill-numba-{os.getuid()}"
-    other_user.python(f"import os; os.mkdir({str(planted)!r}, 0o777); os.chmod({str(planted)!r}, 0o777)")
-    result = _import_compiled(tmp)
-    assert result.returncode != 0 and str(planted) in result.stderr and f"uid {other_user.uid}" in result.stderr
+def test_numba_cache_folders_planted_by_another_user_block_nothing(tmp_path, other_user):
+    """numba reads its cache's index files with pickle: a folder another user made would run their code.
+    The folders once used (/tmp/tokenmill-numba-UID, and /tmp/tokenmill-UID where home cannot hold the cache)
+    were predictable: planted there, they stopped every job of this user."""
+    tmp, home = shared_tmp(tmp_path / "tmp"), tmp_path / "home"
+    planted = [tmp / f"tokenmill-numba-{os.getuid()}", tmp / f"tokenmill-{os.getuid()}"]
+    for folder in planted:
+        other_user.python(f"import os; os.mkdir({str(folder)!r}, 0o777); os.chmod({str(folder)!r}, 0o777)")
+    result = _import_compiled(tmp, home)
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()) == home / ".cache" / "tokenmill" / "numba"  # found from the home only
+    (tmp_path / "not-a-folder").write_text("")
+    result = _import_compiled(tmp, tmp_path / "not-a-folder" / "home")  # no home to keep a cache in
+    assert result.returncode == 0, result.stderr
+    assert f"{planted[1]} belongs to uid {other_user.uid}" in result.stderr  # passed over, with a warning
+    chosen = Path(result.stdout.strip())
+    assert chosen.parent.parent == tmp and chosen.parent not in planted and not chosen.exists()  # its own, gone at exit
+    assert all(folder.stat().st_uid == other_user.uid for folder in planted)  # theirs, left alone
 
 
 @pytest.mark.parametrize("problem", ["others-write", "symlink"])
 def test_numba_cache_folder_that_others_can_write_or_that_is_a_link_is_refused(tmp_path, problem):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    folder = tmp / f"tokenmill-numba-{os.getuid()}"
+    """In the user's own cache only the user (or root) can make it so: refused, naming it, rather than used."""
+    folder = tmp_path / "home" / ".cache" / "tokenmill" / "numba"
+    folder.parent.mkdir(parents=True, mode=0o700)
     if problem == "symlink":
         (tmp_path / "elsewhere").mkdir(mode=0o700)
         folder.symlink_to(tmp_path / "elsewhere")
     else:
         folder.mkdir()
         folder.chmod(0o777)
-    result = _import_compiled(tmp)
+    result = _import_compiled(tmp_path, tmp_path / "home")
     assert result.returncode != 0 and str(folder) in result.stderr
     assert ("symbolic link" if problem == "symlink" else "written by other users") in result.stderr
 
 
 def test_numba_cache_folder_is_made_private_and_a_users_own_choice_is_kept(tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    assert _import_compiled(tmp).returncode == 0
-    assert stat.S_IMODE((tmp / f"tokenmill-numba-{os.getuid()}").stat().st_mode) == 0o700
+    home = tmp_path / "home"
+    result = _import_compiled(tmp_path, home)
+    assert result.returncode == 0 and Path(result.stdout.strip()) == home / ".cache" / "tokenmill" / "numba"
+    assert stat.S_IMODE(Path(result.stdout.strip()).stat().st_mode) == 0o700
+    result = _import_compiled(tmp_path, home, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    assert Path(result.stdout.strip()) == tmp_path / "xdg" / "tokenmill" / "numba"
     chosen = tmp_path / "mine"
     chosen.mkdir(mode=0o777)
     chosen.chmod(0o777)
-    assert _import_compiled(tmp, NUMBA_CACHE_DIR=str(chosen)).returncode == 0  # the user's config is trusted
+    result = _import_compiled(tmp_path, home, NUMBA_CACHE_DIR=str(chosen))
+    assert result.returncode == 0 and result.stdout.strip() == str(chosen)  # the user's config is trusted
