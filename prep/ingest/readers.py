@@ -201,7 +201,11 @@ def read_parquet(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
                                           row_number, text.encode("utf-8", "replace")[: 1 << 20])
                         continue
                 result = to_document(row, file, row_number)
-                if isinstance(result, str):
+                if isinstance(result, Document) and len(result.metadata or "") > config.max_record_bytes:
+                    # the other columns, carried as metadata (ASCII JSON: a character a byte), count too
+                    yield Quarantined(f"record over {config.max_record_bytes} bytes", file.relative, row_number,
+                                      result.metadata[: 1 << 20].encode())
+                elif isinstance(result, str):
                     yield Quarantined(result, file.relative, row_number, _raw_row(row))
                 else:
                     yield result
