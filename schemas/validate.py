@@ -21,9 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.index import INDEX_FILE, ShardEntry, ShardIndex, entry_count_problems, index_problems
+from schemas.index import INDEX_FILE, ShardEntry, ShardIndex, entry_count_problems, index_problems, read_index_json
 from schemas.mixture import MIXTURE_FILE, SHARED_INDEX_KEYS, MixtureError, read_mixture_file
 from schemas.shards import ROW_MULTIPLE, ShardFileError, open_shard
+from schemas.trust import TooLarge
 
 
 def _rows_problems(table: pa.Table, index: ShardIndex) -> list[str]:
@@ -72,9 +73,12 @@ def validate(folder: Path, quick: bool = False) -> list[str]:
     """Every problem found, each naming where; empty when the shards match their index."""
     path = folder / INDEX_FILE
     try:
-        index = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as file:
+            index = read_index_json(file)
     except FileNotFoundError:
         return [f"{path}: missing"]
+    except TooLarge as e:
+        return [f"{path}: {e}"]
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
         return [f"{path}: not JSON: {e}"]
     if problems := index_problems(index, counts=False):
@@ -108,7 +112,8 @@ def validate_mixture(path: Path, quick: bool = False) -> list[str]:
         problems += [f"source {name!r} ({entry.path}): {p}" for p in found]
         if found:
             continue
-        index = ShardIndex.from_json(json.loads((folder / INDEX_FILE).read_text(encoding="utf-8")))
+        with open(folder / INDEX_FILE, "rb") as file:
+            index = ShardIndex.from_json(read_index_json(file))
         for key in ("rows", "tokens"):
             if getattr(entry, key) != getattr(index.totals, key):
                 problems.append(f"source {name!r}: {key} {getattr(entry, key)} in {path.name}, its index says "

@@ -188,6 +188,9 @@ def train(cfg: TrainConfig) -> None:
     """The loop in this torchrun process; its process group is destroyed however the loop ends."""
     if "TORCHELASTIC_RUN_ID" in os.environ:  # under torchrun: an orphan of a killed agent would go on writing
         die_with_parent()
+    # What the run writes is the user's alone, whatever their umask (002, where each user has a group of their
+    # own, made checkpoints that --resume then refused as writable by others: trainer/checkpoints.py)
+    os.umask(os.umask(0o022) | 0o022)
     cuda = torch.cuda.is_available()
     dist.init_process_group(backend="nccl" if cuda else "gloo")
     try:

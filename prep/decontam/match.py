@@ -34,12 +34,11 @@ class MatchConfig:
     fuzzy_threshold: float = 0.8  # the alignment score (1 - edit distance / item units) of a fuzzy match
     min_seeds: int = 2  # seeds a stretch must share with an item before it is aligned
     seed_share: float = 0.1  # ... and at least this share of the item's seeds
-    # A document's budget (its time and memory whatever the items; the sample's documents against 100,000 items
-    # stay under 1% of each): the places of its seeds looked at, the runs kept of them (16 bytes each), past
-    # either of which it is dropped (over_match_budget) ...
+    # A document's budget, its time and memory whatever the items (the sample's documents against 20,000 items
+    # stay under 1% of each): the places of its seeds looked at, past which it is dropped (over_match_budget)
     max_seed_hits: int = 50_000_000
-    max_hits: int = 2_000_000
-    max_alignment_cells: int = 100_000_000  # ... and the alignment cells, past which its matches are exact only
+    max_hits: int = 2_000_000  # the runs of seed hits kept (16 bytes each), past which it is dropped too
+    max_alignment_cells: int = 100_000_000  # cells of alignment, past which its matches are exact only
 
     def __post_init__(self):
         if not 0 < self.fuzzy_threshold <= 1 or self.min_seeds < 1 or not 0 <= self.seed_share <= 1:

@@ -35,9 +35,13 @@ def command(processes: int, shards: Path, run_dir: Path, *extra: str) -> list[st
             "--checkpoint-every", "8", "--keep-checkpoints", "2", *extra]
 
 
-def train(processes: int, shards: Path, run_dir: Path, *extra: str) -> None:
+def group_writable():
+    os.umask(0o002)  # as where every user has a group of their own: the run's files must still be theirs alone
+
+
+def train(processes: int, shards: Path, run_dir: Path, *extra: str, preexec=None) -> None:
     child = subprocess.Popen(command(processes, shards, run_dir, *extra), cwd=REPO, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=preexec)
     try:
         output, _ = child.communicate(timeout=180)
     except subprocess.TimeoutExpired:
@@ -77,7 +81,7 @@ def test_the_loss_goes_down_and_checkpoints_rotate(uninterrupted):
 def test_kill_9_then_resume_gives_bit_identical_losses(shards, uninterrupted, tmp_path):
     run_dir = tmp_path / "killed"
     child = subprocess.Popen(command(2, shards, run_dir), cwd=REPO, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
+                             stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=group_writable)
     deadline = time.monotonic() + 240
     while not (run_dir / "checkpoints" / "step-0000008").is_dir() or max(metrics(run_dir), default=0) < 10:
         assert child.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
@@ -85,7 +89,7 @@ def test_kill_9_then_resume_gives_bit_identical_losses(shards, uninterrupted, tm
     os.killpg(child.pid, signal.SIGKILL)
     child.wait()
     (run_dir / "checkpoints" / "step-9999999.partial").mkdir()  # as a save killed half way would leave
-    train(2, shards, run_dir, "--resume")
+    train(2, shards, run_dir, "--resume", preexec=group_writable)
     expected, resumed = metrics(uninterrupted), metrics(run_dir)
     assert sorted(resumed) == list(range(1, STEPS + 1))
     for step in range(9, STEPS + 1):  # the resumed run went on from step 8 (or later)
