@@ -28,6 +28,9 @@ CONTROL = np.ones(256, dtype=bool)
 CONTROL[[0x09, 0x0A, 0x0C, 0x0D, 0x1B]] = False
 CONTROL[0x20:] = False
 MAX_CONTROL_SHARE = 0.01  # text with more control bytes than this share is not text (a NUL-padded binary)
+# bytes looked at, evenly spread (binary data has its control bytes everywhere): the whole of a 145 KB page cost
+# 0.27 ms, a tenth of its extraction
+SAMPLE_BYTES = 16384
 WIDE_TEXT = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 and UTF-32 byte order marks: their ASCII is half NUL bytes
 WIDE = ("utf16", "utf32", "ucs2", "ucs4", "unicode")  # charset labels of the same
 
@@ -107,12 +110,12 @@ def _unzstd(body: bytes, limit: int) -> bytes:
 
 def binary_kind(body: bytes, declared: str | None = None) -> str | None:
     """What the bytes are when they are not text (a file format by its magic number, or "binary" for bytes
-    of which more than MAX_CONTROL_SHARE are control characters), else None. `declared`: the charset the
-    header declares (UTF-16 and UTF-32 text is half NUL bytes)."""
+    of which more than MAX_CONTROL_SHARE are control characters, in a sample of SAMPLE_BYTES), else None.
+    `declared`: the charset the header declares (UTF-16 and UTF-32 text is half NUL bytes)."""
     for prefix, name in MAGIC:
         if body.startswith(prefix):
             return name
     if not body or body.startswith(WIDE_TEXT) or (declared or "").lower().replace("-", "").startswith(WIDE):
         return None
-    controls = int(np.count_nonzero(CONTROL[np.frombuffer(body, dtype=np.uint8)]))
-    return "binary" if controls > MAX_CONTROL_SHARE * len(body) else None
+    sample = np.frombuffer(body, dtype=np.uint8)[::max(1, len(body) // SAMPLE_BYTES)]
+    return "binary" if np.count_nonzero(CONTROL[sample]) > MAX_CONTROL_SHARE * len(sample) else None

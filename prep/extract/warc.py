@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from fastwarc.warc import ArchiveIterator, WarcRecordType
+from isal import isal_zlib
 
 from prep.extract.payload import PayloadError, TooLarge, binary_kind, decoded
 
@@ -224,7 +225,7 @@ class GzipMember:
 
     def __init__(self, raw, pending: bytes):
         self.raw, self.input, self.position = raw, pending, 0
-        self.decoder = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        self.decoder = isal_zlib.decompressobj(zlib.MAX_WBITS | 16)
         self.ended = False  # the member's end was found (else the file ended inside it)
         self.exhausted = False
         self.damaged = ""
@@ -242,7 +243,7 @@ class GzipMember:
                     break
             try:
                 out = self.decoder.decompress(self.input, size)
-            except zlib.error as e:
+            except isal_zlib.error as e:
                 self.damaged, self.exhausted = str(e), True
                 raise OSError(f"damaged gzip data: {e}") from None
             self.input = b""
