@@ -12,6 +12,7 @@ from typing import ClassVar
 import pyarrow as pa
 
 from prep.arrow_rows import rows_to_batch
+from prep.classify.scoring import ClassifierConfig, Classifiers
 from prep.ingest.readers import ReaderConfig
 from prep.ingest.records import READ_SCHEMA
 from prep.langid import LanguageConfig, identify, identify_all, is_char_based
@@ -73,6 +74,8 @@ class CleanConfig:
     en: LanguageRules = field(default_factory=LanguageRules)  # English: the published thresholds
     zh: LanguageRules = field(default_factory=chinese_rules)  # Chinese: character-based, FineWeb-2's
     other: LanguageRules = field(default_factory=other_rules)  # every other language
+    # NAME: {model: PATH, label: LABEL, ...}: score_NAME on every document, and rules on it (prep/classify/scoring.py)
+    classifiers: dict[str, ClassifierConfig] = field(default_factory=dict)
 
     # prep/config.py applies a profile's settings before the rest of a mapping that names it
     PROFILES: ClassVar = staticmethod(lambda name: profile_settings(name, CleanConfig()))
@@ -166,9 +169,12 @@ def url_of(metadata: str | None) -> str | None:
     return url if isinstance(url, str) else None
 
 
-def clean_batch(batch: pa.RecordBatch, cfg: CleanConfig, url_filter: UrlFilter | None = None) -> pa.RecordBatch:
-    """READ_SCHEMA in, CLEAN_RESULT_SCHEMA out: documents cleaned, everything else passed through.
-    `url_filter`: cfg.url_filter with its lists read (UrlFilter), rejecting documents by their URL first."""
+def clean_batch(batch: pa.RecordBatch, cfg: CleanConfig, url_filter: UrlFilter | None = None,
+                classifiers: Classifiers | None = None) -> pa.RecordBatch:
+    """READ_SCHEMA in, CLEAN_RESULT_SCHEMA out (and the classifiers' columns): documents cleaned, everything
+    else passed through. `url_filter`: cfg.url_filter with its lists read (UrlFilter), rejecting documents by
+    their URL first; `classifiers`: cfg.classifiers with their models read, scoring every document cleaned
+    and rejecting by their rules those the other rules kept."""
     rows = batch.to_pylist()
     for row in rows:
         if row["status"] == "doc" and url_filter and (reason := url_filter.reason(url_of(row["metadata"]))):
@@ -181,4 +187,12 @@ def clean_batch(batch: pa.RecordBatch, cfg: CleanConfig, url_filter: UrlFilter |
         else:
             row.update(status="rejected" if cleaned.reason else "kept", text=cleaned.text, lang=cleaned.lang,
                        lang_score=cleaned.lang_score, reason=cleaned.reason)
-    return rows_to_batch(rows, CLEAN_RESULT_SCHEMA)
+    if not classifiers:
+        return rows_to_batch(rows, CLEAN_RESULT_SCHEMA)
+    scored = [row for row in rows if row["status"] in ("kept", "rejected")]
+    columns = classifiers.scores([row["text"] for row in scored])
+    for i, row in enumerate(scored):
+        row.update({name: values[i] for name, values in columns.items()})
+        if row["status"] == "kept" and (reason := classifiers.rejection(columns, i)):
+            row.update(status="rejected", reason=reason)
+    return rows_to_batch(rows, pa.schema(list(CLEAN_RESULT_SCHEMA) + classifiers.fields()))

@@ -58,6 +58,13 @@ def _coerce(value, hint, where: str):
         return _number(value, hint, where)
     if hint is str and not isinstance(value, str):
         raise ConfigError(f"{where}: expected text, got {value!r}")
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        key_hint, value_hint = typing.get_args(hint) or (str, object)
+        if value_hint is object:
+            return dict(value)
+        return {str(k): _coerce(v, value_hint, f"{where}.{k}") for k, v in value.items()}
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{where}: expected a list, got {value!r}")

@@ -14,11 +14,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import TaskContext
 
+from prep.classify.scoring import Classifiers
 from prep.clean import CleanConfig, clean_batch
 from prep.ingest.inputs import InputFile, Sources, all_files
 from prep.ingest.records import read_records
 from prep.quality.url_filter import UrlFilter
 from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, REJECTED_SCHEMA
+from spark_stages import classifier_rules
 from spark_stages.ingest import PARTITION_BYTES, default_partitions, estimated_bytes, map_files, read_input
 from spark_stages.outputs import checksums, commit, staging_dir
 from spark_stages.reports import removal_report
@@ -56,12 +58,15 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     started = time.time()
     files = all_files(sources)
     staging = staging_dir(out)
-    prepare(staging, OUTPUT_SCHEMAS)
+    classifiers = Classifiers(cfg.classifiers)  # the models read here, once, and checked
+    schemas = output_schemas(classifiers)
+    prepare(staging, schemas)
     blocked = spark.sparkContext.broadcast(UrlFilter(cfg.url_filter))  # the lists read here, once
+    models = spark.sparkContext.broadcast(classifiers)
     batch_records = cfg.batch_records or int(spark.conf.get(ARROW_BATCH_RECORDS))
 
     def clean_and_write(batches):
-        yield clean_task(batches, cfg, blocked.value, staging, TaskContext.get().partitionId())
+        yield clean_task(batches, cfg, blocked.value, staging, TaskContext.get().partitionId(), models.value)
 
     if cleaned_where_read(files, cfg):
         tasks = map_files(spark, files, lambda mine: clean_and_write(read_records(mine, cfg.reader, batch_records)),
@@ -74,8 +79,17 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         spread = read_input(spark, files, cfg.reader).repartition(partitions, *position).sortWithinPartitions(*position)
         with session_conf(spark, {ARROW_BATCH_RECORDS: str(batch_records)}, override=True):
             tasks = spread.mapInArrow(clean_and_write, spark_schema(TASK_SCHEMA)).collect()
-    fill_empty(staging, OUTPUT_SCHEMAS)
-    return _write(spark, tasks, files, staging, out, started)
+    fill_empty(staging, schemas)
+    ruled = classifier_rules.apply(spark, staging, classifiers.global_rules(), schemas["docs"], schemas["rejected"]) \
+        if classifiers.global_rules() else {}
+    return _write(spark, tasks, files, staging, out, started, ruled)
+
+
+def output_schemas(classifiers: Classifiers) -> dict[str, pa.Schema]:
+    """The outputs' schemas, with the classifiers' columns on the documents kept and rejected."""
+    extra = classifiers.fields()
+    return {name: pa.schema(list(schema) + extra) if name != "quarantine" else schema
+            for name, schema in OUTPUT_SCHEMAS.items()}
 
 
 def cleaned_where_read(files: list[InputFile], cfg: Config) -> bool:
@@ -95,15 +109,17 @@ TASK_SCHEMA = pa.schema([("status", pa.string()), ("reason", pa.string()), ("cou
 PROBLEMS = ("file_error", "file_warning")
 
 
-def clean_task(batches, cfg: CleanConfig, url_filter: UrlFilter, staging: Path, partition: int) -> pa.RecordBatch:
-    """Runs in a task: cleans its READ_SCHEMA batches, writes them by status into the task's own files of
-    the outputs (spark_stages/task_outputs.py) and returns what the stats need (TASK_SCHEMA)."""
-    outputs = TaskOutputs(staging, OUTPUT_SCHEMAS, partition)
+def clean_task(batches, cfg: CleanConfig, url_filter: UrlFilter, staging: Path, partition: int,
+               classifiers: Classifiers) -> pa.RecordBatch:
+    """Runs in a task: cleans its READ_SCHEMA batches (scored by the classifiers), writes them by status into
+    the task's own files of the outputs (spark_stages/task_outputs.py) and returns what the stats need
+    (TASK_SCHEMA)."""
+    outputs = TaskOutputs(staging, output_schemas(classifiers), partition)
     counts: Counter = Counter()
     problems: list[dict] = []
     try:
         for batch in batches:
-            result = clean_batch(batch, cfg, url_filter)
+            result = clean_batch(batch, cfg, url_filter, classifiers)
             status = result.column("status")
             for name, (wanted, _) in OUTPUTS.items():
                 outputs.write(name, result.filter(pc.equal(status, wanted)))
@@ -120,8 +136,9 @@ def clean_task(batches, cfg: CleanConfig, url_filter: UrlFilter, staging: Path, 
     return pa.RecordBatch.from_pylist(rows + [{**p, "count": 1} for p in problems], schema=TASK_SCHEMA)
 
 
-def _write(spark, tasks: list, files, staging: Path, out: str, started: float) -> dict:
-    """The stats of the tasks' rows (TASK_SCHEMA); the outputs committed."""
+def _write(spark, tasks: list, files, staging: Path, out: str, started: float, ruled: dict) -> dict:
+    """The stats of the tasks' rows (TASK_SCHEMA) and of the classifiers' rules over the corpus (`ruled`:
+    their documents moved to the rejected ones); the outputs committed."""
     by_status = {s: 0 for s in ("kept", "rejected", "quarantined")}
     reasons: Counter = Counter()
     problems = []
@@ -132,6 +149,11 @@ def _write(spark, tasks: list, files, staging: Path, out: str, started: float) -
             by_status[row["status"]] += row["count"]
             if row["status"] == "rejected":
                 reasons[row["reason"]] += row["count"]
+    for name, applied in ruled.items():
+        by_status["kept"] -= applied["rejected"]
+        by_status["rejected"] += applied["rejected"]
+        if applied["rejected"]:
+            reasons[f"classifier:{name}"] += applied["rejected"]
     problems.sort(key=lambda r: (r["file"], r["record_index"]))
     warnings = [p for p in problems if p["status"] == "file_warning"]
     stats = {
@@ -143,6 +165,7 @@ def _write(spark, tasks: list, files, staging: Path, out: str, started: float) -
         "file_errors": [{"file": p["file"], "error": p["error"]} for p in problems if p["status"] == "file_error"],
         "file_warnings": [{"file": p["file"], "warning": p["error"]} for p in warnings],
         "seconds": round(time.time() - started, 1),
+        **({"classifiers": ruled} if ruled else {}),
         "checksums": checksums(spark, staging, list(OUTPUTS)),
     }
     (staging / "report.md").write_text(removal_report(stats), encoding="utf-8")
@@ -159,5 +182,9 @@ def summary(stats: dict) -> str:
     return "\n".join(lines)
 
 
+def check(cfg: Config, _sources) -> None:
+    Classifiers(cfg.classifiers)  # a model that cannot be read, or a label it lacks: one line, before Spark starts
+
+
 STAGE = Stage("clean", "Clean raw text: normalization, language, PII, quality rules; rejections and quarantine kept.",
-              Config, run, summary, modules=("spark_stages.clean",))
+              Config, run, summary, modules=("spark_stages.clean",), check=check)

@@ -45,6 +45,10 @@ class Stage:
     per_source: str | None = None  # the config's per-source settings (prep/cli.py command_line), if it has any
     # extra repeatable `--FLAG NAME=VALUE` flags, each adding to a mapping setting at a path (prep/cli.py)
     mapping_flags: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # a stage whose inputs come by flags of their own (train_classifier's --label NAME=PATH): adds them to the
+    # parser, and input_specs(args) gives its named sources ({} when none was given: --input is then required)
+    input_flags: Callable[[argparse.ArgumentParser], None] | None = None
+    input_specs: Callable[[argparse.Namespace], dict[str, str]] | None = None
 
 
 def _add_paths(parser: argparse.ArgumentParser) -> None:
@@ -63,19 +67,28 @@ def _fail(prog: str, message: str) -> int:
 def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
     """The job's exit code: 0 done, 2 bad input, configuration or executors (one line on stderr)."""
     prog = f"jobs.{stage.name}"
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        _add_paths(parser)
+        if stage.input_flags:
+            stage.input_flags(parser)
+
     try:
         args, cfg = command_line(stage.config, argv, prog=prog, description=stage.description,
-                                 add_arguments=_add_paths, section_files=stage.section_files,
+                                 add_arguments=add_arguments, section_files=stage.section_files,
                                  per_source=stage.per_source, mapping_flags=stage.mapping_flags)
     except SystemExit as e:  # --help, --print-config, or a bad flag or config (2): the exit code is the result
         return e.code
-    if not (args.input and args.output):
+    try:
+        flagged = stage.input_specs(args) if stage.input_specs else {}
+    except (InputError, ValueError) as e:
+        return _fail(prog, str(e))
+    if not ((args.input or flagged) and args.output):
         return _fail(prog, "--input and --output are required")
     with contextlib.ExitStack() as claimed:
         try:
             parse_conf(args.conf)
             named = named_inputs(args.input) if stage.named_inputs else None
-            specs = named or {DEFAULT_SOURCE: ",".join(args.input)}
+            specs = flagged or named or {DEFAULT_SOURCE: ",".join(args.input)}
             inputs = expand_sources(specs)
             if stage.check:
                 stage.check(cfg, inputs)

@@ -1,0 +1,181 @@
+"""fastText's .bin format for the supervised models tokenmill trains: words and their word n-grams, a softmax
+over the labels (version 12: fastText's arguments, its dictionary, the input and output matrices).
+
+The n-gram buckets training saw have rows; the others are rows of zeros. tokenmill writes only the rows it
+has, with the dictionary's list of pruned buckets (as fastText's own pruning does), a model of megabytes;
+fastText itself loads a pruned dictionary only with a quantized matrix, so `write(..., whole=True)` writes
+every bucket's row (the zeros too: the size of fastText's own models), which fastText's `load_model` reads
+and whose `predict` gives tokenmill's scores (tests/prep/classify/test_predict.py). Both are read here, and
+so is a model fastText trained (supervised, softmax, no character n-grams).
+
+A model file is a file from elsewhere: every size it declares is checked against the bytes the file still
+holds before anything is allocated, and against the bounds below; a file that is not such a model, is
+truncated or was crafted is a ModelError naming the file and what is wrong, never a crash or an
+allocation of what it claims.
+"""
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+MAGIC, VERSION = 793712314, 12
+LOSS_SOFTMAX, MODEL_SUPERVISED = 3, 3
+LABEL_PREFIX = b"__label__"
+EOS = b"</s>"
+MAX_DIM = 1024
+MAX_LABELS = 10_000
+MAX_WORD_BYTES = 1024  # a word longer than this is no word tokenmill writes
+MAX_NGRAMS = 5
+
+
+class ModelError(ValueError):
+    """A file that is not a model tokenmill can use; the message names the file and the reason."""
+
+
+@dataclass
+class SupervisedModel:
+    words: list[bytes]  # the vocabulary, "</s>" among them, in the order of the input matrix's rows
+    word_counts: np.ndarray  # int64 [words]
+    labels: list[str]  # without "__label__", in the order of the output matrix's rows
+    label_counts: np.ndarray  # int64 [labels]
+    word_ngrams: int  # n-grams of 1 to this many words feed the model
+    bucket: int  # the n-gram hash space
+    kept_buckets: np.ndarray  # int32, ascending: the buckets with a row (after the words' rows, in this order)
+    input: np.ndarray  # float32 [words + kept buckets, dim]
+    output: np.ndarray  # float32 [labels, dim]
+    epoch: int = 5  # how it was trained (fastText's arguments, written as it writes them)
+    lr_update_rate: int = 100
+    tokens: int = 0  # tokens read in training
+
+    @property
+    def dim(self) -> int:
+        return self.input.shape[1]
+
+
+def write(model: SupervisedModel, path: str, whole: bool = False) -> None:
+    """The model in `path`: its rows and the list of its buckets, or (`whole`) a row for every bucket, as
+    fastText itself loads it."""
+    matrix = model.input
+    if whole:
+        matrix = np.zeros((len(model.words) + model.bucket, model.dim), np.float32)
+        matrix[:len(model.words)] = model.input[:len(model.words)]
+        matrix[len(model.words) + model.kept_buckets] = model.input[len(model.words):]
+    out = [struct.pack("<2i", MAGIC, VERSION),
+           struct.pack("<12i", model.dim, 5, model.epoch, 1, 5, model.word_ngrams, LOSS_SOFTMAX, MODEL_SUPERVISED,
+                       model.bucket, 0, 0, model.lr_update_rate), struct.pack("<d", 1e-4)]
+    size = len(model.words) + len(model.labels)
+    pruned = -1 if whole else len(model.kept_buckets)
+    out.append(struct.pack("<3iqq", size, len(model.words), len(model.labels), model.tokens, pruned))
+    for word, count in zip(model.words, model.word_counts.tolist()):
+        out.append(word + b"\0" + struct.pack("<qb", count, 0))
+    for label, count in zip(model.labels, model.label_counts.tolist()):
+        out.append(LABEL_PREFIX + label.encode() + b"\0" + struct.pack("<qb", count, 1))
+    if not whole:
+        pairs = np.stack([model.kept_buckets, np.arange(len(model.kept_buckets), dtype=np.int32)], axis=1)
+        out.append(pairs.astype("<i4").tobytes())
+    with open(path, "wb") as f:
+        f.write(b"".join(out))
+        for rows in (matrix, model.output):
+            f.write(b"\0" + struct.pack("<2q", *rows.shape))
+            f.write(np.ascontiguousarray(rows, "<f4").tobytes())
+
+
+class _Reader:
+    def __init__(self, data: bytes, path: str):
+        self.data, self.at, self.path = data, 0, path
+
+    def fail(self, what: str):
+        raise ModelError(f"{self.path}: {what}")
+
+    def take(self, fmt: str) -> tuple:
+        size = struct.calcsize(fmt)
+        if self.at + size > len(self.data):
+            self.fail(f"truncated (at byte {self.at} of {len(self.data)})")
+        values = struct.unpack_from(fmt, self.data, self.at)
+        self.at += size
+        return values
+
+    def array(self, dtype: str, count: int) -> np.ndarray:
+        size = np.dtype(dtype).itemsize * count
+        if count < 0 or self.at + size > len(self.data):
+            self.fail(f"truncated: {count} values of {dtype} declared at byte {self.at}, "
+                      f"{len(self.data) - self.at} bytes left")
+        values = np.frombuffer(self.data, dtype, count, self.at)
+        self.at += size
+        return values
+
+    def word(self) -> bytes:
+        end = self.data.find(b"\0", self.at, self.at + MAX_WORD_BYTES + len(LABEL_PREFIX) + 64)
+        if end < 0:
+            self.fail(f"a word without its end at byte {self.at}")
+        word, self.at = bytes(self.data[self.at:end]), end + 1
+        return word
+
+
+def read(path: str) -> SupervisedModel:
+    """The model in `path`; ModelError for anything else."""
+    try:
+        with open(path, "rb") as f:
+            # mapped, not read: nothing of what the file claims is allocated before it is checked
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
+    except (OSError, ValueError) as e:
+        raise ModelError(f"{path}: cannot be read: {getattr(e, 'strerror', None) or e}") from None
+    r = _Reader(data, path)
+    magic, version = r.take("<2i")
+    if magic != MAGIC:
+        r.fail("not a fastText model")
+    if version != VERSION:
+        r.fail(f"fastText format version {version}, not {VERSION}")
+    dim, _ws, epoch, _min_count, _neg, word_ngrams, loss, kind, bucket, minn, maxn, lr_update = r.take("<12i")
+    r.take("<d")
+    if kind != MODEL_SUPERVISED or loss != LOSS_SOFTMAX or minn or maxn:
+        r.fail(f"not a model tokenmill trains (model {kind}, loss {loss}, character n-grams {minn}-{maxn}): a "
+               "supervised softmax model of words and word n-grams, trained by jobs.train_classifier")
+    if not (0 < dim <= MAX_DIM and 1 <= word_ngrams <= MAX_NGRAMS and 0 < bucket < 2**31):
+        r.fail(f"dimension {dim}, word n-grams {word_ngrams}, buckets {bucket}: out of bounds")
+    size, nwords, nlabels, tokens, pruned = r.take("<3iqq")
+    if not (0 < nwords and 2 <= nlabels <= MAX_LABELS and size == nwords + nlabels and -1 <= pruned <= bucket):
+        r.fail(f"bad dictionary sizes ({size} entries, {nwords} words, {nlabels} labels, {pruned} buckets)")
+    if size * 10 > len(data) - r.at:  # each entry takes at least a byte of word, its end, 8 + 1 bytes
+        r.fail(f"truncated: {size} dictionary entries declared, {len(data) - r.at} bytes left")
+    words, counts, kinds = [], [], []
+    for _ in range(size):
+        words.append(r.word())
+        count, entry_kind = r.take("<qb")
+        counts.append(count)
+        kinds.append(entry_kind)
+    if any(kinds[:nwords]) or not all(k == 1 for k in kinds[nwords:]):
+        r.fail("the labels must follow the words")
+    if not all(w.startswith(LABEL_PREFIX) for w in words[nwords:]) or len(set(words)) != size:
+        r.fail("a label without __label__, or an entry given twice")
+    if pruned < 0:  # every bucket's row: as fastText writes a model (and write(whole=True))
+        kept = np.arange(bucket, dtype=np.int32)
+    else:
+        pairs = r.array("<i4", 2 * pruned).reshape(-1, 2)
+        kept = np.ascontiguousarray(pairs[:, 0])
+        if pruned and not ((np.diff(kept) > 0).all() and kept[0] >= 0 and kept[-1] < bucket
+                           and (pairs[:, 1] == np.arange(pruned)).all()):
+            r.fail("pruned buckets out of order or out of range")
+    matrices = []
+    for name, rows in (("input", nwords + len(kept)), ("output", nlabels)):
+        (quantized,) = r.take("<?")
+        if quantized:
+            r.fail(f"a quantized {name} matrix (.ftz) is not a model tokenmill trains")
+        m, n = r.take("<2q")
+        if (m, n) != (rows, dim):
+            r.fail(f"{name} matrix {m} x {n}, expected {rows} x {dim}")
+        matrices.append(r.array("<f4", m * n).reshape(m, n))
+    if r.at != len(data):
+        r.fail(f"{len(data) - r.at} bytes after the model")
+    if not all(np.isfinite(m).all() for m in matrices):
+        r.fail("a weight that is not a finite number")
+    try:
+        labels = [w[len(LABEL_PREFIX):].decode("utf-8") for w in words[nwords:]]
+    except UnicodeDecodeError:
+        r.fail("a label that is not UTF-8")
+    return SupervisedModel(words[:nwords], np.array(counts[:nwords], np.int64), labels,
+                           np.array(counts[nwords:], np.int64), word_ngrams, bucket, kept, matrices[0],
+                           matrices[1], epoch, lr_update, tokens)

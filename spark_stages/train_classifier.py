@@ -1,0 +1,232 @@
+"""The train_classifier stage: a classifier trained from the user's own labelled documents.
+
+Its examples come one of three ways: `--label NAME=PATH` two times or more (the documents of each label), one
+`--input PATH` whose documents carry their label in a field (`label_field`), or the DCLM recipe, `--positive
+PATH --negative-from PATH` (`negatives` documents of the second corpus, say the clean job's output, taken as
+negatives). Spark reads them, takes at most `max_per_label` of each label, the first by a hash of the id
+(the same documents however the input is laid out), holds out `heldout` of them by the same hash, and
+turns each into its text form (prep/classify/text.py); the driver trains on the rest in the order of that
+hash (prep/classify/train.py: one core, so the same input and settings give the same model, byte for byte)
+and scores the held-out documents.
+
+Writes OUT/model.bin (fastText's format: prep/classify/fasttext_bin.py; OUT/fasttext.bin too with
+`fasttext_copy`, every bucket's row, as fastText itself loads it), OUT/report.json and OUT/report.md: per
+label precision, recall, F1 and ROC AUC on the held-out documents, the confusion matrix, the score
+distributions, and the training data's counts and checksums.
+"""
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from prep.classify import fasttext_bin
+from prep.classify.metrics import evaluation
+from prep.classify.predict import Scorer
+from prep.classify.text import model_line
+from prep.classify.train import TrainConfig, train
+from prep.ingest.inputs import NAMED_INPUT, InputError, Sources
+from schemas import FORMAT_VERSION
+from spark_stages.ingest import load_documents
+from spark_stages.outputs import commit, staging_dir
+from spark_stages.runner import Stage
+from spark_stages.session import spark_schema
+
+log = logging.getLogger(__name__)
+
+LABEL_SOURCE, POSITIVE, NEGATIVE_FROM, LABELLED = "label:", "positive", "negative-from", "labelled"
+HELD_OUT_PARTS = 10_000  # the hash's resolution for `heldout`
+
+
+@dataclass
+class Config:
+    train: TrainConfig = field(default_factory=TrainConfig)  # fastText's arguments and the text read
+    label_field: str = "label"  # with one --input: the field holding each document's label
+    positive_label: str = "positive"  # --positive: the label of its documents
+    negative_label: str = "negative"  # --negative-from: the label of the documents taken from it
+    negatives: int = 20_000  # --negative-from: documents taken from it (the first by a hash of the id)
+    max_per_label: int = 20_000  # documents read of each label, the first by a hash of the id (the rest unread)
+    heldout: float = 0.1  # the share of each label's documents held out for the report, by the same hash
+    seed: int = 0  # the hash that samples, holds out and orders the examples (and the model's random start)
+    fasttext_copy: bool = False  # also OUT/fasttext.bin: every bucket's row, as fastText loads it (larger)
+
+    def __post_init__(self):
+        if not 0 <= self.heldout < 1 or self.negatives < 1 or self.max_per_label < 2:
+            raise ValueError("heldout must be in [0, 1), negatives at least 1 and max_per_label at least 2")
+
+
+def input_flags(parser) -> None:
+    parser.add_argument("--label", action="append", default=[], metavar="NAME=PATH",
+                        help="the documents of one label (repeat for each label, two at least)")
+    parser.add_argument("--positive", metavar="PATH", help="the DCLM recipe: the documents to find more of")
+    parser.add_argument("--negative-from", metavar="PATH", help="... and the corpus negatives are taken from")
+
+
+def input_specs(args) -> dict[str, str]:
+    """The named sources of the three ways; ValueError for any other combination."""
+    labels, recipe = args.label, [args.positive, args.negative_from]
+    ways = [bool(labels), any(recipe), bool(args.input)]
+    if sum(ways) > 1:
+        raise ValueError("give --label NAME=PATH (two or more), or --positive and --negative-from, or one "
+                         "--input with a label field, not several of these")
+    if labels:
+        found = [NAMED_INPUT.fullmatch(value) for value in labels]
+        if not all(found):
+            raise ValueError(f"--label takes NAME=PATH, got {labels[found.index(None)]!r}")
+        names = [m.group(1) for m in found]
+        if len(set(names)) < 2 or len(set(names)) < len(names):
+            raise ValueError(f"--label needs two labels or more, each once, got {', '.join(names)}")
+        return {LABEL_SOURCE + m.group(1): m.group(2) for m in found}
+    if any(recipe):
+        if not all(recipe):
+            raise ValueError("--positive and --negative-from go together")
+        return {POSITIVE: args.positive, NEGATIVE_FROM: args.negative_from}
+    return {LABELLED: ",".join(args.input)} if args.input else {}
+
+
+def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
+    started = time.time()
+    examples = _examples(spark, sources, cfg)
+    staging = staging_dir(out)
+    held = examples["heldout"]
+    lines, labels = examples["line"], examples["label"]
+    training = [i for i in range(len(lines)) if not held[i]]
+    log.info("training on %d documents (%d held out)", len(training), len(lines) - len(training))
+    model, loss = train([lines[i] for i in training], [labels[i] for i in training], cfg.train)
+    fasttext_bin.write(model, str(staging / "model.bin"))
+    if cfg.fasttext_copy:
+        fasttext_bin.write(model, str(staging / "fasttext.bin"), whole=True)
+    heldout = [i for i in range(len(lines)) if held[i]]
+    scores = Scorer(model).probabilities([lines[i] for i in heldout])
+    truth = np.array([model.labels.index(labels[i]) for i in heldout if labels[i] in model.labels], np.int64)
+    report = {
+        "format_version": FORMAT_VERSION,
+        "labels": model.labels,
+        "training": _counts(labels, training, lines),
+        "heldout": {**_counts(labels, heldout, lines), **evaluation(model.labels, truth, scores)},
+        "model": {"words": len(model.words), "ngram_buckets_kept": int(len(model.kept_buckets)),
+                  "dim": model.dim, "bytes": (staging / "model.bin").stat().st_size,
+                  "sha256": hashlib.sha256((staging / "model.bin").read_bytes()).hexdigest(),
+                  "training_loss": round(loss, 6)},
+        "settings": asdict(cfg),
+        "seconds": round(time.time() - started, 1),
+    }
+    (staging / "report.md").write_text(classifier_report(report), encoding="utf-8")
+    commit(staging, out, [], report, marker="report.json")
+    return report
+
+
+def _examples(spark, sources: Sources, cfg: Config) -> dict[str, list]:
+    """label, line (text form), heldout of each document read, in the order of the examples' hash."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    frames = []
+    for name, files in sources.items():
+        docs, _ = load_documents(spark, files)
+        if name.startswith(LABEL_SOURCE):
+            label, limit = F.lit(name[len(LABEL_SOURCE):]), cfg.max_per_label
+        elif name == POSITIVE:
+            label, limit = F.lit(cfg.positive_label), cfg.max_per_label
+        elif name == NEGATIVE_FROM:
+            label, limit = F.lit(cfg.negative_label), cfg.negatives
+        else:
+            field_ = F.col(cfg.label_field) if cfg.label_field in docs.columns else None
+            label, limit = _label_field(docs, cfg.label_field, field_), cfg.max_per_label
+        frames.append(docs.select("id", "text", label.cast("string").alias("label"), F.lit(limit).alias("limit")))
+    docs = frames[0]
+    for frame in frames[1:]:
+        docs = docs.unionByName(frame)
+    docs = docs.where(F.col("label").isNotNull() & (F.length("label") > 0))
+    key = F.xxhash64(F.lit(cfg.seed), "id", "text")
+    ranked = docs.withColumn("key", key).withColumn(
+        "rank", F.row_number().over(Window.partitionBy("label").orderBy("key", "id")))
+    chosen = ranked.where(F.col("rank") <= F.col("limit")).withColumn(
+        "heldout", F.pmod("key", F.lit(HELD_OUT_PARTS)) < F.lit(int(cfg.heldout * HELD_OUT_PARTS)))
+    max_tokens = cfg.train.max_tokens
+
+    def text_form(batches):
+        for batch in batches:
+            lines = [model_line(text, max_tokens) for text in batch.column("text").to_pylist()]
+            yield pa.record_batch([batch.column("key"), batch.column("id"), batch.column("label"),
+                                   batch.column("heldout"), pa.array(lines, pa.string())], schema=EXAMPLE_SCHEMA)
+
+    rows = chosen.select("key", "id", "label", "heldout", "text").mapInArrow(
+        text_form, spark_schema(EXAMPLE_SCHEMA)).orderBy("key", "id").collect()
+    labels = sorted({row["label"] for row in rows})
+    if len(labels) < 2:
+        raise InputError(f"a classifier needs documents of two labels at least; found {labels or 'none'}")
+    return {"label": [row["label"] for row in rows], "line": [row["line"] for row in rows],
+            "heldout": [row["heldout"] for row in rows]}
+
+
+EXAMPLE_SCHEMA = pa.schema([("key", pa.int64()), ("id", pa.string()), ("label", pa.string()),
+                            ("heldout", pa.bool_()), ("line", pa.string())])
+
+
+def _label_field(docs, name: str, column):
+    """A document's label: its column `name`, or that field of its metadata (raw input carries it there)."""
+    from pyspark.sql import functions as F
+
+    from_metadata = F.get_json_object("metadata", f"$.{name}") if "metadata" in docs.columns else F.lit(None)
+    return F.coalesce(column.cast("string"), from_metadata) if column is not None else from_metadata
+
+
+def _counts(labels: list[str], chosen: list[int], lines: list[str]) -> dict:
+    """Documents of each label, and a checksum of what was read (labels and text forms, in order)."""
+    digest = hashlib.sha256()
+    for i in chosen:
+        digest.update(json.dumps([labels[i], lines[i]]).encode() + b"\n")
+    by_label = {}
+    for i in chosen:
+        by_label[labels[i]] = by_label.get(labels[i], 0) + 1
+    return {"documents": len(chosen), "by_label": dict(sorted(by_label.items())), "sha256": digest.hexdigest()}
+
+
+def classifier_report(report: dict) -> str:
+    held = report["heldout"]
+    lines = ["# Classifier", "", f"Labels: {', '.join(report['labels'])}. Trained on {report['training']['documents']} "
+             f"documents ({_by_label(report['training'])}); {held['documents']} held out "
+             f"({_by_label(held)}): accuracy {held.get('accuracy', 0):.4f}.", "",
+             "| label | documents held out | precision | recall | F1 | ROC AUC |", "|---|---|---|---|---|---|"]
+    for label, figures in held.get("labels", {}).items():
+        auc = "" if figures["roc_auc"] is None else f"{figures['roc_auc']:.4f}"
+        lines.append(f"| {label} | {figures['documents']} | {figures['precision']:.4f} | {figures['recall']:.4f} | "
+                     f"{figures['f1']:.4f} | {auc} |")
+    if "confusion" in held:
+        names = held["confusion"]["rows_true_columns_predicted"]
+        lines += ["", "Confusion (rows: the label, columns: the prediction):", "",
+                  "| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+        lines += [f"| {name} | " + " | ".join(map(str, row)) + " |"
+                  for name, row in zip(names, held["confusion"]["matrix"])]
+    model = report["model"]
+    lines += ["", f"Model: {model['words']} words, {model['ngram_buckets_kept']} n-gram buckets, dimension "
+              f"{model['dim']}, {model['bytes']} bytes (sha256 {model['sha256'][:16]}); training loss "
+              f"{model['training_loss']}; {report['seconds']} s."]
+    return "\n".join(lines) + "\n"
+
+
+def _by_label(part: dict) -> str:
+    return ", ".join(f"{label} {n}" for label, n in part["by_label"].items())
+
+
+def summary(report: dict) -> str:
+    held = report["heldout"]
+    aucs = ", ".join(f"{label} {f['roc_auc']}" for label, f in held.get("labels", {}).items()
+                     if f["roc_auc"] is not None)
+    return (f"trained on {report['training']['documents']} documents, {held['documents']} held out: accuracy "
+            f"{held.get('accuracy', 0)}{', ROC AUC ' + aucs if aucs else ''} ({report['seconds']} s)")
+
+
+def check(cfg: Config, sources: Sources) -> None:
+    if LABELLED in sources and not cfg.label_field:
+        raise ValueError("label_field must name the field that holds each document's label")
+
+
+STAGE = Stage("train_classifier", "Train a classifier (fastText's supervised model) from labelled documents.",
+              Config, run, summary, modules=("spark_stages.train_classifier",), check=check,
+              input_flags=input_flags, input_specs=input_specs)
