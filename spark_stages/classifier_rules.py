@@ -45,7 +45,9 @@ def keys(table: pa.Table, name: str) -> np.ndarray:
 def apply(spark, staging: Path, rules: dict[str, ClassifierConfig], docs_schema: pa.Schema,
           rejected_schema: pa.Schema) -> dict[str, dict]:
     """Applies `rules` to staging/docs (rewriting it, and adding to staging/rejected); returns each rule's
-    thresholds and counts."""
+    thresholds and counts (nothing is read without a rule)."""
+    if not rules:
+        return {}
     files = sorted(str(p) for p in (staging / "docs").glob("part-*.parquet"))
     top = {name: cfg.keep_top for name, cfg in rules.items() if cfg.keep_top is not None}
     thresholds = {name: _at_ranks(spark, files, name, lambda n, share=share: [n - round(share * n)], {})

@@ -80,8 +80,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         with session_conf(spark, {ARROW_BATCH_RECORDS: str(batch_records)}, override=True):
             tasks = spread.mapInArrow(clean_and_write, spark_schema(TASK_SCHEMA)).collect()
     fill_empty(staging, schemas)
-    ruled = classifier_rules.apply(spark, staging, classifiers.global_rules(), schemas["docs"], schemas["rejected"]) \
-        if classifiers.global_rules() else {}
+    ruled = classifier_rules.apply(spark, staging, classifiers.global_rules(), schemas["docs"], schemas["rejected"])
     return _write(spark, tasks, files, staging, out, started, ruled)
 
 

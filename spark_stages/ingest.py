@@ -4,6 +4,7 @@ import math
 import os
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from prep.ingest.inputs import InputFile
@@ -96,15 +97,22 @@ def parquet_pieces(files: list[InputFile], tasks: int) -> list[tuple[str, list[i
     return pieces
 
 
-def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: int = 10_000):
+def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: int = 10_000,
+                      where: tuple[str, object] | None = None):
     """Runs in a task: (id, text) record batches of a document_parquet input's pieces, as pyarrow reads
     them (one thread: the task has one core). A file without one of the columns gives nulls for it, as
-    Spark reads the input with the first file's schema."""
+    Spark reads the input with the first file's schema. `where` (column, value): only the documents whose
+    column holds the value (none from a file without the column)."""
     for path, row_groups in pieces:
         parquet = pq.ParquetFile(path)
         names = parquet.schema_arrow.names
+        if where is not None and where[0] not in names:
+            continue
         present = [name for name in ("id", "text") if name in names] or names[:1]  # [:1]: the row count
-        for batch in parquet.iter_batches(batch_rows, row_groups, columns=present, use_threads=False):
+        columns = present + ([where[0]] if where is not None and where[0] not in present else [])
+        for batch in parquet.iter_batches(batch_rows, row_groups, columns=columns, use_threads=False):
+            if where is not None:
+                batch = batch.filter(pc.equal(batch.column(where[0]), pa.scalar(where[1])))
             yield pa.record_batch([batch.column(name) if name in present else pa.nulls(batch.num_rows, pa.string())
                                    for name in ("id", "text")], names=["id", "text"])
 

@@ -1,7 +1,8 @@
-"""The whole pipeline in one Spark session: (extract →) clean → dedup (→ decontaminate) → train tokenizer
-(unless given) → shards.
+"""The whole pipeline in one Spark session: (extract →) clean (→ quality classifier) → dedup (→ decontaminate)
+→ train tokenizer (unless given) → shards.
 
-Writes OUT/extract/ (for WARC input), OUT/clean/, OUT/dedup/, OUT/decontaminate/ (with `--benchmark
+Writes OUT/extract/ (for WARC input), OUT/clean/, OUT/classifier/ and OUT/quality/ (with `--quality.positive
+PATH` or `--quality.model PATH`), OUT/dedup/, OUT/decontaminate/ (with `--benchmark
 NAME=PATH`: after dedup, so that neither the tokenizer nor the shards see benchmark text),
 OUT/tokenizer/ (when no tokenizer is given) and OUT/shards/, each
 exactly as the stage's own job would. Each stage reads the previous one's output from disk, so a
@@ -24,6 +25,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import ClassVar
 
+from prep.classify.scoring import ClassifierConfig, Classifiers
 from prep.config import override
 from prep.ingest.inputs import InputError, InputFile, Sources, expand_inputs, is_named, is_warc
 from schemas.mixture import MIXTURE_FILE, MixtureError, new_mixture, parse_weights
@@ -31,8 +33,10 @@ from spark_stages import clean as clean_stage
 from spark_stages import decontaminate as decontaminate_stage
 from spark_stages import dedup as dedup_stage
 from spark_stages import extract as extract_stage
+from spark_stages import score as score_stage
 from spark_stages import shards as shards_stage
 from spark_stages import tokenizer as tokenizer_stage
+from spark_stages import train_classifier as train_classifier_stage
 from spark_stages.outputs import record_written, write_json
 from spark_stages.runner import Stage
 
@@ -62,10 +66,37 @@ class SourcesConfig:
 
 
 @dataclass(frozen=True)
+class QualityConfig:
+    """A classifier of the cleaned documents, the DCLM recipe: trained in the run from documents of the quality
+    wanted against the run's own cleaned text (OUT/classifier/), or given; each source's cleaned documents are
+    scored (score_quality) and kept by its rules (OUT/quality/), before dedup."""
+    positive: str = ""  # documents of the quality to find more of: trains the classifier (--positive)
+    model: str = ""  # a classifier trained before (jobs.train_classifier's model.bin), instead of training one
+    label: str = ""  # the label scored (default: train.positive_label, the trained one's)
+    min_quality: float | None = None  # a document scoring under this is rejected (classifier:quality; min_score)
+    keep_top: float | None = None  # keep this share of each source's documents, the best by score (exact)
+    buckets: int = 0  # > 0: bucket_quality, the score's quantile (shards.split_by bucket_quality mixes them)
+    train: train_classifier_stage.Config = field(default_factory=train_classifier_stage.Config)  # how it is trained
+
+    def __bool__(self) -> bool:
+        return bool(self.positive or self.model)
+
+    def classifiers(self, model: str) -> Classifiers:
+        return Classifiers({QUALITY: ClassifierConfig(model=model, label=self.label or self.train.positive_label,
+                                                      min_score=self.min_quality, keep_top=self.keep_top,
+                                                      buckets=self.buckets)})
+
+
+QUALITY = "quality"
+
+
+@dataclass(frozen=True)
 class Config:
     """Each stage's settings; shards.tokenizer, when set, is used instead of training one."""
     extract: extract_stage.Config = field(default_factory=extract_stage.Config)  # for sources of WARC files
     clean: clean_stage.Config = field(default_factory=clean_stage.Config)
+    # a classifier trained (quality.positive) or given (quality.model), scoring and sorting the cleaned text
+    quality: QualityConfig = field(default_factory=QualityConfig)
     dedup: dedup_stage.Config = field(default_factory=dedup_stage.Config)
     # runs when benchmarks are given (--benchmark NAME=PATH)
     decontaminate: decontaminate_stage.Config = field(default_factory=decontaminate_stage.Config)
@@ -91,14 +122,23 @@ def clean_settings(cfg: Config, source: str) -> clean_stage.Config:
 
 
 def check(cfg: Config, sources: Sources) -> None:
+    if cfg.quality.positive and cfg.quality.model:
+        raise ValueError("quality: give positive (a classifier trained here) or model (one trained before), not both")
+    if cfg.quality.model:
+        cfg.quality.classifiers(cfg.quality.model)  # read and checked: one line, before Spark starts
+    elif cfg.quality.positive:
+        expand_inputs(cfg.quality.positive)
+    if cfg.shards.split_by and is_named(sources):
+        raise ValueError("shards.split_by splits one source by a column: give one --input (the split's folders "
+                         "are the mixture's sources)")
     if cfg.decontaminate.benchmarks:
         decontaminate_stage.check(cfg.decontaminate)
     if cfg.shards.tokenizer:
         shards_stage.tokenizer_file(cfg.shards)
     if is_named(sources):
         source_weights(cfg.sources, list(sources))
-    elif cfg.sources.weights:
-        raise ValueError("--weights needs named sources: --input NAME=PATH (one per source)")
+    elif cfg.sources.weights and not cfg.shards.split_by:
+        raise ValueError("--weights needs named sources (--input NAME=PATH, one per source) or shards.split_by")
     for name, files in sources.items():  # the extract stage runs for a source of WARC files
         if len({is_warc(f.path) for f in files}) > 1:
             raise InputError(f"source {name!r} holds WARC files and documents: give them as two sources")
@@ -140,6 +180,8 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         stats["clean"][name] = clean_stage.run(spark, {name: files}, clean_settings(cfg, name),
                                                str(_folder(out_path, "clean", name, named)))
     cleaned = {name: _documents(_folder(out_path, "clean", name, named) / "docs", name, "cleaning") for name in sources}
+    if cfg.quality:
+        cleaned = _scored(spark, cleaned, cfg.quality, out_path, named, stats)
     log.info("dedup (%s)", cfg.sources.dedup)
     stats["dedup"] = dedup_stage.run(spark, cleaned, cfg.dedup, str(out_path / "dedup"),
                                      per_source=cfg.sources.dedup == "per-source")
@@ -155,7 +197,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     for name, files in deduplicated.items():
         log.info("shards %s", name)
         stats["shards"][name] = shards_stage.run(spark, {name: files}, shards_cfg,
-                                                 str(_folder(out_path, "shards", name, named)))
+                                                 str(_folder(out_path, "shards", name, named)), cfg.sources.weights)
     if named:
         mixture = new_mixture({name: (name, float(weights[name]) if weights else index["totals"]["rows"],
                                       index["totals"]["rows"], index["totals"]["tokens"],
@@ -164,6 +206,28 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         write_json(shards_out / MIXTURE_FILE, mixture)
         stats["mixture"] = mixture
     return stats
+
+
+def _scored(spark, cleaned: Sources, cfg: QualityConfig, out_path: Path, named: bool, stats: dict) -> Sources:
+    """The quality classifier trained (quality.positive, against every source's cleaned text) or given; each
+    source's cleaned documents scored and sorted by its rules; the documents kept, by source."""
+    model = cfg.model
+    if not model:
+        log.info("train_classifier")
+        folder = out_path / "classifier"
+        stats["classifier"] = train_classifier_stage.run(
+            spark, {train_classifier_stage.POSITIVE: expand_inputs(cfg.positive),
+                    train_classifier_stage.NEGATIVE_FROM: [f for files in cleaned.values() for f in files]},
+            cfg.train, str(folder))
+        model = str(folder / "model.bin")
+    classifiers = cfg.classifiers(model)
+    stats["quality"] = {}
+    for name, files in cleaned.items():
+        log.info("quality %s", name)
+        folder = _folder(out_path, "quality", name, named)
+        stats["quality"][name] = score_stage.run(spark, {name: files}, classifiers, str(folder))
+    return {name: _documents(_folder(out_path, "quality", name, named) / "docs", name, "the quality classifier")
+            for name in cleaned}
 
 
 def _decontaminated(spark, deduplicated: Sources, cfg: Config, out_path: Path, named: bool, stats: dict) -> Sources:
@@ -197,6 +261,10 @@ def summary(stats: dict) -> str:
 
     parts = per_source("extract", extract_stage, stats["extract"]) if "extract" in stats else []
     parts += per_source("clean", clean_stage, stats["clean"])
+    if "classifier" in stats:
+        parts.append(f"classifier: {train_classifier_stage.summary(stats['classifier'])}")
+    if "quality" in stats:
+        parts += per_source("quality", score_stage, stats["quality"])
     parts.append(f"dedup: {dedup_stage.summary(stats['dedup'])}")
     if named:
         parts += [f"  {name}: kept {s['kept']} of {s['input']}, {s['in_an_earlier_source']} in an earlier source"
@@ -212,7 +280,8 @@ def summary(stats: dict) -> str:
     return "\n".join(parts)
 
 
-STAGES = (extract_stage, clean_stage, dedup_stage, decontaminate_stage, tokenizer_stage, shards_stage)
+STAGES = (extract_stage, clean_stage, train_classifier_stage, dedup_stage, decontaminate_stage, tokenizer_stage,
+          shards_stage)
 STAGE = Stage("pipeline", "The whole pipeline: clean, dedup, decontaminate (with --benchmark), train the tokenizer "
               "(unless given), write shards.", Config, run, summary,
               modules=tuple(m for stage in STAGES for m in stage.STAGE.modules),

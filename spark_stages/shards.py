@@ -34,11 +34,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from prep.ingest.inputs import Sources, all_files
+from prep.ingest.inputs import NAMED_INPUT, InputError, Sources, all_files
 from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
 from prep.tokenizer.encode import TokenizerFile, encode_flat
 from schemas.index import INDEX_FILE, ShardEntry, new_index
+from schemas.mixture import MIXTURE_FILE, MixtureError, new_mixture, parse_weights
 from schemas.shards import shard_name
 from spark_stages.ingest import (
     default_partitions,
@@ -49,7 +50,7 @@ from spark_stages.ingest import (
     spread,
 )
 from spark_stages.mapped_pages import release_pages, whole_mapping
-from spark_stages.outputs import SCRATCH, commit, content_checksum, record_written, staging_dir
+from spark_stages.outputs import SCRATCH, commit, content_checksum, record_written, staging_dir, write_json
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
 from spark_stages.session import spark_schema
@@ -72,11 +73,24 @@ class Config(ShardConfig):
     # documents (chosen by a hash of the id) written to SHARDS/heldout/ instead, for held-out loss
     heldout_share: float = 0.0
     pack: PackConfig = field(default_factory=PackConfig)
+    # a column of the documents (bucket_NAME, label_NAME of the classifiers): a shards folder per value,
+    # SHARDS/VALUE/ (bN for a number N), and SHARDS/mixture.json naming them, for the loader to mix
+    split_by: str = ""
 
     def __post_init__(self):
         super().__post_init__()
         if not 0 <= self.heldout_share < 1:
             raise ValueError(f"heldout_share must be in [0, 1), got {self.heldout_share}")
+
+
+@dataclass(frozen=True)
+class JobConfig(Config):
+    """The shards job's settings (the pipeline's shards section, and the weights of a split)."""
+    weights: str = ""  # with split_by: NAME=WEIGHT,... each folder's weight in mixture.json (default: its rows)
+
+    def __post_init__(self):
+        super().__post_init__()
+        parse_weights(self.weights)
 
 
 HELDOUT = "heldout"
@@ -113,7 +127,7 @@ def encode(docs, tokenizer: TokenizerFile, spark, folder: Path, part: tuple[str,
 
 
 def encode_parquet(pieces: list, tasks: int, tokenizer: TokenizerFile, spark, folder: Path,
-                   part: tuple[str, float] = ("all", 0.0)) -> list:
+                   part: tuple[str, float] = ("all", 0.0), where: tuple[str, object] | None = None) -> list:
     """encode() of a document Parquet input's pieces (spark_stages.ingest.parquet_pieces), each task
     reading its own with pyarrow: the text goes from the file to the encoder, not through the JVM's
     Parquet reader and Arrow hand-over, which cost a tenth of the encoding on the same cores."""
@@ -122,7 +136,7 @@ def encode_parquet(pieces: list, tasks: int, tokenizer: TokenizerFile, spark, fo
     def run(batches):
         listed, tokenizer = shared.value
         mine = [listed[i] for batch in batches for i in batch.column("id").to_pylist()]
-        yield encoded_file(parquet_documents(mine), tokenizer, folder, part)
+        yield encoded_file(parquet_documents(mine, where=where), tokenizer, folder, part)
 
     return (spark.range(0, len(pieces), 1, min(len(pieces), tasks))
             .mapInArrow(run, spark_schema(ENCODED_TASK_SCHEMA)).collect())
@@ -246,27 +260,84 @@ def _token_views(chunk: pa.LargeBinaryArray) -> list[np.ndarray]:
     return [values[lo:hi] for lo, hi in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
 
-def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
+def run(spark, sources: Sources, cfg: Config, out: str, weights: str = "") -> dict:
     """Encodes, packs and writes every source's documents into one shards folder (and its held-out
     documents into SHARDS/heldout/, with heldout_share); returns the index as SHARDS/index.json holds it,
-    with the held-out folder's under "heldout". The pipeline writes each source's shards apart."""
+    with the held-out folder's under "heldout". The pipeline writes each source's shards apart. With
+    split_by, a folder per value of the column and SHARDS/mixture.json (`weights`, else each one's rows)."""
+    if cfg.split_by:
+        return _split(spark, sources, cfg, out, weights or getattr(cfg, "weights", ""))
+    return _written(spark, sources, cfg, out)
+
+
+def _written(spark, sources: Sources, cfg: Config, out: str, where: tuple[str, object] | None = None) -> dict:
     if not cfg.heldout_share:
-        return write_shards(spark, sources, cfg, out, "all")
-    index = write_shards(spark, sources, cfg, out, "train")
+        return write_shards(spark, sources, cfg, out, "all", where)
+    index = write_shards(spark, sources, cfg, out, "train", where)
     record_written(Path(out), [HELDOUT])  # after the training shards' commit, which removes what it did not write
-    heldout = write_shards(spark, sources, cfg, str(Path(out) / HELDOUT), HELDOUT)
+    heldout = write_shards(spark, sources, cfg, str(Path(out) / HELDOUT), HELDOUT, where)
     return {**index, HELDOUT: heldout}
 
 
-def write_shards(spark, sources: Sources, cfg: Config, out: str, part: str) -> dict:
-    """One shards folder of the documents of `part` (PARTS); its index."""
+def _split(spark, sources: Sources, cfg: Config, out: str, weights: str) -> dict:
+    """A shards folder per value of cfg.split_by, and the mixture naming them."""
+    files = all_files(sources)
+    if not document_parquet(files):
+        raise InputError(f"split_by reads a column of documents a tokenmill stage wrote (Parquet with id and "
+                         f"text); {files[0].relative if files else 'the input'} is not")
+    values = split_values(spark, [f.path for f in files], cfg.split_by)
+    folders = {folder_name(value, cfg.split_by): value for value in values}
+    chosen = parse_weights(weights)
+    if chosen and set(chosen) != set(folders):
+        raise MixtureError(f"--weights names {', '.join(chosen)}; the values of {cfg.split_by} are "
+                           f"{', '.join(folders)}")
+    out_path = Path(out)
+    record_written(out_path, [MIXTURE_FILE, *folders])  # a folder of tokenmill's holding the split's folders
+    (out_path / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
+    parts = {name: _written(spark, sources, cfg, str(out_path / name), (cfg.split_by, value))
+             for name, value in folders.items()}
+    mixture = new_mixture({name: (name, float(chosen[name]) if chosen else index["totals"]["rows"],
+                                  index["totals"]["rows"], index["totals"]["tokens"],
+                                  f"{name}/{HELDOUT}" if HELDOUT in index else None)
+                           for name, index in parts.items()}).to_json()
+    write_json(out_path / MIXTURE_FILE, mixture)
+    return {"split_by": cfg.split_by, "parts": parts, "mixture": mixture}
+
+
+def split_values(spark, paths: list[str], column: str) -> list:
+    """The values of `column` over the documents, in order; InputError for a missing column or a null."""
+    from pyspark.sql import functions as F
+
+    frame = spark.read.parquet(*paths)
+    if column not in frame.columns:
+        raise InputError(f"split_by: the documents have no column {column!r} (they have {', '.join(frame.columns)})")
+    counted = frame.groupBy(column).agg(F.count("*").alias("n")).collect()
+    if nulls := sum(row["n"] for row in counted if row[column] is None):
+        raise InputError(f"split_by: {nulls} documents have no {column}")
+    return sorted(row[column] for row in counted)
+
+
+def folder_name(value, column: str) -> str:
+    """A value's shards folder: bN for a number N (a bucket), else the value itself when it is a plain name."""
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        return f"b{value}"
+    name = str(value)
+    if not NAMED_INPUT.fullmatch(f"{name}=x") or name in (HELDOUT, MIXTURE_FILE):
+        raise InputError(f"split_by: {column} holds {name[:60]!r}, which cannot name a shards folder")
+    return name
+
+
+def write_shards(spark, sources: Sources, cfg: Config, out: str, part: str,
+                 where: tuple[str, object] | None = None) -> dict:
+    """One shards folder of the documents of `part` (PARTS), those whose column holds a value (`where`)
+    when given; its index."""
     files = all_files(sources)
     tokenizer = tokenizer_file(cfg)
     staging = staging_dir(out)
     encoded = staging / SCRATCH / "encoded"
     encoded.mkdir(parents=True)
     tasks, quarantined = _encoded_and_quarantined(spark, files, tokenizer, encoded, staging,
-                                                  (part, cfg.heldout_share))
+                                                  (part, cfg.heldout_share), where)
     # About one shard file per group, sized from the text: the same number whatever the partitions.
     text_bytes = sum(task.text_bytes for task in tasks)
     groups = max(1, math.ceil(text_bytes / (TEXT_PER_SHARD_BYTE * cfg.shard_bytes)))
@@ -294,7 +365,7 @@ def write_shards(spark, sources: Sources, cfg: Config, out: str, part: str) -> d
 
 
 def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Path, staging: Path,
-                             part: tuple[str, float]):
+                             part: tuple[str, float], where: tuple[str, object] | None = None):
     """(encode's task rows, quarantined records), the quarantined written to STAGING/quarantine when any
     (the held-out part has none of its own: the training part lists them). A document Parquet input is
     read by the encoding tasks themselves, which count its documents without text: only if there are any
@@ -304,10 +375,18 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
     min_tasks = TASKS_PER_CORE * spark.sparkContext.defaultParallelism
     if document_parquet(files):  # tasks no larger than the default partitions (about 128 MB of input each)
         count = max(min_tasks, default_partitions(files))
-        tasks = encode_parquet(parquet_pieces(files, count), count, tokenizer, spark, folder, part)
+        tasks = encode_parquet(parquet_pieces(files, count), count, tokenizer, spark, folder, part, where)
         quarantined = sum(task.null_texts for task in tasks) if part[0] != HELDOUT else 0
         if quarantined:
-            load_documents(spark, files)[1].write.parquet(str(staging / "quarantine"))
+            quarantine = load_documents(spark, files)[1]
+            if where is not None:  # the documents without text of this folder's value
+                from pyspark.sql import functions as F
+
+                frame = spark.read.parquet(*[f.path for f in files])
+                quarantine = frame.where(F.col("text").isNull() & (F.col(where[0]) == F.lit(where[1]))).select(
+                    F.lit("text is null").alias("error"), F.input_file_name().alias("file"),
+                    F.lit(None).cast("long").alias("line"), F.lit(None).cast("binary").alias("raw"))
+            quarantine.write.parquet(str(staging / "quarantine"))
         return tasks, quarantined
     with persisted() as kept:  # raw input: a task per file (read_input), parsed once
         docs, quarantine = load_documents(spark, files, kept)
@@ -319,6 +398,11 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
 
 
 def summary(index: dict) -> str:
+    if "split_by" in index:
+        weights = ", ".join(f"{name} {s['weight']}" for name, s in index["mixture"]["sources"].items())
+        return "\n".join([f"split by {index['split_by']}:"] + [f"  {name}: {summary(part)}"
+                                                                for name, part in index["parts"].items()]
+                         + [f"mixture.json: {weights}"])
     t = index["totals"]
     line = (f"{t['documents']} documents -> {t['rows']} rows of at most {index['seq_len']} tokens in {t['shards']} "
             f"shards: {t['real_tokens']} real tokens, padding waste {t['padding_waste']:.2%}, "
@@ -329,5 +413,5 @@ def summary(index: dict) -> str:
     return line
 
 
-STAGE = Stage("shards", "Encode documents, pack them into rows and write zstd Arrow shards with an index.", Config,
+STAGE = Stage("shards", "Encode documents, pack them into rows and write zstd Arrow shards with an index.", JobConfig,
               run, summary, modules=("spark_stages.shards",), check=check)

@@ -51,7 +51,7 @@ class Config:
     negatives: int = 20_000  # --negative-from: documents taken from it (the first by a hash of the id)
     max_per_label: int = 20_000  # documents read of each label, the first by a hash of the id (the rest unread)
     heldout: float = 0.1  # the share of each label's documents held out for the report, by the same hash
-    seed: int = 0  # the hash that samples, holds out and orders the examples (and the model's random start)
+    split_seed: int = 0  # the hash that samples, holds out and orders the examples
     fasttext_copy: bool = False  # also OUT/fasttext.bin: every bucket's row, as fastText loads it (larger)
 
     def __post_init__(self):
@@ -142,7 +142,7 @@ def _examples(spark, sources: Sources, cfg: Config) -> dict[str, list]:
     for frame in frames[1:]:
         docs = docs.unionByName(frame)
     docs = docs.where(F.col("label").isNotNull() & (F.length("label") > 0))
-    key = F.xxhash64(F.lit(cfg.seed), "id", "text")
+    key = F.xxhash64(F.lit(cfg.split_seed), "id", "text")
     ranked = docs.withColumn("key", key).withColumn(
         "rank", F.row_number().over(Window.partitionBy("label").orderBy("key", "id")))
     chosen = ranked.where(F.col("rank") <= F.col("limit")).withColumn(

@@ -28,7 +28,7 @@ class TrainConfig:
     bucket: int = 2_000_000  # the n-gram hash space (-bucket); only the buckets the examples hold get a row
     min_count: int = 1  # words seen fewer times are left out of the vocabulary (-minCount)
     max_tokens: int = 1024  # tokens of a document read, from its start (prep/classify/text.py)
-    seed: int = 0  # the rows' random start
+    init_seed: int = 0  # the rows' random start
 
     def __post_init__(self):
         if not (0 < self.dim <= MAX_DIM and self.epoch >= 1 and self.lr > 0 and 1 <= self.word_ngrams <= MAX_NGRAMS
@@ -49,7 +49,7 @@ def train(lines: list[str], labels: list[str], cfg: TrainConfig) -> tuple[Superv
     features, starts = _features(word_of_token, tokens.line_starts, gram_rows.astype(np.int64) + len(words),
                                  gram_starts)
     names, target, label_counts = _labels(labels)
-    rng = np.random.default_rng(cfg.seed)
+    rng = np.random.default_rng(cfg.init_seed)
     weights_in = rng.uniform(-1 / cfg.dim, 1 / cfg.dim, (len(words) + len(kept), cfg.dim)).astype(np.float32)
     weights_out = np.zeros((len(names), cfg.dim), np.float32)
     line_tokens = np.diff(tokens.line_starts)

@@ -1,0 +1,88 @@
+"""The score stage: documents a tokenmill stage wrote (the clean job's), scored by classifiers and sorted by
+their rules (prep/classify/scoring.py): the pipeline's quality step, once it has its classifier.
+
+A task reads a file of documents, scores them, and writes the kept ones with their score_NAME (bucket_NAME
+added once every document is scored: spark_stages/classifier_rules.py) to OUT/docs/ and those a rule
+rejects to OUT/rejected/ with the reason classifier:NAME, in the file's order; OUT/stats.json counts them,
+input = kept + rejected exactly.
+"""
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from prep.classify.scoring import Classifiers
+from prep.ingest.inputs import InputError, Sources, all_files
+from schemas import FORMAT_VERSION
+from spark_stages import classifier_rules
+from spark_stages.ingest import document_parquet, map_files
+from spark_stages.outputs import checksums, commit, staging_dir
+from spark_stages.task_outputs import TaskOutputs, fill_empty, prepare
+
+OUTPUTS = ["docs", "rejected"]
+COUNTS_SCHEMA = pa.schema([("reason", pa.string()), ("count", pa.int64())])
+BATCH_ROWS = 1024
+
+
+def run(spark, sources: Sources, classifiers: Classifiers, out: str) -> dict:
+    started = time.time()
+    files = all_files(sources)
+    if not document_parquet(files):
+        raise InputError("scoring reads documents a tokenmill stage wrote (Parquet with id and text)")
+    docs_schema = pa.schema(list(pq.read_schema(files[0].path)) + classifiers.fields())
+    schemas = {"docs": docs_schema, "rejected": docs_schema.append(pa.field("reason", pa.string()))}
+    staging = staging_dir(out)
+    prepare(staging, schemas)
+    shared = spark.sparkContext.broadcast(classifiers)
+
+    def score_files(mine):
+        for index, file in mine:
+            yield score_file(Path(file.path), index, shared.value, staging, schemas)
+
+    counts = Counter()
+    for row in map_files(spark, files, score_files, COUNTS_SCHEMA).collect():
+        counts[row["reason"]] += row["count"]
+    fill_empty(staging, schemas)
+    ruled = classifier_rules.apply(spark, staging, classifiers.global_rules(), schemas["docs"], schemas["rejected"])
+    for name, applied in ruled.items():
+        counts[None] -= applied["rejected"]
+        counts[f"classifier:{name}"] += applied["rejected"]
+    rejected = {reason: n for reason, n in sorted(counts.items(), key=lambda kv: str(kv[0])) if reason and n}
+    stats = {"format_version": FORMAT_VERSION, "input": sum(counts.values()), "kept": counts[None],
+             "rejected": sum(rejected.values()), "rejected_by_reason": rejected, "classifiers": ruled,
+             "files": len(files), "seconds": round(time.time() - started, 1),
+             "checksums": checksums(spark, staging, OUTPUTS)}
+    commit(staging, out, OUTPUTS, stats)
+    return stats
+
+
+def score_file(path: Path, index: int, classifiers: Classifiers, staging: Path, schemas: dict) -> pa.RecordBatch:
+    """Runs in a task: one file's documents scored and written by fate; their counts by reason (None: kept)."""
+    outputs = TaskOutputs(staging, schemas, index)
+    counts = Counter()
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(BATCH_ROWS, use_threads=False):
+            columns = classifiers.scores(batch.column("text").to_pylist())
+            for name, values in columns.items():
+                batch = batch.append_column(name, pa.array(values, schemas["docs"].field(name).type))
+            reasons = [classifiers.rejection(columns, i) for i in range(batch.num_rows)]
+            counts.update(reasons)
+            rejected = pa.array([reason is not None for reason in reasons])
+            outputs.write("docs", batch.filter(pc.invert(rejected)))
+            gone = batch.filter(rejected)
+            outputs.write("rejected", gone.append_column("reason", pa.array([r for r in reasons if r], pa.string())))
+        outputs.close()
+    except BaseException:
+        outputs.abandon()
+        raise
+    return pa.RecordBatch.from_pylist([{"reason": r, "count": n} for r, n in counts.items()], schema=COUNTS_SCHEMA)
+
+
+def summary(stats: dict) -> str:
+    reasons = ", ".join(f"{reason} {n}" for reason, n in stats["rejected_by_reason"].items())
+    return (f"scored {stats['input']}: kept {stats['kept']}, rejected {stats['rejected']}"
+            f"{' (' + reasons + ')' if reasons else ''} ({stats['seconds']} s)")
