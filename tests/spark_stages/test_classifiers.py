@@ -1,0 +1,192 @@
+"""Learned quality on Spark, end to end: a classifier trained by the job from labelled real documents (three
+ways of giving them), the same model bytes however the input is laid out; the clean job scoring every
+document with it, its rules exact over the corpus (keep_top, buckets) and the same rows on any partitioning;
+a model that is not one, or a label it lacks, one line and exit code 2; the quality buckets written as shards
+folders with a mixture the loader reads with exact shares."""
+
+import dataclasses
+import hashlib
+import json
+import random
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from prep.classify.classifier import Classifier
+from prep.classify.scoring import ClassifierConfig
+from prep.ingest.inputs import single_source
+from spark_stages import clean, train_classifier
+from spark_stages.runner import run_stage
+from tests.conftest import write_lines
+from tests.labelled.quality_set import build
+from tests.spark_stages.conftest import OTHER_CLUSTER, spark_settings
+
+pytestmark = pytest.mark.spark
+FAST = ["--train.epoch", "3", "--train.dim", "16", "--train.bucket", "65536"]
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """Prose and web junk of the sample (tests/labelled/quality_set.py): good/ and junk/ as JSON Lines, and all
+    of it in one file with a label field."""
+    folder = tmp_path_factory.mktemp("labelled")
+    items = build(per_kind=15, max_prose=120)
+    records = [{"id": f"{x.origin}:{i}", "text": x.text, "label": "good" if x.label == "prose" else "junk"}
+               for i, x in enumerate(items)]
+    for label in ("good", "junk"):
+        write_lines(folder / label / "part.jsonl", [r for r in records if r["label"] == label], mkdir=True)
+    write_lines(folder / "all" / "labelled.jsonl", records, mkdir=True)
+    return folder, records
+
+
+@pytest.fixture(scope="module")
+def trained(labelled, tmp_path_factory):
+    folder, _ = labelled
+    out = tmp_path_factory.mktemp("classifier") / "out"
+    assert run_stage(train_classifier.STAGE, ["--label", f"good={folder / 'good'}", "--label",
+                                              f"junk={folder / 'junk'}", "--output", str(out), *FAST]) == 0
+    return out
+
+
+def test_the_job_trains_from_labelled_files_and_reports_on_the_held_out_documents(trained, labelled):
+    _, records = labelled
+    report = json.loads((trained / "report.json").read_text())
+    assert sorted(report["labels"]) == ["good", "junk"]
+    assert report["training"]["documents"] + report["heldout"]["documents"] == len(records)
+    held = report["heldout"]
+    assert held["documents"] > 20 and held["accuracy"] > 0.85
+    assert held["labels"]["good"]["roc_auc"] > 0.9 and held["labels"]["good"]["f1"] > 0.8
+    assert np.array(held["confusion"]["matrix"]).sum() == held["documents"]
+    assert report["model"]["sha256"] == hashlib.sha256((trained / "model.bin").read_bytes()).hexdigest()
+    assert "| good |" in (trained / "report.md").read_text()
+    assert Classifier.load(str(trained / "model.bin")).labels == report["labels"]
+
+
+def test_the_same_documents_laid_out_otherwise_give_the_same_model_bytes(spark, trained, labelled, tmp_path):
+    _, records = labelled
+    shuffled = records[:]
+    random.Random(3).shuffle(shuffled)
+    for label in ("good", "junk"):
+        mine = [r for r in shuffled if r["label"] == label]
+        for k in range(3):  # three files in another order, one of them compressed
+            write_lines(tmp_path / label / f"part-{k}.jsonl", mine[k::3], compress="zstd" if k == 1 else None,
+                        mkdir=True)
+    sources = {f"{train_classifier.LABEL_SOURCE}{label}": single_source(str(tmp_path / label))["default"]
+               for label in ("good", "junk")}
+    cfg = train_classifier.Config(train=train_classifier.TrainConfig(epoch=3, dim=16, bucket=65536))
+    with spark_settings(spark, OTHER_CLUSTER):
+        train_classifier.run(spark, sources, cfg, str(tmp_path / "again"))
+    assert (tmp_path / "again" / "model.bin").read_bytes() == (trained / "model.bin").read_bytes()
+
+
+def test_a_label_field_and_the_dclm_recipe_give_their_labels(labelled, tmp_path):
+    folder, records = labelled
+    assert run_stage(train_classifier.STAGE, ["--input", str(folder / "all"), "--output", str(tmp_path / "field"),
+                                              *FAST]) == 0
+    report = json.loads((tmp_path / "field" / "report.json").read_text())
+    goods = sum(r["label"] == "good" for r in records)
+    assert report["training"]["by_label"]["good"] + report["heldout"]["by_label"]["good"] == goods
+    assert run_stage(train_classifier.STAGE, ["--positive", str(folder / "good"), "--negative-from",
+                                              str(folder / "all"), "--negatives", "100", "--output",
+                                              str(tmp_path / "dclm"), *FAST]) == 0
+    report = json.loads((tmp_path / "dclm" / "report.json").read_text())
+    assert sorted(report["labels"]) == ["negative", "positive"]
+    assert report["training"]["by_label"]["negative"] + report["heldout"]["by_label"]["negative"] == 100
+
+
+@pytest.mark.parametrize("make_args, message", [
+    (lambda f: ["--label", f"good={f / 'good'}"], "--label needs two labels or more"),
+    (lambda f: ["--label", f"good={f / 'good'}", "--label", f"junk={f / 'junk'}", "--positive", str(f)],
+     "not several of these"),
+    (lambda f: ["--positive", str(f / "good")], "--positive and --negative-from go together"),
+])
+def test_bad_training_inputs_fail_before_spark_in_one_line(make_args, message, labelled, tmp_path, capsys):
+    folder, _ = labelled
+    assert run_stage(train_classifier.STAGE, [*make_args(folder), "--output", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_a_file_that_is_not_a_model_or_a_label_it_lacks_fails_the_clean_job_in_one_line(trained, labelled,
+                                                                                       tmp_path, capsys):
+    folder, _ = labelled
+    (tmp_path / "fake.bin").write_bytes(b"\x00" * 4096)
+    for classifiers, message in (({"q": {"model": str(tmp_path / "fake.bin"), "label": "good"}}, "not a fastText"),
+                                 ({"q": {"model": str(trained / "model.bin"), "label": "great"}},
+                                  "no label 'great' (its labels: ")):
+        config = tmp_path / "c.yaml"
+        config.write_text(json.dumps({"classifiers": classifiers}))
+        assert run_stage(clean.STAGE, ["--input", str(folder / "all"), "--output", str(tmp_path / "o"),
+                                       "--config", str(config)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and "classifier q" in err and len(err.splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def scored(spark, trained, labelled, tmp_path_factory):
+    folder, _ = labelled
+    model = str(trained / "model.bin")
+    cfg = clean.Config(classifiers={
+        "q": ClassifierConfig(model=model, label="good", keep_top=0.5, buckets=3),
+        "low": ClassifierConfig(model=model, label="good", min_score=0.5),
+        "both": ClassifierConfig(combine="max", of=["q", "low"])})
+    out = tmp_path_factory.mktemp("scored") / "out"
+    return out, clean.run(spark, single_source(str(folder / "all")), cfg, str(out)), cfg
+
+
+def test_every_document_is_scored_and_the_rules_are_exact_over_the_corpus(scored):
+    out, stats, _ = scored
+    docs, rejected = pq.read_table(out / "docs"), pq.read_table(out / "rejected")
+    for table in (docs, rejected):
+        assert {"score_q", "score_low", "score_both"} <= set(table.column_names)
+        assert table.column("score_q").null_count == 0
+        assert pc.all(pc.equal(table.column("score_q"), table.column("score_low"))).as_py()
+    reasons = rejected.column("reason").to_pylist()
+    # keep_top over the documents the rules and min_score kept: exactly half of them, the best
+    before = docs.num_rows + reasons.count("classifier:q")
+    assert docs.num_rows == round(0.5 * before) and stats["classifiers"]["q"]["rejected"] == reasons.count(
+        "classifier:q")
+    top_rejected = rejected.filter(pc.equal(rejected.column("reason"), "classifier:q")).column("score_q")
+    assert pc.max(top_rejected).as_py() <= pc.min(docs.column("score_q")).as_py()
+    low = rejected.filter(pc.equal(rejected.column("reason"), "classifier:low")).column("score_low").to_numpy()
+    assert len(low) and (low < 0.5).all()
+    assert stats["rejected_by_reason"]["classifier:low"] == len(low)
+    sizes = np.bincount(docs.column("bucket_q").to_numpy(), minlength=3)
+    assert sizes.sum() == docs.num_rows and sizes.max() - sizes.min() <= 1
+    by_bucket = [docs.filter(pc.equal(docs.column("bucket_q"), b)).column("score_q") for b in range(3)]
+    assert all(pc.max(by_bucket[b]).as_py() <= pc.min(by_bucket[b + 1]).as_py() for b in range(2))
+    assert stats["input"] == stats["kept"] + stats["rejected"] + stats["quarantined"]
+    assert stats["kept"] == docs.num_rows and stats["rejected"] == rejected.num_rows
+
+
+def test_the_scores_and_rules_give_the_same_rows_on_any_partitioning(spark, scored, labelled, tmp_path):
+    out, stats, cfg = scored
+    folder, _ = labelled
+    with spark_settings(spark, OTHER_CLUSTER):
+        # and Arrow batches of 7 documents instead of 1,000: the scores come a batch at a time
+        again = clean.run(spark, single_source(str(folder / "all")), dataclasses.replace(cfg, batch_records=7),
+                          str(tmp_path / "again"))
+    assert again["checksums"] == stats["checksums"]
+
+
+def test_quality_buckets_become_shards_folders_the_loader_mixes_exactly(scored, tmp_path):
+    from loaders import ShardLoader
+    from prep.tokenizer.bpe import train_bpe
+    from spark_stages import shards
+
+    out, _, _ = scored
+    texts = pq.read_table(out / "docs", columns=["text"]).column("text").to_pylist()
+    train_bpe(texts, 1024).save(str(tmp_path / "tokenizer.json"))
+    assert run_stage(shards.STAGE, ["--input", str(out / "docs"), "--output", str(tmp_path / "shards"),
+                                    "--tokenizer", str(tmp_path / "tokenizer.json"), "--seq-len", "256",
+                                    "--split-by", "bucket_q", "--weights", "b0=1,b1=1,b2=2"]) == 0
+    mixture = json.loads((tmp_path / "shards" / "mixture.json").read_text())
+    assert list(mixture["sources"]) == ["b0", "b1", "b2"]
+    assert [s["weight"] for s in mixture["sources"].values()] == [1.0, 1.0, 2.0]
+    loader = ShardLoader(str(tmp_path / "shards" / "mixture.json"), 40, seed=0)
+    for _ in range(3):
+        batch = next(loader)
+        assert [batch["source"].tolist().count(i) for i in range(3)] == [10, 10, 20]
+    loader.close()
