@@ -5,13 +5,14 @@ The n-gram buckets training saw have rows; the others are rows of zeros. tokenmi
 has, with the dictionary's list of pruned buckets (as fastText's own pruning does), a model of megabytes;
 fastText itself loads a pruned dictionary only with a quantized matrix, so `write(..., whole=True)` writes
 every bucket's row (the zeros too: the size of fastText's own models), which fastText's `load_model` reads
-and whose `predict` gives tokenmill's scores (tests/prep/classify/test_predict.py). Both are read here, and
+and whose `predict` gives tokenmill's scores (tests/prep/classify/test_train_predict.py). Both are read here, and
 so is a model fastText trained (supervised, softmax, no character n-grams).
 
 A model file is a file from elsewhere: every size it declares is checked against the bytes the file still
 holds before anything is allocated, and against the bounds below; a file that is not such a model, is
 truncated or was crafted is a ModelError naming the file and what is wrong, never a crash or an
-allocation of what it claims.
+allocation of what it claims. The model read is a copy, not a view of the file: rewriting the file (with
+this very model, say) cannot pull its pages from under it.
 """
 
 import mmap
@@ -134,7 +135,9 @@ def read(path: str) -> SupervisedModel:
     if kind != MODEL_SUPERVISED or loss != LOSS_SOFTMAX or minn or maxn:
         r.fail(f"not a model tokenmill trains (model {kind}, loss {loss}, character n-grams {minn}-{maxn}): a "
                "supervised softmax model of words and word n-grams, trained by jobs.train_classifier")
-    if not (0 < dim <= MAX_DIM and 1 <= word_ngrams <= MAX_NGRAMS and 0 < bucket < 2**31):
+    # fastText trains a model of words alone (-wordNgrams 1, no character n-grams) with no buckets at all
+    if not (0 < dim <= MAX_DIM and 1 <= word_ngrams <= MAX_NGRAMS and 0 <= bucket < 2**31
+            and (bucket > 0 or word_ngrams == 1)):
         r.fail(f"dimension {dim}, word n-grams {word_ngrams}, buckets {bucket}: out of bounds")
     size, nwords, nlabels, tokens, pruned = r.take("<3iqq")
     if not (0 < nwords and 2 <= nlabels <= MAX_LABELS and size == nwords + nlabels and -1 <= pruned <= bucket):
@@ -151,16 +154,15 @@ def read(path: str) -> SupervisedModel:
         r.fail("the labels must follow the words")
     if not all(w.startswith(LABEL_PREFIX) for w in words[nwords:]) or len(set(words)) != size:
         r.fail("a label without __label__, or an entry given twice")
-    if pruned < 0:  # every bucket's row: as fastText writes a model (and write(whole=True))
-        kept = np.arange(bucket, dtype=np.int32)
-    else:
+    pairs = None  # pruned < 0: every bucket's row, as fastText writes a model (and write(whole=True))
+    if pruned >= 0:
         pairs = r.array("<i4", 2 * pruned).reshape(-1, 2)
-        kept = np.ascontiguousarray(pairs[:, 0])
-        if pruned and not ((np.diff(kept) > 0).all() and kept[0] >= 0 and kept[-1] < bucket
+        buckets = pairs[:, 0]
+        if pruned and not ((np.diff(buckets) > 0).all() and buckets[0] >= 0 and buckets[-1] < bucket
                            and (pairs[:, 1] == np.arange(pruned)).all()):
             r.fail("pruned buckets out of order or out of range")
     matrices = []
-    for name, rows in (("input", nwords + len(kept)), ("output", nlabels)):
+    for name, rows in (("input", nwords + (bucket if pairs is None else pruned)), ("output", nlabels)):
         (quantized,) = r.take("<?")
         if quantized:
             r.fail(f"a quantized {name} matrix (.ftz) is not a model tokenmill trains")
@@ -176,6 +178,8 @@ def read(path: str) -> SupervisedModel:
         labels = [w[len(LABEL_PREFIX):].decode("utf-8") for w in words[nwords:]]
     except UnicodeDecodeError:
         r.fail("a label that is not UTF-8")
+    kept = np.arange(bucket, dtype=np.int32) if pairs is None else pairs[:, 0].astype(np.int32)
     return SupervisedModel(words[:nwords], np.array(counts[:nwords], np.int64), labels,
-                           np.array(counts[nwords:], np.int64), word_ngrams, bucket, kept, matrices[0],
-                           matrices[1], epoch, lr_update, tokens)
+                           np.array(counts[nwords:], np.int64), word_ngrams, bucket, kept,
+                           np.array(matrices[0], np.float32), np.array(matrices[1], np.float32), epoch,
+                           lr_update, tokens)

@@ -37,7 +37,9 @@ def tokens_of(lines: list[str]) -> Tokens:
 @kernel
 def _split(data, starts, eos):
     lines = len(starts) - 1
-    most = (len(data) + 1) // 2 + lines  # a token takes a byte and a separator at least
+    # a line of n bytes holds (n + 1) // 2 tokens at most (a byte and a separator each; none between lines),
+    # and "</s>"
+    most = (len(data) + lines) // 2 + lines
     start = np.empty(most, np.int64)
     length = np.empty(most, np.int64)
     fnv = np.empty(most, np.uint32)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prep.classify.fasttext_bin import EOS, MAX_DIM, MAX_NGRAMS, SupervisedModel
+from prep.classify.fasttext_bin import EOS, MAX_DIM, MAX_NGRAMS, MAX_WORD_BYTES, SupervisedModel
 from prep.classify.features import Tokens, ngram_buckets, tokens_of
 from prep.classify.text import TEXT_FORM
 from prep.compiled import kernel
@@ -40,6 +40,8 @@ class TrainConfig:
 def train(lines: list[str], labels: list[str], cfg: TrainConfig) -> tuple[SupervisedModel, float]:
     """(the model of `lines` (text form, at most cfg.max_tokens tokens of text: its vocabulary says so)
     labelled `labels`, trained in their order; its mean training loss over the last epoch)."""
+    if len(lines) != len(labels):
+        raise ValueError(f"{len(lines)} examples and {len(labels)} labels: one label an example")
     tokens = tokens_of(lines)
     words, word_counts, word_of_token = _vocabulary(tokens, cfg.min_count)
     words.append(f"{TEXT_FORM}:{cfg.max_tokens}".encode())  # how the lines were made: what scoring reads
@@ -60,12 +62,15 @@ def train(lines: list[str], labels: list[str], cfg: TrainConfig) -> tuple[Superv
 
 
 def _vocabulary(tokens: Tokens, min_count: int) -> tuple[list[bytes], np.ndarray, np.ndarray]:
-    """(the words seen at least min_count times, by count then bytes; their counts; each token's word or -1)."""
+    """(the words seen at least min_count times, by count then bytes; their counts; each token's word or -1).
+    A word longer than a model file's word may be (a checksum, a run of letters) is left out, as a rare one:
+    its n-grams still count."""
     keys = _keys(tokens.data, tokens.start, tokens.length)
     distinct, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
     spelled = [EOS if tokens.start[i] < 0 else tokens.data[tokens.start[i]:tokens.start[i] + tokens.length[i]].tobytes()
                for i in first.tolist()]
-    order = sorted((k for k in range(len(distinct)) if counts[k] >= min_count), key=lambda k: (-counts[k], spelled[k]))
+    order = sorted((k for k in range(len(distinct)) if counts[k] >= min_count and len(spelled[k]) <= MAX_WORD_BYTES),
+                   key=lambda k: (-counts[k], spelled[k]))
     word_of_key = np.full(len(distinct), -1, np.int64)
     word_of_key[order] = np.arange(len(order))
     return [spelled[k] for k in order], counts[order].astype(np.int64), word_of_key[inverse]
@@ -111,6 +116,9 @@ def _labels(labels: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
     order = sorted(range(len(names)), key=lambda k: (-counts[k], names[k]))
     if len(order) < 2:
         raise ValueError(f"a classifier needs examples of two labels at least, got {list(names)}")
+    unwritable = [name for name in names if not name or "\0" in name or len(name.encode()) > MAX_WORD_BYTES]
+    if unwritable:  # a model file could not hold it
+        raise ValueError(f"a label must be 1 to {MAX_WORD_BYTES} bytes without NUL, got {unwritable[0][:60]!r}")
     index = {names[k]: i for i, k in enumerate(order)}
     return [str(names[k]) for k in order], np.array([index[label] for label in labels], np.int64), \
         counts[order].astype(np.int64)
