@@ -2,9 +2,10 @@
 then the probability of each of its labels for any number of documents.
 
 A model tokenmill trained reads documents in tokenmill's text form (prep/classify/text.py), marked in its
-vocabulary by the word TEXT_FORM:MAX_TOKENS; a model fastText trained (supervised, softmax, without
-character n-grams, as DCLM's) reads them as DCLM gave them to fastText: white space collapsed to single
-spaces.
+vocabulary by the word TEXT_FORM:MAX_TOKENS (a model marked with another text form, or with a mark that
+cannot be read, is refused: it would read text otherwise than it was trained on); a model fastText trained
+(supervised, softmax, without character n-grams, as DCLM's) reads them as DCLM gave them to fastText: white
+space collapsed to single spaces.
 """
 
 import numpy as np
@@ -14,17 +15,22 @@ from prep.classify.fasttext_bin import ModelError, SupervisedModel
 from prep.classify.predict import Scorer
 from prep.classify.text import TEXT_FORM, model_line
 
+FORM_MARK = TEXT_FORM.rpartition("-")[0].encode()  # "⟨tokenmill:text": the marks of every text form
+
 
 class Classifier:
     def __init__(self, model: SupervisedModel, source: str = "the model"):
         self.labels = model.labels
-        marks = [w for w in model.words if w.startswith(TEXT_FORM.encode())]
+        marks = [w for w in model.words if w.startswith(FORM_MARK)]
         self.max_tokens = None  # a model fastText trained: DCLM's text
         if marks:
-            try:
-                self.max_tokens = int(marks[0].decode().rpartition(":")[2])
-            except ValueError:
-                raise ModelError(f"{source}: an unreadable text form mark {marks[0][:60]!r}") from None
+            form, _, tokens = marks[0].decode("utf-8", "replace").rpartition(":")
+            if form != TEXT_FORM:
+                raise ModelError(f"{source}: a model of the text form {form[:60]!r}, which this tokenmill does not "
+                                 f"make (it makes {TEXT_FORM}): train it again")
+            if not (tokens.isascii() and tokens.isdigit() and int(tokens) > 0):
+                raise ModelError(f"{source}: an unreadable text form mark {marks[0][:60]!r}")
+            self.max_tokens = int(tokens)
         self.scorer = Scorer(model)
 
     @classmethod
