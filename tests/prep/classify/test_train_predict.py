@@ -104,6 +104,9 @@ def test_a_documents_scores_do_not_depend_on_its_batch(prose_model, prose_junk):
     assert np.array_equal(together, alone)
     assert np.allclose(together.sum(axis=1), 1, atol=1e-5)  # every line has "</s>" at least: a distribution
     assert scorer.probabilities([]).shape == (0, 2)
+    # a batch of documents of one character or none ("7" is the line "0"): lines of a byte, no separator
+    tiny = [model_line(text, MAX_TOKENS) for text in ["7", ".", "-", ""] * 50]
+    assert np.array_equal(scorer.probabilities(tiny), np.concatenate([scorer.probabilities([t]) for t in tiny]))
 
 
 def test_buckets_searched_or_tabled_score_the_same(prose_model, prose_junk, monkeypatch):
