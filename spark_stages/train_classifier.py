@@ -25,11 +25,15 @@ import numpy as np
 import pyarrow as pa
 
 from prep.classify import fasttext_bin
+from prep.classify.classifier import Classifier
 from prep.classify.metrics import evaluation
-from prep.classify.predict import Scorer
+from prep.classify.stacking import train_classifier
+from prep.classify.stats import NAMES as STAT_NAMES
+from prep.classify.stats import document_stats
 from prep.classify.text import model_line
-from prep.classify.train import TrainConfig, train
+from prep.classify.train import TrainConfig
 from prep.ingest.inputs import NAMED_INPUT, InputError, Sources
+from prep.normalize import NormalizeConfig, normalize
 from schemas import FORMAT_VERSION
 from spark_stages.ingest import load_documents
 from spark_stages.outputs import commit, staging_dir
@@ -92,22 +96,26 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     started = time.time()
     examples = _examples(spark, sources, cfg)
     staging = staging_dir(out)
-    held = examples["heldout"]
-    lines, labels = examples["line"], examples["label"]
+    held, lines, labels, stats = examples["heldout"], examples["line"], examples["label"], examples["stats"]
     training = [i for i in range(len(lines)) if not held[i]]
     log.info("training on %d documents (%d held out)", len(training), len(lines) - len(training))
-    model, loss = train([lines[i] for i in training], [labels[i] for i in training], cfg.train)
+    model, loss = train_classifier(
+        [lines[i] for i in training], stats[training], [labels[i] for i in training],
+        np.array([examples["key"][i] & 1 for i in training]), cfg.train)
     fasttext_bin.write(model, str(staging / "model.bin"))
     if cfg.fasttext_copy:
         fasttext_bin.write(model, str(staging / "fasttext.bin"), whole=True)
-    heldout = [i for i in range(len(lines)) if held[i]]
-    scores = Scorer(model).probabilities([lines[i] for i in heldout])
-    truth = np.array([model.labels.index(labels[i]) for i in heldout if labels[i] in model.labels], np.int64)
+    # a label whose documents were all held out is no label of the model: they are counted, not scored
+    heldout = [i for i in range(len(lines)) if held[i] and labels[i] in model.labels]
+    classifier = Classifier(model)
+    scores = classifier.probabilities_of([lines[i] for i in heldout], stats[heldout])
+    truth = np.array([model.labels.index(labels[i]) for i in heldout], np.int64)
     report = {
         "format_version": FORMAT_VERSION,
         "labels": model.labels,
         "training": _counts(labels, training, lines),
-        "heldout": {**_counts(labels, heldout, lines), **evaluation(model.labels, truth, scores)},
+        "heldout": {**_counts(labels, [i for i in range(len(lines)) if held[i]], lines),
+                    **evaluation(model.labels, truth, scores)},
         "model": {"words": len(model.words), "ngram_buckets_kept": int(len(model.kept_buckets)),
                   "dim": model.dim, "bytes": (staging / "model.bin").stat().st_size,
                   "sha256": hashlib.sha256((staging / "model.bin").read_bytes()).hexdigest(),
@@ -151,9 +159,14 @@ def _examples(spark, sources: Sources, cfg: Config) -> dict[str, list]:
 
     def text_form(batches):
         for batch in batches:
-            lines = [model_line(text, max_tokens) for text in batch.column("text").to_pylist()]
+            # normalized as the clean job normalizes what it scores: a difference of form between the labels
+            # (raw positives, cleaned negatives) must not be what the classifier learns
+            texts = [normalize(text, NORMALIZE) for text in batch.column("text").to_pylist()]
+            lines = [model_line(text, max_tokens) for text in texts]
             yield pa.record_batch([batch.column("key"), batch.column("id"), batch.column("label"),
-                                   batch.column("heldout"), pa.array(lines, pa.string())], schema=EXAMPLE_SCHEMA)
+                                   batch.column("heldout"), pa.array(lines, pa.string()),
+                                   pa.array(list(document_stats(texts)), pa.list_(pa.float32()))],
+                                  schema=EXAMPLE_SCHEMA)
 
     rows = chosen.select("key", "id", "label", "heldout", "text").mapInArrow(
         text_form, spark_schema(EXAMPLE_SCHEMA)).orderBy("key", "id").collect()
@@ -161,11 +174,13 @@ def _examples(spark, sources: Sources, cfg: Config) -> dict[str, list]:
     if len(labels) < 2:
         raise InputError(f"a classifier needs documents of two labels at least; found {labels or 'none'}")
     return {"label": [row["label"] for row in rows], "line": [row["line"] for row in rows],
-            "heldout": [row["heldout"] for row in rows]}
+            "heldout": [row["heldout"] for row in rows], "key": [row["key"] for row in rows],
+            "stats": np.array([row["stats"] for row in rows], np.float32).reshape(len(rows), len(STAT_NAMES))}
 
 
 EXAMPLE_SCHEMA = pa.schema([("key", pa.int64()), ("id", pa.string()), ("label", pa.string()),
-                            ("heldout", pa.bool_()), ("line", pa.string())])
+                            ("heldout", pa.bool_()), ("line", pa.string()), ("stats", pa.list_(pa.float32()))])
+NORMALIZE = NormalizeConfig()
 
 
 def _label_field(docs, name: str, column):

@@ -1,7 +1,9 @@
 """A trained classifier as the jobs use it: its model file read and checked (prep/classify/fasttext_bin.py),
 then the probability of each of its labels for any number of documents.
 
-A model tokenmill trained reads documents in tokenmill's text form (prep/classify/text.py), marked in its
+A two-label model tokenmill trained has a second stage (prep/classify/stacking.py): its score is the second
+stage's, over the document's statistics and the n-gram model's log-odds. A model tokenmill trained reads
+documents in tokenmill's text form (prep/classify/text.py), marked in its
 vocabulary by the word TEXT_FORM:MAX_TOKENS (a model marked with another text form, or with a mark that
 cannot be read, is refused: it would read text otherwise than it was trained on); a model fastText trained
 (supervised, softmax, without character n-grams, as DCLM's) reads them as DCLM gave them to fastText: white
@@ -12,7 +14,9 @@ import numpy as np
 
 from prep.classify import fasttext_bin
 from prep.classify.fasttext_bin import ModelError, SupervisedModel
+from prep.classify.mlp import log_odds
 from prep.classify.predict import Scorer
+from prep.classify.stats import document_stats
 from prep.classify.text import TEXT_FORM, model_line
 
 FORM_MARK = TEXT_FORM.rpartition("-")[0].encode()  # "⟨tokenmill:text": the marks of every text form
@@ -32,6 +36,7 @@ class Classifier:
                 raise ModelError(f"{source}: an unreadable text form mark {marks[0][:60]!r}")
             self.max_tokens = int(tokens)
         self.scorer = Scorer(model)
+        self.second_stage, self.positive = model.second_stage, model.positive
 
     @classmethod
     def load(cls, path: str) -> "Classifier":
@@ -43,7 +48,17 @@ class Classifier:
 
     def probabilities(self, texts: list[str]) -> np.ndarray:
         """float32 [texts, labels]: each text's probability of each label."""
-        return self.scorer.probabilities([self.line(text) for text in texts])
+        return self.probabilities_of([self.line(text) for text in texts],
+                                     document_stats(texts) if self.second_stage is not None else None)
+
+    def probabilities_of(self, lines: list[str], stats: np.ndarray | None) -> np.ndarray:
+        """probabilities() of documents given as their text forms and statistics (needed with a second stage)."""
+        out = self.scorer.probabilities(lines)
+        if self.second_stage is not None and len(lines):
+            first = out[:, self.positive]
+            out[:, self.positive] = self.second_stage.probability(np.column_stack([stats, log_odds(first)]))
+            out[:, 1 - self.positive] = 1 - out[:, self.positive]
+        return out
 
     def label_index(self, label: str, source: str = "the model") -> int:
         """Where `label` is among the labels; ModelError naming them if it is not one."""

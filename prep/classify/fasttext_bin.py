@@ -6,7 +6,9 @@ has, with the dictionary's list of pruned buckets (as fastText's own pruning doe
 fastText itself loads a pruned dictionary only with a quantized matrix, so `write(..., whole=True)` writes
 every bucket's row (the zeros too: the size of fastText's own models), which fastText's `load_model` reads
 and whose `predict` gives tokenmill's scores (tests/prep/classify/test_train_predict.py). Both are read here, and
-so is a model fastText trained (supervised, softmax, no character n-grams).
+so is a model fastText trained (supervised, softmax, no character n-grams). A two-label classifier of
+tokenmill's carries its second stage after fastText's model (prep/classify/mlp.py), where fastText does not
+read.
 
 A model file is a file from elsewhere: every size it declares is checked against the bytes the file still
 holds before anything is allocated, and against the bounds below; a file that is not such a model, is
@@ -22,6 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prep.classify.mlp import SecondStage
+from prep.classify.stats import NAMES
+
 MAGIC, VERSION = 793712314, 12
 LOSS_SOFTMAX, MODEL_SUPERVISED = 3, 3
 LABEL_PREFIX = b"__label__"
@@ -30,6 +35,9 @@ MAX_DIM = 1024
 MAX_LABELS = 10_000
 MAX_WORD_BYTES = 1024  # a word longer than this is no word tokenmill writes
 MAX_NGRAMS = 5
+SECOND_STAGE = b"\0tokenmill:second-stage\0"  # after fastText's model: the second stage (prep/classify/mlp.py)
+SECOND_STAGE_INPUTS = len(NAMES) + 1  # the document's statistics and the n-gram model's log-odds
+MAX_HIDDEN = 256
 
 
 class ModelError(ValueError):
@@ -50,6 +58,8 @@ class SupervisedModel:
     epoch: int = 5  # how it was trained (fastText's arguments, written as it writes them)
     lr_update_rate: int = 100
     tokens: int = 0  # tokens read in training
+    second_stage: SecondStage | None = None  # a two-label classifier's second stage (prep/classify/mlp.py)
+    positive: int = 0  # the label whose probability the second stage gives
 
     @property
     def dim(self) -> int:
@@ -82,6 +92,32 @@ def write(model: SupervisedModel, path: str, whole: bool = False) -> None:
         for rows in (matrix, model.output):
             f.write(b"\0" + struct.pack("<2q", *rows.shape))
             f.write(np.ascontiguousarray(rows, "<f4").tobytes())
+        if model.second_stage is not None:
+            f.write(_second_stage_bytes(model.second_stage, model.positive))
+
+
+def _second_stage_bytes(stage: SecondStage, positive: int) -> bytes:
+    """The second stage after fastText's model (fastText reads no further than its own): a mark, its sizes,
+    the positive label and its float32 weights."""
+    inputs, hidden = stage.hidden_weights.shape
+    arrays = (stage.mean, stage.scale, stage.hidden_weights, stage.hidden_bias, stage.output_weights,
+              np.array([stage.output_bias], np.float32))
+    return (SECOND_STAGE + struct.pack("<4i", 1, inputs, hidden, positive)
+            + b"".join(np.ascontiguousarray(a, "<f4").tobytes() for a in arrays))
+
+
+def _second_stage(r: "_Reader", labels: int) -> tuple[SecondStage, int]:
+    version, inputs, hidden, positive = r.take("<4i")
+    if version != 1 or inputs != SECOND_STAGE_INPUTS or not 0 < hidden <= MAX_HIDDEN or not 0 <= positive < labels:
+        r.fail(f"a second stage of version {version}, {inputs} inputs, {hidden} hidden units, label {positive}: "
+               f"not one this tokenmill reads ({SECOND_STAGE_INPUTS} inputs)")
+    mean, scale = r.array("<f4", inputs), r.array("<f4", inputs)
+    weights = r.array("<f4", inputs * hidden).reshape(inputs, hidden)
+    bias, out, (out_bias,) = r.array("<f4", hidden), r.array("<f4", hidden), r.take("<f")
+    arrays = [np.array(a, np.float32) for a in (mean, scale, weights, bias, out)]  # copies, as the matrices
+    if not all(np.isfinite(a).all() for a in arrays) or not np.isfinite(out_bias) or (arrays[1] <= 0).any():
+        r.fail("a second stage with a weight that is not a finite number, or a scale of zero or less")
+    return SecondStage(*arrays, float(out_bias)), positive
 
 
 class _Reader:
@@ -170,6 +206,12 @@ def read(path: str) -> SupervisedModel:
         if (m, n) != (rows, dim):
             r.fail(f"{name} matrix {m} x {n}, expected {rows} x {dim}")
         matrices.append(r.array("<f4", m * n).reshape(m, n))
+    stage, positive = None, 0
+    if data[r.at:r.at + len(SECOND_STAGE)] == SECOND_STAGE:
+        r.at += len(SECOND_STAGE)
+        if nlabels != 2:
+            r.fail(f"a second stage for {nlabels} labels (it scores two)")
+        stage, positive = _second_stage(r, nlabels)
     if r.at != len(data):
         r.fail(f"{len(data) - r.at} bytes after the model")
     if not all(np.isfinite(m).all() for m in matrices):
@@ -182,4 +224,4 @@ def read(path: str) -> SupervisedModel:
     return SupervisedModel(words[:nwords], np.array(counts[:nwords], np.int64), labels,
                            np.array(counts[nwords:], np.int64), word_ngrams, bucket, kept,
                            np.array(matrices[0], np.float32), np.array(matrices[1], np.float32), epoch,
-                           lr_update, tokens)
+                           lr_update, tokens, stage, positive)

@@ -1,10 +1,15 @@
 """The scores of a supervised model (prep/classify/fasttext_bin.py) for many documents at once, compiled: the
 probability of every label, as fastText's predict computes them (its dictionary's open-addressing table, the
-word n-gram buckets, the rows summed in its order in float32, the softmax), without a string per token or a
+word n-gram buckets, the mean of their rows, the output matrix, the softmax), without a string per token or a
 map lookup per n-gram: a dense table of the buckets' rows. A bucket the model does not hold is a row of
 zeros: it counts in the mean and adds nothing, as in the model written whole for fastText.
 
-The table has a row per bucket the model declares, and a model is a file from elsewhere: past DENSE_BUCKETS
+The model is linear up to the softmax: the output of the mean of the rows is the mean of each row's output.
+So each row's output (a number per label) is computed once, when the model is read, and a document adds
+those (two numbers for two labels) rather than its rows (dim numbers): fastText's predict spends its time
+adding rows. In float64, where fastText adds float32: the same probabilities to about 1e-6.
+
+The table has a row per bucket the model declares, and a model is a file from elsewhere: past DENSE_LOGITS
 (unless the file holds a row for each) a bucket's row is found by a binary search of the buckets the model
 keeps, so that a small file claiming 2^31 buckets is not 8 GB of table.
 """
@@ -13,15 +18,14 @@ import numpy as np
 
 from prep.classify.fasttext_bin import SupervisedModel
 from prep.classify.features import NGRAM_BASE, signed, tokens_of
-from prep.classify.train import _softmax
 from prep.compiled import kernel
-from prep.fasttext_predict import _slot, _word_table
+from prep.fasttext_predict import _word_table
 
-DENSE_BUCKETS = 1 << 24  # the most buckets a dense table is made for (64 MB) when the model keeps fewer rows
+DENSE_LOGITS = 1 << 25  # the most numbers a dense table of buckets' outputs holds (128 MB) when fewer are kept
 
 
 class Scorer:
-    """A model made ready to score: its word table and its buckets' rows."""
+    """A model made ready to score: its word table, and the output of each of its words' and buckets' rows."""
 
     def __init__(self, model: SupervisedModel):
         self.labels, self.word_ngrams, self.bucket = model.labels, model.word_ngrams, model.bucket
@@ -30,64 +34,85 @@ class Scorer:
         np.cumsum([len(w) for w in words], out=self.word_starts[1:])
         self.word_bytes = np.frombuffer(b"".join(words), np.uint8)
         self.word_table = _word_table(self.word_bytes, self.word_starts, int(np.ceil(len(words) / 0.7)) + 1)
+        # each row's output (float32: a document sums them in float64), what a document adds up
+        logits = (model.input.astype(np.float64) @ model.output.astype(np.float64).T).astype(np.float32)
+        self.word_logits = np.ascontiguousarray(logits[:len(words)])
         self.kept_buckets = np.ascontiguousarray(model.kept_buckets, np.int32)
-        dense = model.bucket <= DENSE_BUCKETS or len(model.kept_buckets) == model.bucket
-        self.bucket_rows = np.full(model.bucket if dense else 0, -1, np.int32)  # empty: search kept_buckets
+        dense = model.bucket * len(model.labels) <= DENSE_LOGITS or len(model.kept_buckets) == model.bucket
+        # by bucket (zeros where the model keeps none), else (empty) the kept buckets' in their order
+        self.bucket_logits = np.zeros((model.bucket if dense else 0, len(model.labels)), np.float32)
         if dense:
-            self.bucket_rows[model.kept_buckets] = len(words) + np.arange(len(model.kept_buckets), dtype=np.int32)
-        self.input, self.output = np.ascontiguousarray(model.input), np.ascontiguousarray(model.output)
+            self.bucket_logits[model.kept_buckets] = logits[len(words):]
+        self.kept_logits = np.ascontiguousarray(logits[len(words):]) if not dense else logits[:0]
 
     def probabilities(self, lines: list[str]) -> np.ndarray:
         """float32 [lines, labels]: each line's (text form) probability of each label (0 for a line with
         no known word or n-gram)."""
         tokens = tokens_of(lines)
         return _score(tokens.data, tokens.start, tokens.length, tokens.fnv, tokens.line_starts, self.word_bytes,
-                      self.word_starts, self.word_table, self.bucket, self.bucket_rows, self.kept_buckets,
-                      self.word_ngrams, self.input, self.output)
+                      self.word_starts, self.word_table, self.word_logits, self.bucket, self.bucket_logits,
+                      self.kept_buckets, self.kept_logits, self.word_ngrams)
 
 
 @kernel
-def _bucket_row(b, bucket_rows, kept_buckets, words):
-    """The input row of bucket b, or -1: from the dense table, or (none made) by a binary search."""
-    if len(bucket_rows):
-        return bucket_rows[b]
-    k = np.searchsorted(kept_buckets, b)
-    return words + k if k < len(kept_buckets) and kept_buckets[k] == b else -1
+def _word(h, word_bytes, word_starts, table, data, start, length):
+    """Dictionary::find from the word's hash h (computed once, for its n-grams too): its index, or -1."""
+    slot = np.int64(np.uint64(h) % np.uint64(len(table)))
+    while table[slot] != -1:
+        word = table[slot]
+        first, size = word_starts[word], word_starts[word + 1] - word_starts[word]
+        if size == length:
+            same = True
+            for k in range(length):
+                if word_bytes[first + k] != data[start + k]:
+                    same = False
+                    break
+            if same:
+                return word
+        slot = (slot + 1) % len(table)
+    return -1
 
 
 @kernel
-def _score(data, start, length, fnv, line_starts, word_bytes, word_starts, word_table, bucket, bucket_rows,
-           kept_buckets, word_ngrams, weights_in, weights_out):
-    lines, dim, labels = len(line_starts) - 1, weights_in.shape[1], weights_out.shape[0]
+def _score(data, start, length, fnv, line_starts, word_bytes, word_starts, word_table, word_logits, bucket,
+           bucket_logits, kept_buckets, kept_logits, word_ngrams):
+    lines, labels = len(line_starts) - 1, word_logits.shape[1]
     out = np.zeros((lines, labels), np.float32)
-    hidden = np.zeros(dim, np.float32)
-    output = np.zeros(labels, np.float32)
+    logits = np.zeros(labels, np.float64)
     eos = np.array([60, 47, 115, 62], np.uint8)  # "</s>"
-    buckets, words = np.uint64(max(bucket, 1)), len(word_starts) - 1
+    buckets = np.uint64(max(bucket, 1))
     for t in range(lines):
-        hidden[:] = 0
+        logits[:] = 0
         rows = 0
         first, last = line_starts[t], line_starts[t + 1]
         for i in range(first, last):
             if start[i] < 0:
-                slot = _slot(word_bytes, word_starts, word_table, eos, 0, 4)
+                word = _word(fnv[i], word_bytes, word_starts, word_table, eos, 0, 4)
             else:
-                slot = _slot(word_bytes, word_starts, word_table, data, start[i], length[i])
-            word = word_table[slot]
+                word = _word(fnv[i], word_bytes, word_starts, word_table, data, start[i], length[i])
             if word >= 0:
-                hidden += weights_in[word]
+                for k in range(labels):
+                    logits[k] += word_logits[word, k]
                 rows += 1
         for i in range(first, last):
             h = signed(fnv[i])
             for j in range(i + 1, min(last, i + word_ngrams)):
                 h = h * NGRAM_BASE + signed(fnv[j])
-                row = _bucket_row(np.int64(h % buckets), bucket_rows, kept_buckets, words)
+                b = np.int64(h % buckets)
                 rows += 1  # a bucket training never saw is a row of zeros, as in the model written whole
-                if row >= 0:
-                    hidden += weights_in[row]
+                if len(bucket_logits):
+                    for k in range(labels):
+                        logits[k] += bucket_logits[b, k]
+                else:
+                    found = np.searchsorted(kept_buckets, b)
+                    if found < len(kept_buckets) and kept_buckets[found] == b:
+                        for k in range(labels):
+                            logits[k] += kept_logits[found, k]
         if rows == 0:
             continue
-        hidden *= np.float32(1.0 / rows)
-        _softmax(weights_out, hidden, output)
-        out[t] = output
+        logits /= rows
+        logits -= logits.max()
+        total = np.exp(logits).sum()
+        for k in range(labels):
+            out[t, k] = np.exp(logits[k]) / total
     return out

@@ -110,11 +110,11 @@ def test_a_documents_scores_do_not_depend_on_its_batch(prose_model, prose_junk):
 
 
 def test_buckets_searched_or_tabled_score_the_same(prose_model, prose_junk, monkeypatch):
-    """Past DENSE_BUCKETS the scorer searches the kept buckets instead of a table of them all."""
+    """Past DENSE_LOGITS the scorer searches the kept buckets instead of a table of them all."""
     tabled = Scorer(prose_model)
-    monkeypatch.setattr(predict, "DENSE_BUCKETS", 0)
+    monkeypatch.setattr(predict, "DENSE_LOGITS", 0)
     searched = Scorer(prose_model)
-    assert len(tabled.bucket_rows) == prose_model.bucket and not len(searched.bucket_rows)
+    assert len(tabled.bucket_logits) == prose_model.bucket and not len(searched.bucket_logits)
     lines = prose_junk.held_lines + [model_line(text, MAX_TOKENS) for text in TINY]
     assert np.array_equal(tabled.probabilities(lines), searched.probabilities(lines))
 

@@ -1,0 +1,66 @@
+"""What a bag of word n-grams cannot see in a document, as numbers: its layout, how its sentences hold
+together, how much it repeats itself, what it is made of. A classifier's second stage (prep/classify/mlp.py)
+reads them beside the n-gram model's score.
+
+Word salad drawn from a text's own vocabulary and prose shuffled together from other texts have the n-grams
+of prose (fastText with word bigrams tells them from it at ROC AUC 0.89 and 0.49 on the benchmark's
+validation part) and not its coherence: a sentence of prose shares content words with the ones before it.
+Listings, templates and spam repeat themselves in ways prose does not. Each number is cheap: a pass of a few
+regular expressions over the text.
+"""
+
+import math
+import re
+
+import numpy as np
+
+from prep.classify.text import HAN, PARAGRAPH, SENTENCE_END, content_words
+
+WORD = re.compile(r"[^\W\d_]+|\d+")
+FUNCTION_WORDS = frozenset(
+    "the of and to a in is that for it as with on be by this are or from at an not can you which".split()
+) | frozenset("的了是在和有也就都而及与着或一")
+SENTENCE_MARKS = frozenset(".!?。！？:;")
+NAMES = ("log_chars", "log_paragraphs", "log_lines", "log_line_chars", "lines_ending_a_sentence", "log_sentences",
+         "log_sentence_words", "sentence_length_spread", "sentences_sharing_with_the_last",
+         "content_seen_before", "repeated_sentences", "repeated_trigrams", "distinct_words", "digits", "punctuation",
+         "capitals", "han", "mean_word_chars", "function_words", "short_lines")
+MAX_CHARS = 20_000  # read from a document's start: the numbers settle long before
+
+
+def document_stats(texts: list[str]) -> np.ndarray:
+    """float32 [texts, len(NAMES)]."""
+    return np.array([_stats(text[:MAX_CHARS]) for text in texts], np.float32).reshape(len(texts), len(NAMES))
+
+
+def _stats(text: str) -> list[float]:
+    lowered = text.lower()
+    paragraphs = [p for p in PARAGRAPH.split(lowered) if p.strip()]
+    lines = [line for line in text.split("\n") if line.strip()]
+    sentences = [s for p in paragraphs for s in SENTENCE_END.split(p) if s.strip()]
+    han = len(HAN.findall(text))
+    chinese = han >= 0.3 * max(1, len(text))
+    words = WORD.findall(lowered)
+    tokens = list(re.sub(r"\s", "", lowered)) if chinese else words
+    lengths = np.array([len(s) if chinese else len(s.split()) for s in sentences] or [0], np.float64)
+    contents = [content_words(s) for s in sentences]
+    seen, before = set(), []
+    for words_of in contents:
+        if seen:
+            before.append(len(words_of & seen) / max(1, len(words_of)))
+        seen |= words_of
+    adjacent = [bool(contents[i] & contents[i - 1]) for i in range(1, len(contents))]
+    trigrams = [" ".join(tokens[i:i + 3]) for i in range(len(tokens) - 2)]
+    chars = max(1, len(text))
+    return [math.log1p(len(text)), math.log1p(len(paragraphs)), math.log1p(len(lines)),
+            math.log1p(sum(len(line) for line in lines) / max(1, len(lines))),
+            sum(line.rstrip()[-1:] in SENTENCE_MARKS for line in lines) / max(1, len(lines)),
+            math.log1p(len(sentences)), math.log1p(lengths.mean()), float(lengths.std() / (lengths.mean() + 1e-9)),
+            float(np.mean(adjacent)) if adjacent else 0.5, float(np.mean(before)) if before else 0.5,
+            1 - len({" ".join(s.split()) for s in sentences}) / max(1, len(sentences)),
+            1 - len(set(trigrams)) / max(1, len(trigrams)), len(set(tokens[:1000])) / max(1, len(tokens[:1000])),
+            sum(c.isdigit() for c in text) / chars, sum(not c.isalnum() and not c.isspace() for c in text) / chars,
+            sum(c.isupper() for c in text) / chars, han / chars,
+            sum(len(w) for w in words) / max(1, len(words)),
+            sum(t in FUNCTION_WORDS for t in tokens) / max(1, len(tokens)),
+            sum(len(line) < 30 for line in lines) / max(1, len(lines))]

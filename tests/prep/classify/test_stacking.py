@@ -1,0 +1,127 @@
+"""The second stage of a two-label classifier: the documents' statistics (prep/classify/stats.py) tell what
+n-grams cannot (prose from the same sentences shuffled with another document's, a listing, a text that
+repeats itself); the network over them and the n-gram model's log-odds (prep/classify/mlp.py) is trained the
+same way twice; the model file carries it after fastText's model, fastText still reads the file (and gives
+the n-gram model's scores), and a crafted second stage is a ModelError."""
+
+import random
+import struct
+
+import numpy as np
+import pytest
+
+from prep.classify import fasttext_bin, mlp
+from prep.classify.classifier import Classifier
+from prep.classify.fasttext_bin import SECOND_STAGE, ModelError
+from prep.classify.metrics import roc_auc
+from prep.classify.stacking import train_classifier
+from prep.classify.stats import NAMES, document_stats
+from tests.prep.classify.conftest import SETTINGS
+
+SENTENCES = {"en": ". ", "zh": "。"}
+
+
+def test_the_statistics_of_real_documents(labelled):
+    prose = [d.text for d in labelled if d.label == "prose"]
+    stats = document_stats(prose + [""])
+    assert stats.shape == (len(prose) + 1, len(NAMES)) and np.isfinite(stats).all()
+    repeated = NAMES.index("repeated_sentences")
+    copied = prose[0].split("\n\n")[0]
+    twice = document_stats([copied + "\n\n" + copied])[0]
+    assert twice[repeated] > 0.4 and document_stats([copied])[0][repeated] == 0
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_prose_holds_together_and_prose_shuffled_with_anothers_does_not(labelled, lang):
+    """A real paragraph's sentences share content words with the ones before them; the same sentences
+    shuffled with another document's share fewer."""
+    articles = [d for d in labelled if d.label == "prose" and d.lang == lang]
+    rng, real, mixed = random.Random(0), [], []
+    sharing = NAMES.index("sentences_sharing_with_the_last")
+    for a, b in zip(articles, articles[1:] + articles[:1]):
+        ours, theirs = ([s for s in d.text.split("\n\n")[0].split(SENTENCES[lang]) if s.strip()] for d in (a, b))
+        if a.origin == b.origin or len(ours) < 3 or len(theirs) < 2:
+            continue
+        shuffled = ours + theirs
+        rng.shuffle(shuffled)
+        found = document_stats([SENTENCES[lang].join(ours), SENTENCES[lang].join(shuffled)])[:, sharing]
+        real.append(found[0])
+        mixed.append(found[1])
+    assert len(real) >= 30
+    assert np.mean(real) > np.mean(mixed) + 0.1 and roc_auc(np.array(real), np.array(mixed)) > 0.65
+
+
+def test_the_network_learns_the_same_weights_twice_and_separates_what_it_can():
+    rng = np.random.default_rng(0)
+    inputs = rng.normal(size=(400, len(NAMES) + 1))
+    positive = inputs[:, 0] * inputs[:, 1] > 0  # not linear: what the second stage is for
+    first, second = mlp.fit(inputs, positive), mlp.fit(inputs, positive)
+    assert all(np.array_equal(getattr(first, f), getattr(second, f)) for f in ("hidden_weights", "output_weights"))
+    assert roc_auc(first.probability(inputs)[positive], first.probability(inputs)[~positive]) > 0.95
+
+
+@pytest.fixture(scope="module")
+def stacked(prose_junk):
+    folds = np.arange(len(prose_junk.train_lines)) % 2
+    return train_classifier(prose_junk.train_lines, document_stats(prose_junk.train_texts),
+                            prose_junk.train_labels, folds, SETTINGS)[0]
+
+
+def test_both_stages_are_written_read_and_give_the_same_scores(stacked, prose_junk, tmp_path):
+    assert stacked.second_stage is not None
+    path = tmp_path / "model.bin"
+    fasttext_bin.write(stacked, str(path))
+    again = Classifier.load(str(path))
+    scores = again.probabilities(prose_junk.held_texts)
+    assert np.array_equal(scores, Classifier(stacked).probabilities(prose_junk.held_texts))
+    prose = again.label_index("prose")
+    truth = np.array([label == "prose" for label in prose_junk.held_labels])
+    assert roc_auc(scores[truth, prose], scores[~truth, prose]) > 0.97
+    fasttext_bin.write(fasttext_bin.read(str(path)), str(tmp_path / "again.bin"))
+    assert (tmp_path / "again.bin").read_bytes() == path.read_bytes()
+
+
+def test_fasttext_reads_the_file_and_gives_the_ngram_models_scores(stacked, prose_junk, tmp_path):
+    import fasttext  # fasttext-predict: fastText's own predict
+
+    fasttext_bin.write(stacked, str(tmp_path / "whole.bin"), whole=True)
+    ours = Classifier(stacked).scorer.probabilities(prose_junk.held_lines[:50])
+    theirs = fasttext.load_model(str(tmp_path / "whole.bin"))
+    for line, row in zip(prose_junk.held_lines[:50], ours):
+        labels, probabilities = theirs.predict(line, k=-1)
+        found = dict(zip(labels, probabilities))
+        assert all(abs(found[f"__label__{label}"] - 1e-5 - row[i]) < 1e-5 for i, label in enumerate(stacked.labels))
+
+
+def test_the_same_examples_give_the_same_model_bytes(stacked, prose_junk, tmp_path):
+    folds = np.arange(len(prose_junk.train_lines)) % 2
+    again = train_classifier(prose_junk.train_lines, document_stats(prose_junk.train_texts),
+                             prose_junk.train_labels, folds, SETTINGS)[0]
+    fasttext_bin.write(stacked, str(tmp_path / "a.bin"))
+    fasttext_bin.write(again, str(tmp_path / "b.bin"))
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+
+
+def test_a_crafted_second_stage_is_a_model_error(stacked, tmp_path):
+    path = tmp_path / "model.bin"
+    fasttext_bin.write(stacked, str(path))
+    data = path.read_bytes()
+    at = data.index(SECOND_STAGE) + len(SECOND_STAGE)
+    version, inputs, hidden, positive = struct.unpack_from("<4i", data, at)
+    weights_at = at + 16
+    cases = {
+        "cut": data[:-3],
+        "cut in its header": data[:at + 6],
+        "inputs of another version": data[:at] + struct.pack("<4i", version, inputs + 1, hidden, positive)
+        + data[weights_at:],
+        "2^31 hidden units": data[:at] + struct.pack("<4i", version, inputs, 2**31 - 1, positive) + data[weights_at:],
+        "a label past the two": data[:at] + struct.pack("<4i", version, inputs, hidden, 2) + data[weights_at:],
+        "a weight not a number": data[:weights_at] + struct.pack("<f", float("nan")) + data[weights_at + 4:],
+        "a scale of zero": data[:weights_at + 4 * inputs] + struct.pack("<f", 0.0) + data[weights_at + 4 * inputs + 4:],
+        "bytes after it": data + b"\0",
+    }
+    for what, crafted in cases.items():
+        (tmp_path / "crafted.bin").write_bytes(crafted)
+        with pytest.raises(ModelError, match="crafted.bin"):
+            fasttext_bin.read(str(tmp_path / "crafted.bin"))
+        assert what
