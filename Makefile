@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-decontaminate gpu-check bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode bench-scale
+.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-decontaminate gpu-check bench-classifier bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode bench-scale
 
 install: $(STAMP)
 
@@ -80,6 +80,11 @@ bench-extract: install
 eval-profiles: install
 	$(PY) -m benchmarks.eval_profiles
 
+# The docs profile on documentation it was not tuned on (Debian packages fetched with apt-get download into
+# .bench/docs-set/ the first time): the held-out part, the final figure; tune on `--part tuning`.
+eval-docs-carryover: install
+	$(PY) -m benchmarks.eval_docs_carryover --part held-out
+
 # Benchmark items planted in the sample's documents: tokenmill against the GPT-3 13-gram rule and datatrove's
 # n-gram filter (in .bench/datatrove-venv, made the first time), 100,000 items (distractors from the man pages).
 bench-decontaminate: install
@@ -93,6 +98,11 @@ gpu-check: install
 # pipeline as users run them, datatrove's filters and MinHash side by side (docs/scale.md).
 bench-scale: install
 	$(PY) -m benchmarks.bench_scale --json .bench/scale/runs.json
+
+# Quality classifiers: tokenmill's against fastText's own train_supervised and predict (installed in
+# .bench/fasttext-venv the first time) on tests/labelled/classifier_set.py; web pages from bench-extract's WARC.
+bench-classifier: install
+	$(PY) -m benchmarks.bench_classifier $(if $(wildcard $(EXTRACT_WARC)/eval.warc.gz),--web-pages $(EXTRACT_WARC)/eval.warc.gz)
 
 bench-dedup: install
 	$(PY) -m benchmarks.bench_dedup
