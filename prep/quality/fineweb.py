@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+from prep.quality.reflow import reflowed
 from prep.quality.text_units import TERMINAL_PUNCTUATION, lines, word_stats
 
 
@@ -13,10 +14,13 @@ class FineWebConfig:
     short_line_thr: float = 0.67  # at most this share of short lines (menus, lists of links)
     char_duplicates_ratio: float = 0.01  # at most this share of characters in repeated lines
     new_line_ratio: float = 0.3  # at most this many line breaks per word (one word per line)
+    # read hard-wrapped text by its paragraphs and items, not its lines (prep/quality/reflow.py)
+    reflow: bool = False
 
 
 def fineweb(text: str, cfg: FineWebConfig, char_based: bool) -> str | None:
-    doc_lines = [line.strip() for line in lines(text)]
+    view = reflowed(text) if cfg.reflow else text
+    doc_lines = [line.strip() for line in lines(view)]
     if not doc_lines:
         return "empty"
     if sum(line.endswith(TERMINAL_PUNCTUATION) for line in doc_lines) / len(doc_lines) < cfg.line_punct_thr:
@@ -28,9 +32,9 @@ def fineweb(text: str, cfg: FineWebConfig, char_based: bool) -> str | None:
         if line in seen:
             dup_chars += len(line)
         seen.add(line)
-    if dup_chars / max(1, len(text.replace("\n", ""))) > cfg.char_duplicates_ratio:
+    if dup_chars / max(1, len(view.replace("\n", ""))) > cfg.char_duplicates_ratio:
         return "char_dup_ratio"
     n_words = word_stats(text, char_based).count
-    if text.count("\n") / max(1, n_words) > cfg.new_line_ratio:
+    if view.count("\n") / max(1, n_words) > cfg.new_line_ratio:
         return "list_ratio"
     return None

@@ -2,24 +2,26 @@
 
 The web rules (Gopher, C4, FineWeb) were tuned on web crawls: documentation repeats its option names,
 headings and examples, and code is neither sentences nor prose, so those rules reject most of both.
-A profile is a base: it sets the settings below for English and every other language (Chinese keeps
-its own rules: no Chinese documentation corpus was at hand to measure a change on), and whatever the
-user sets besides wins over it. `web` is the defaults. Measured by `python -m benchmarks.eval_profiles`
-(docs/clean.md, "Profiles").
+A profile is a base: it sets the settings below for English, Chinese and every other language, and
+whatever the user sets besides wins over it. `web` is the defaults. Measured by
+`python -m benchmarks.eval_profiles` and, on documentation in forms and from packages the profiles
+were not tuned on, `python -m benchmarks.eval_docs_carryover` (docs/clean.md, "Profiles").
 """
 
 from prep.config import merged, nested, plain
 
 # Documentation (manuals, handbooks, API references): repetition allowed up to twice the web's,
 # lines need not end like sentences, one sentence suffices, nothing is cut from the text (option
-# names stand alone on their lines), shorter documents pass (a man page of one option).
+# names stand alone on their lines), shorter documents pass (a man page of one option), 70% of words
+# with a letter suffice (code examples and tables: "{", "|", "=", numbers; a menu whose items are
+# parted by symbols has at most 67%, a number table none).
 _DOCS_RULES = {
     "fineweb": {"char_duplicates_ratio": 0.2, "line_punct_thr": 0.0, "new_line_ratio": 1.0, "short_line_thr": 0.8},
     "gopher_repetition": {"dup_line_frac": 0.5, "dup_para_frac": 0.5, "dup_line_char_frac": 0.4,
                           "dup_para_char_frac": 0.4, "top_n_grams": [[2, 0.3], [3, 0.27], [4, 0.24]],
                           "dup_n_grams": [[5, 0.4], [6, 0.38], [7, 0.36], [8, 0.34], [9, 0.32], [10, 0.3]]},
     "c4": {"min_num_sentences": 1, "min_words_per_line": 0},
-    "gopher_quality": {"min_doc_words": 20, "max_avg_word_length": 15},
+    "gopher_quality": {"min_doc_words": 20, "max_avg_word_length": 15, "max_non_alpha_words_ratio": 0.7},
 }
 
 # Source code: none of the prose rules (sentences, stop words, words made of letters, symbols,
@@ -38,8 +40,23 @@ _CODE_RULES = {
                        "max_bullet_lines_ratio": 1.0, "max_ellipsis_lines_ratio": 1.0},
 }
 
+# Chinese documentation: the same allowances over FineWeb-2's Mandarin thresholds (prep/clean.py's
+# chinese_rules), where a Han character is a word: the n-gram limits raised by the factors above
+# (1.5 for the most frequent, 2.7-3 for the repeated). FineWeb's line-end rule stays on, as it is what
+# removes Chinese menus (their items are not words with symbols between them), so it reads a
+# hard-wrapped paragraph as one line, not as pieces that end mid-sentence (prep/quality/reflow.py);
+# and a short line is as wide as a short English one, 30 columns: 15 Han characters of two columns.
+_DOCS_ZH_RULES = {
+    "fineweb": {"char_duplicates_ratio": 0.2, "new_line_ratio": 1.0, "short_line_thr": 0.8, "short_line_length": 15,
+                "reflow": True},
+    "gopher_repetition": {"dup_line_frac": 0.5, "dup_para_frac": 0.5, "dup_line_char_frac": 0.4,
+                          "dup_para_char_frac": 0.4, "top_n_grams": [[2, 0.384], [3, 0.302], [4, 0.257]],
+                          "dup_n_grams": [[5, 0.53], [6, 0.49], [7, 0.46], [8, 0.44], [9, 0.41], [10, 0.38]]},
+    "c4": {"min_num_sentences": 1, "min_words_per_line": 0},
+}
+
 LANGUAGES = ("en", "other")
-PROFILES = {"web": {}, "docs": {lang: _DOCS_RULES for lang in LANGUAGES},
+PROFILES = {"web": {}, "docs": {**{lang: _DOCS_RULES for lang in LANGUAGES}, "zh": _DOCS_ZH_RULES},
             "code": {lang: _CODE_RULES for lang in LANGUAGES}}
 
 

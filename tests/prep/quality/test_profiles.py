@@ -14,10 +14,14 @@ def test_web_is_the_defaults_and_a_profile_is_a_base_the_users_settings_win_over
     assert override(CleanConfig(), {"profile": "web"}) == CleanConfig()
     docs = override(CleanConfig(), {"profile": "docs", "en": {"c4": {"min_num_sentences": 3}}})
     assert docs.profile == "docs" and docs.en.c4.min_num_sentences == 3  # the user's, not the profile's 1
-    assert docs.en.fineweb.char_duplicates_ratio == 0.2 and docs.zh == CleanConfig().zh  # Chinese keeps its rules
+    assert docs.en.fineweb.char_duplicates_ratio == 0.2 and docs.zh.fineweb.char_duplicates_ratio == 0.2
+    # Chinese documentation: FineWeb-2's Mandarin line-end threshold kept, read on re-flowed paragraphs
+    assert docs.zh.fineweb.line_punct_thr == CleanConfig().zh.fineweb.line_punct_thr and docs.zh.fineweb.reflow
+    assert not CleanConfig().zh.fineweb.reflow and not CleanConfig().en.fineweb.reflow
     # the order in a mapping does not matter: the profile comes first
     assert override(CleanConfig(), {"en": {"c4": {"min_num_sentences": 3}}, "profile": "docs"}) == docs
     assert override(docs, {"profile": "web"}).en.fineweb == CleanConfig().en.fineweb
+    assert override(docs, {"profile": "web"}).zh == CleanConfig().zh
 
 def test_choosing_a_profile_undoes_another():
     code = override(CleanConfig(), {"profile": "code"})
