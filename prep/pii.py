@@ -15,7 +15,7 @@ class PiiConfig:
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b")
 IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
-IPV6 = re.compile(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:])")
+IPV6 = re.compile(r"(?<![0-9A-Za-z_:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Za-z_:])")
 # Where an address can start. The address patterns test a look-behind at every character; these
 # start with a literal, which the regular expression engine finds ~50x faster. An IPv4 match has its
 # first ".d." at most 3 characters after its start, an IPv6 match its first "::" or ":h:" at most 4.

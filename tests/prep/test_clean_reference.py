@@ -2,7 +2,9 @@
 the same decision, language, score and output text for every document of the sample, the labelled
 sets and the hostile set, under every profile (the sample under the web profile: the other two
 differ from it in thresholds alone, which the labelled and hostile sets cover). The docs profile's
-entries were recorded again when its settings changed (issue 47: Chinese rules, re-flowed lines)."""
+entries were recorded again when its settings changed (issue 47: Chinese rules, re-flowed lines), and every
+entry when the IPv6 redaction stopped reading a word before "::" as an address (reST's "code::" became
+"co192.0.2.1", Tcl's "::html::cell" "::html192.0.2.1ll": 732 of the sample's 3,711 documents)."""
 
 import pytest
 

@@ -28,4 +28,6 @@ def test_pii_redaction():
     assert "192.168.1.10" in out  # private address: documentation, not personal
     assert "1.2.3.4.5" in out
     assert redact("server at 2001:4860:4860::8888 now", cfg) == "server at 192.0.2.1 now"
+    # names of code are not addresses: "::ce" inside Tcl's ::html::cell once became ::html192.0.2.1ll
+    assert redact("set x [::html::cell $row]; std::face::add", cfg) == "set x [::html::cell $row]; std::face::add"
     assert redact("a@b.org", PiiConfig(enabled=False)) == "a@b.org"
