@@ -21,7 +21,7 @@ documents and OUT/clusters/ has a `source` column. One input without a name is o
 import dataclasses
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +38,7 @@ from prep.dedup.batches import (
     verify_batch,
 )
 from prep.dedup.in_memory import GraphStats, SourceCounts, decide
+from prep.dedup.paragraphs import UNITS_SCHEMA, ParagraphConfig, spans, unit_key, units_batch, without
 from prep.ingest.inputs import Sources, all_files, is_named
 from schemas import FORMAT_VERSION
 from spark_stages.components import connected_components
@@ -54,6 +55,9 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Config(DedupConfig):
     """What counts as a duplicate (prep/dedup/batches.py), and how the job spreads the work."""
+    # after the documents' dedup: paragraphs (lines, runs of sentences) shared by many documents removed from
+    # all but the first (prep/dedup/paragraphs.py)
+    paragraphs: ParagraphConfig = field(default_factory=ParagraphConfig)
     partitions: int | None = None  # at least this many tasks after the read; output files (default: from input size)
     # A corpus of at most this many documents is decided in memory on the driver after the signatures
     # (prep/dedup/in_memory.py: ~600 bytes per document), not by the Spark stages; 0: always on Spark
@@ -192,6 +196,8 @@ def _write_outputs(docs, decided, quarantine, partitions: int, staging, sources:
 
     # Files by stable keys (a document's id hash, a cluster's head id), rows in survivor order inside.
     kept_rows = decided.where("kept").select(F.col("row").alias("_row"), "rank", "id_hash")
+    if DROPPED in docs.columns:  # left too short by the paragraphs' step: OUT/dropped has them
+        docs = docs.where(~F.col(DROPPED)).drop(DROPPED)
     kept = named(docs.join(kept_rows, "_row").repartition(partitions, "id_hash").sortWithinPartitions("rank")
                  .drop("_row", "rank", "id_hash")).write
     (kept.partitionBy("source") if names else kept).parquet(str(staging / "docs"))
@@ -206,6 +212,85 @@ def _write_outputs(docs, decided, quarantine, partitions: int, staging, sources:
         named(quarantine).write.parquet(str(staging / "quarantine"))
         outputs.append("quarantine")
     return outputs, quarantined
+
+
+DROPPED = "_dropped"  # the paragraphs' step: a document left too short
+
+
+def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, staging: Path, stages: Stages):
+    """The kept documents with the units shared by more than cfg.max_documents of them removed from all but
+    the first; those left under cfg.min_doc_chars marked DROPPED and written to OUT/dropped (reason
+    paragraphs:too_short); OUT/paragraphs: each shared unit's key and documents, and its text for the most
+    shared. Only keys cross the network (a unit's text stays in its document), and Spark counts them: the
+    driver holds EXAMPLES keys at most. Returns (the documents, the step's counts)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    kept = docs.join(decided.where("kept").select(F.col("row").alias("_row")), "_row")
+    units = stages.done("paragraph units", kept.select(F.col("_row").alias("row"), "id", "text").mapInArrow(
+        lambda batches: (units_batch(b, cfg) for b in batches), spark_schema(UNITS_SCHEMA)))
+    shared = stages.done("shared units", units.groupBy("key").agg(
+        F.count(F.lit(1)).alias("documents"), F.min("doc_key").alias("first_doc")).where(
+        F.col("documents") > cfg.max_documents))
+    removals = (units.join(shared.select("key", "first_doc"), "key").where(F.col("doc_key") != F.col("first_doc"))
+                .groupBy(F.col("row").alias("_row")).agg(F.collect_list("key").alias("_removed")))
+    schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in docs.schema.fields]
+                       + [pa.field("_units_removed", pa.int64()), pa.field(DROPPED, pa.bool_())])
+    names = docs.columns  # a name list for the tasks (the frame itself stays on the driver)
+
+    def cut(batches):
+        for batch in batches:
+            removed = batch["_removed"].to_pylist()
+            done = [without(t, set(r), cfg) if r else (t, 0) for t, r in zip(batch["text"].to_pylist(), removed)]
+            columns = [pa.array([d[0] for d in done], pa.string()) if name == "text" else batch[name]
+                       for name in names]
+            dropped = [bool(r) and len(d[0]) < cfg.min_doc_chars for d, r in zip(done, removed)]
+            yield pa.RecordBatch.from_arrays(columns + [pa.array([d[1] for d in done], pa.int64()),
+                                                        pa.array(dropped)], schema=schema)
+
+    result = stages.done("paragraphs cut", docs.join(removals, "_row", "left").mapInArrow(cut, spark_schema(schema)),
+                         units_removed=F.sum("_units_removed"), dropped=F.sum(F.col(DROPPED).cast("long")),
+                         changed=F.sum((F.col("_units_removed") > 0).cast("long")))
+    dropped = result.where(F.col(DROPPED)).drop(DROPPED, "_units_removed", "_row", SOURCE).withColumn(
+        "reason", F.lit("paragraphs:too_short"))
+    dropped.repartition(partitions, "id").sortWithinPartitions("id", F.xxhash64("text")).write.parquet(
+        str(staging / "dropped"))
+    _shared_examples(shared, units, result, cfg).write.parquet(str(staging / "paragraphs"))
+    measured = stages.measured["paragraphs cut"]
+    counts = {"unit": cfg.unit, "max_documents": cfg.max_documents, "units": stages.measured["paragraph units"]["rows"],
+              "shared_units": stages.measured["shared units"]["rows"], "units_removed": measured["units_removed"] or 0,
+              "documents_changed": measured["changed"] or 0, "documents_dropped": measured["dropped"] or 0}
+    return result.drop("_units_removed"), counts
+
+
+EXAMPLES = 200  # shared units whose text OUT/paragraphs holds: the most shared
+EXAMPLE_SCHEMA = pa.schema([("key", pa.int64()), ("text", pa.string())])
+
+
+def _shared_examples(shared, units, result, cfg: ParagraphConfig):
+    """Every shared unit (key, documents), with the text of the EXAMPLES most shared, read in their first
+    documents (which keep them)."""
+    from pyspark.sql import functions as F
+
+    top = shared.orderBy(F.desc("documents"), "key").limit(EXAMPLES)
+    wanted = {row["key"] for row in top.select("key").collect()}
+    firsts = (units.join(top.select("key", F.col("first_doc").alias("doc_key")), ["key", "doc_key"])
+              .select(F.col("row").alias("_row")).distinct())
+
+    def texts(batches):
+        for batch in batches:
+            found = {}
+            for text in batch["text"].to_pylist():
+                for a, b in spans(text, cfg.unit):
+                    key = unit_key(text[a:b], cfg.near)
+                    if key in wanted:
+                        found.setdefault(key, text[a:b])
+            yield pa.RecordBatch.from_pylist([{"key": k, "text": t} for k, t in found.items()], schema=EXAMPLE_SCHEMA)
+
+    examples = (result.join(firsts, "_row").select("text").mapInArrow(texts, spark_schema(EXAMPLE_SCHEMA))
+                .groupBy("key").agg(F.min("text").alias("text")))
+    return (shared.join(examples, "key", "left").select("key", "documents", "text")
+            .repartition(1).sortWithinPartitions(F.desc("documents"), "key"))
 
 
 @dataclass
@@ -322,7 +407,11 @@ def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: boo
         log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
                     decided.graph.giant_buckets, cfg.giant_bucket)
 
+    shared = {}
+    if cfg.paragraphs.enabled:
+        docs, shared = _without_shared_units(docs, decided.frame, cfg.paragraphs, partitions, staging, stages)
     outputs, quarantined = _write_outputs(docs, decided.frame, quarantine, partitions, staging, sources)
+    outputs += ["paragraphs", "dropped"] if cfg.paragraphs.enabled else []
     stages.done("write")
     sizes, params = decided.cluster_sizes, cfg.lsh
     stats = {
@@ -346,7 +435,10 @@ def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: boo
         "checksums": checksums(spark, staging, outputs),
         "sources": _per_source(decided.counts, quarantine, list(sources)),
         "scope": "per-source" if per_source else "across",
+        **({"paragraphs": shared} if shared else {}),
     }
+    if shared:
+        stats["kept"] -= shared["documents_dropped"]
     (staging / "report.md").write_text(dedup_report(stats), encoding="utf-8")
     commit(staging, out, outputs, stats)
     return stats

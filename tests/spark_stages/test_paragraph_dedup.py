@@ -1,0 +1,116 @@
+"""The dedup job's paragraph step on Spark: boilerplate planted across documents of real paragraphs (cookie
+notices, newsletter prompts, a license line, a related-articles block) is removed from all but its first
+document and no unique paragraph is; a document left too short is dropped with its reason; the same rows on
+any partitioning; near matching folds years; lines and runs of sentences for text without paragraphs."""
+
+import json
+import random
+
+import pyarrow.parquet as pq
+import pytest
+
+from prep.dedup.paragraphs import ParagraphConfig
+from prep.ingest.inputs import single_source
+from spark_stages.dedup import Config, run
+from tests.conftest import write_lines
+from tests.spark_stages.conftest import OTHER_CLUSTER, spark_settings
+from tests.web_fixtures import paragraphs
+
+pytestmark = pytest.mark.spark
+
+BOILERPLATE = [
+    "We use cookies to improve your experience on our site. By continuing to browse you agree to our use of cookies.",
+    "Subscribe to our newsletter to get the latest articles delivered straight to your inbox every week.",
+    "This article is licensed under a Creative Commons Attribution-ShareAlike 4.0 International License.",
+    "Related articles: How to install packages, Choosing a mirror near you, What the release team does."]
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """300 documents of three real paragraphs each, none shared, boilerplate planted in ~30% of them each, and
+    four documents of one of the boilerplate paragraphs and a short line each."""
+    rng, found = random.Random(0), paragraphs()
+    unique = found[:900]
+    docs = []
+    for i in range(300):
+        body = unique[3 * i:3 * i + 3]
+        for line in BOILERPLATE:
+            if rng.random() < 0.3:
+                body.insert(rng.randrange(len(body) + 1), line)
+        docs.append({"id": f"doc-{i}", "text": "\n\n".join(body)})
+    docs += [{"id": f"thin-{i}", "text": f"{line}\n\n{word} {i}."}
+             for i, (line, word) in enumerate(zip(BOILERPLATE, ["Archive", "Contact", "Imprint", "Search"]))]
+    folder = tmp_path_factory.mktemp("planted")
+    write_lines(folder / "docs.jsonl", docs)
+    return folder, docs, unique
+
+
+@pytest.fixture(scope="module")
+def deduplicated(spark, planted, tmp_path_factory):
+    folder, _, _ = planted
+    out = tmp_path_factory.mktemp("paragraphs") / "out"
+    cfg = Config(paragraphs=ParagraphConfig(enabled=True))
+    return out, run(spark, single_source(str(folder)), cfg, str(out))
+
+
+def test_shared_boilerplate_is_removed_from_all_but_its_first_document_and_unique_paragraphs_stay(planted,
+                                                                                                  deduplicated):
+    _, docs, unique = planted
+    out, stats = deduplicated
+    kept = pq.read_table(out / "docs").to_pylist()
+    texts = [d["text"] for d in kept]
+    planted_in = {line: sum(line in d["text"] for d in docs) for line in BOILERPLATE}
+    assert min(planted_in.values()) > 50
+    assert all(sum(line in t for t in texts) == 1 for line in BOILERPLATE)  # every occurrence but the first
+    left = {p for t in texts for p in t.split("\n\n")}
+    assert sum(p not in left for p in unique) == 0  # no unique paragraph removed
+    shared = stats["paragraphs"]
+    assert shared["shared_units"] == 4 and shared["units_removed"] == sum(planted_in.values()) - 4
+    listed = pq.read_table(out / "paragraphs").to_pylist()
+    assert sorted(row["text"] for row in listed) == sorted(BOILERPLATE)
+    assert {row["text"]: row["documents"] for row in listed} == planted_in
+
+
+def test_a_document_left_too_short_is_dropped_with_its_reason(planted, deduplicated):
+    out, stats = deduplicated
+    dropped = pq.read_table(out / "dropped").to_pylist()
+    assert dropped and all(d["reason"] == "paragraphs:too_short" and d["id"].startswith("thin-") for d in dropped)
+    kept = pq.read_table(out / "docs").column("id").to_pylist()
+    assert stats["paragraphs"]["documents_dropped"] == len(dropped) and stats["kept"] == len(kept)
+    assert len(kept) + len(dropped) == len(planted[1])
+    assert json.loads((out / "stats.json").read_text())["paragraphs"] == stats["paragraphs"]
+
+
+def test_the_same_rows_on_any_partitioning(spark, planted, deduplicated, tmp_path):
+    folder, _, _ = planted
+    out, stats = deduplicated
+    with spark_settings(spark, OTHER_CLUSTER):
+        again = run(spark, single_source(str(folder)), Config(paragraphs=ParagraphConfig(enabled=True),
+                                                               partitions=stats_partitions(out) + 3),
+                    str(tmp_path / "again"))
+    rows = lambda o: sorted(map(json.dumps, pq.read_table(o / "docs").to_pylist()))  # noqa: E731
+    assert rows(tmp_path / "again") == rows(out)
+    assert again["paragraphs"] == stats["paragraphs"]
+
+
+def stats_partitions(out) -> int:
+    return len(list((out / "docs").glob("*.parquet")))
+
+
+def test_near_matching_folds_the_years_and_lines_and_sentences_are_units_too(spark, tmp_path):
+    body = paragraphs()[:40]
+    docs = [{"id": f"d{i}", "text": f"{body[i]}\n\n© {2000 + i} Example Media Group. All rights reserved worldwide."}
+            for i in range(20)]
+    write_lines(tmp_path / "in" / "docs.jsonl", docs, mkdir=True)
+    source = single_source(str(tmp_path / "in"))
+    exact = run(spark, source, Config(paragraphs=ParagraphConfig(enabled=True)), str(tmp_path / "exact"))
+    near = run(spark, source, Config(paragraphs=ParagraphConfig(enabled=True, near=True)), str(tmp_path / "near"))
+    assert exact["paragraphs"]["units_removed"] == 0 and near["paragraphs"]["units_removed"] == 19
+    # the same documents written without paragraph breaks: a line is a unit, a run of three sentences too
+    notice = "Subscribe to the Example Media Group newsletter. It is sent every Monday. You can leave it any time."
+    flat = [{"id": f"f{i}", "text": f"{body[20 + i]} {notice}"} for i in range(20)]
+    write_lines(tmp_path / "flat" / "docs.jsonl", flat, mkdir=True)
+    sentences = run(spark, single_source(str(tmp_path / "flat")),
+                    Config(paragraphs=ParagraphConfig(enabled=True, unit="sentences")), str(tmp_path / "s"))
+    kept = pq.read_table(tmp_path / "s" / "docs").column("text").to_pylist()
+    assert sentences["paragraphs"]["units_removed"] >= 19 and sum(notice in t for t in kept) == 1
