@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install lint test test-fast test-cluster shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-decontaminate gpu-check bench-classifier bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode bench-scale
+.PHONY: install lint test test-fast test-cluster browser shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-decontaminate gpu-check bench-classifier bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode bench-scale
 
 install: $(STAMP)
 
@@ -42,6 +42,12 @@ test-fast: lint
 # each job's file under spark-submit; a fresh machine's JVM class archive recorded and mapped.
 test-cluster: install
 	$(PY) -m pytest -q -m cluster tests
+
+# Headless Chromium for the report's browser tests (tests/report/test_browser.py, skipped with the reason
+# without it): Debian's package (as root: `sudo make browser` otherwise).
+browser:
+	command -v chromium || command -v chromium-browser || \
+		(apt-get update && apt-get install -y --no-install-recommends chromium)
 
 shards: install
 	$(PY) -m jobs.pipeline --input $(SAMPLE) --output $(OUT) --vocab-size $(SAMPLE_VOCAB)

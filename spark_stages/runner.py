@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prep.cli import command_line
+from prep.config import to_yaml
 from prep.ingest.inputs import DEFAULT_SOURCE, InputError, Sources, all_files, expand_sources, input_roots, named_inputs
 from spark_stages.executors import ExecutorEnvironmentError, check_executors
 from spark_stages.outputs import check_apart, claimed_output
@@ -97,10 +98,10 @@ def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
             claimed.enter_context(claimed_output(args.output))  # the whole run: a second job here is refused
         except (InputError, ValueError, OSError) as e:
             return _fail(prog, str(e))
-        return _run(stage, inputs, cfg, args)
+        return _run(stage, inputs, cfg, args, specs)
 
 
-def _run(stage: Stage, inputs, cfg, args) -> int:
+def _run(stage: Stage, inputs, cfg, args, specs: dict[str, str]) -> int:
     spark = get_spark(f"tokenmill-{stage.name.replace('_', '-')}", args.conf)
     try:
         check_executors(spark, stage.modules)
@@ -114,4 +115,19 @@ def _run(stage: Stage, inputs, cfg, args) -> int:
         return _fail(f"jobs.{stage.name}", str(e))
     log.info("%s done in %.1f s", stage.name, time.time() - started)
     print(stage.summary(stats))
+    _write_report(stage, cfg, args.output, specs, time.time() - started)
     return 0
+
+
+def _write_report(stage: Stage, cfg, out: str, specs: dict[str, str], seconds: float) -> None:
+    """OUT/report.html, with the settings and inputs of the run beside it (report/write.py). The outputs are
+    committed by now: a report that cannot be written costs a warning, never the job's exit code."""
+    try:
+        from report import write_report  # here, not above: executors import this module and need no report
+
+        written = write_report(out, job=stage.name, settings=to_yaml(cfg), inputs=specs, seconds=seconds)
+    except Exception as e:  # whatever it is, the job's outputs stand
+        log.warning("%s: the report was not written (%s: %s); the job's outputs are complete", out,
+                    type(e).__name__, e)
+        return
+    print(f"report: {written}")

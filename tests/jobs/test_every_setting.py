@@ -9,11 +9,13 @@ import yaml
 
 from prep.cli import _scalar, command_line, flags
 from prep.config import to_yaml
+from report.config import ReportConfig
 from spark_stages import clean, dedup, pipeline, shards, tokenizer
 from trainer.evaluate import EvalConfig
 from trainer.loop import TrainConfig
 
-CONFIGS = [pipeline.Config, clean.Config, dedup.Config, tokenizer.Config, shards.Config, TrainConfig, EvalConfig]
+CONFIGS = [pipeline.Config, clean.Config, dedup.Config, tokenizer.Config, shards.Config, TrainConfig, EvalConfig,
+           ReportConfig]
 ids = pytest.mark.parametrize("config_type", CONFIGS, ids=lambda c: f"{c.__module__}.{c.__name__}")
 
 

@@ -1,0 +1,62 @@
+"""A run's report as data (RunView): each stage's view from its gatherer, the mixture of its sources, and
+what was recorded of the run itself (its settings, version, inputs)."""
+
+import importlib.metadata
+from pathlib import Path
+
+from report.config import ReportConfig
+from report.documents import clipped
+from report.layout import read_json
+from report.model import RunView
+from report.run import Run
+from report.stages import GATHERERS
+from report.stages.shards import mixture_view
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("tokenmill")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def run_view(out: Path, cfg: ReportConfig) -> RunView:
+    """The report of the output folder `out` (LayoutError when it holds no tokenmill output)."""
+    run = Run.of(out, cfg)
+    views = [GATHERERS[stage.kind](run, stage) for stage in run.stages]
+    if not run.pipeline and isinstance(run.info.get("seconds"), (int, float)):
+        for row in views[0].funnel:  # a job of its own: the runner timed it (the shards job times nothing else)
+            row.seconds = float(run.info["seconds"]) if row.seconds is None else row.seconds
+    _estimate_tokens(run, views)
+    for folder in sorted({s.folder.parent for s in run.stages if s.kind == "shards" and s.source}):
+        if (view := mixture_view(run, folder)) is not None:
+            views.append(view)
+    info = run.info
+    facts = {"tokenmill (the run)": clipped(info.get("version", "not recorded"), cfg.field_chars),
+             "tokenmill (this report)": version()}
+    if isinstance(info.get("job"), str):
+        facts["job"] = clipped(info["job"], cfg.field_chars)
+    if isinstance(info.get("inputs"), dict):
+        for name, spec in list(info["inputs"].items())[:cfg.max_reasons]:
+            facts[f"input {clipped(name, cfg.field_chars)}"] = clipped(spec, cfg.field_chars)
+    for key in ("finished", "seconds"):
+        if isinstance(info.get(key), (str, int, float)):
+            facts[key] = clipped(info[key], cfg.field_chars)
+    settings = run.settings_text[:cfg.settings_chars] if run.settings_text else None
+    job = info["job"] if isinstance(info.get("job"), str) else ("pipeline" if run.pipeline else run.stages[0].kind)
+    return RunView(out.name or str(out), clipped(job, cfg.field_chars), views, settings, facts)
+
+
+def _estimate_tokens(run: Run, views: list) -> None:
+    """Tokens of the stages before the shards, where the run trained a tokenizer: their text bytes over its
+    bytes per token on held-out documents (an estimate, marked as one)."""
+    tokenizer = next((s for s in run.stages if s.kind == "tokenizer"), None)
+    report = read_json(tokenizer.folder / "report.json") if tokenizer else None
+    held = (((report or {}).get("held_out") or {}).get("trained") or {}).get("all") or {}
+    per_token = held.get("bytes_per_token") if isinstance(held, dict) else None
+    if not isinstance(per_token, (int, float)) or per_token <= 0:
+        return
+    for view in views:
+        for row in view.funnel:
+            if row.tokens is None and row.text_bytes is not None:
+                row.tokens, row.tokens_exact = round(row.text_bytes / per_token), False

@@ -1,0 +1,87 @@
+"""What an output folder holds: one job's output, or the pipeline's stages (by source for named sources),
+told apart by the files each stage writes (stats.json, report.json, index.json)."""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+# The pipeline's stage folders, in the order it runs them (spark_stages/pipeline.py)
+PIPELINE_ORDER = ("extract", "clean", "classifier", "quality", "dedup", "decontaminate", "tokenizer", "shards")
+MAX_JSON_BYTES = 64 << 20  # a stats.json or report.json larger than this is not read
+HELDOUT = "heldout"
+
+
+class LayoutError(ValueError):
+    """A folder that holds no output the report can read; the message says why."""
+
+
+@dataclass(frozen=True)
+class StageDir:
+    kind: str  # one of PIPELINE_ORDER
+    folder: Path
+    source: str | None  # the named source, or None
+
+
+def read_json(path: Path) -> dict | None:
+    """A JSON object from a file, or None when the file is missing, too large or not an object."""
+    try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def kind_of(folder: Path) -> str | None:
+    """The stage whose output `folder` is, or None."""
+    stats = read_json(folder / "stats.json")
+    if stats is not None:
+        if "templates" in stats:
+            return "extract"
+        if "benchmarks" in stats:
+            return "decontaminate"
+        if "cluster_size_histogram" in stats:
+            return "dedup"
+        if "rejected_by_reason" in stats:
+            return "clean" if "quarantined" in stats else "quality"
+    report = read_json(folder / "report.json")
+    if report is not None:
+        if "algorithm" in report:
+            return "tokenizer"
+        if "labels" in report:
+            return "classifier"
+    if (folder / "index.json").is_file():
+        return "shards"
+    return None
+
+
+def stage_dirs(out: Path) -> list[StageDir]:
+    """The outputs under `out`, in the pipeline's order; LayoutError when there is none."""
+    if not out.is_dir():
+        raise LayoutError(f"{out} is not a folder")
+    if kind := kind_of(out):
+        return [StageDir(kind, out, None)]
+    if mixture(out) is not None:  # the shards job's split (shards.split_by): a shards folder per value
+        return [StageDir("shards", child, child.name) for child in sorted(out.iterdir())
+                if child.is_dir() and kind_of(child) == "shards"]
+    found = []
+    for name in PIPELINE_ORDER:
+        folder = out / name
+        if not folder.is_dir():
+            continue
+        if kind := kind_of(folder):
+            found.append(StageDir(kind, folder, None))
+            continue
+        for child in sorted(p for p in folder.iterdir() if p.is_dir() and p.name != HELDOUT):
+            if kind := kind_of(child):
+                found.append(StageDir(kind, child, child.name))
+    if not found:
+        raise LayoutError(f"{out} holds no tokenmill output (stats.json, report.json or index.json, or the "
+                          "pipeline's stage folders)")
+    return found
+
+
+def mixture(folder: Path) -> dict | None:
+    """A shards folder's mixture.json (named sources, or shards.split_by), or None."""
+    return read_json(folder / "mixture.json")

@@ -1,0 +1,56 @@
+"""The text of documents another output names (a dedup cluster's members, a decontaminated document before
+its cut): found in the Parquet files of the stage's input by their id column first, then only the row
+groups holding them read whole; both within a byte budget."""
+
+import glob
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from report.scan import pieces_of, plan, read
+
+
+def parquet_files(specs: list[str]) -> list[Path]:
+    """The Parquet files of input specifications (folders, files, globs; comma-separated as --input takes
+    them); inputs of other formats are passed over."""
+    found: set[Path] = set()
+    for spec in specs:
+        for part in filter(None, spec.split(",")):
+            for match in sorted(glob.glob(part)) if glob.has_magic(part) else [part]:
+                path = Path(match)
+                if path.is_dir():
+                    found.update(path.rglob("*.parquet"))
+                elif path.suffix == ".parquet" and path.is_file():
+                    found.add(path)
+    return sorted(found)
+
+
+def documents_by_id(found: list[Path], ids: set[str], budget: int, max_files: int,
+                    columns: tuple[str, ...] = ("id", "text", "lang", "source")) -> dict[str, dict]:
+    """{id: row} of the documents of `ids` in the files `found`, as far as `budget` bytes of ids and then
+    of the row groups holding them reach (the first row of an id that repeats)."""
+    if not ids or not found:
+        return {}
+    all_pieces = pieces_of(found, None, max_files)
+    id_plan = plan(all_pieces, ["id"], budget)
+    holding, spent = [], sum(p.column_bytes.get("id", 0) for p in id_plan.chosen)
+    for piece in id_plan.chosen:
+        mask = pc.is_in(read(piece, ["id"]).column("id"), value_set=_array(ids))
+        if pc.any(mask).as_py():
+            holding.append(piece)
+    rows: dict[str, dict] = {}
+    for piece in holding:
+        cost = sum(piece.column_bytes.get(c, 0) for c in columns)
+        if spent + cost > 2 * budget and rows:
+            break
+        spent += cost
+        table = read(piece, list(columns))
+        table = table.filter(pc.is_in(table.column("id"), value_set=_array(ids)))
+        for row in table.to_pylist():
+            rows.setdefault(row["id"], row)
+    return rows
+
+
+def _array(ids: set[str]) -> pa.Array:
+    return pa.array(sorted(ids), pa.string())

@@ -1,0 +1,72 @@
+"""A run as the report reads it: its folder, its stages, the settings and facts recorded beside them
+(settings.yaml and run.json, written with the report by the runner), and where each stage's input is."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from report.config import ReportConfig
+from report.layout import StageDir, read_json, stage_dirs
+from report.lookup import parquet_files
+
+SETTINGS_FILE = "settings.yaml"  # the --print-config YAML of the run: `--config OUT/settings.yaml` runs it again
+RUN_FILE = "run.json"  # the job, its inputs, the version and its seconds
+MAX_SETTINGS_BYTES = 4 << 20
+
+
+@dataclass
+class Run:
+    out: Path
+    cfg: ReportConfig
+    stages: list[StageDir]
+    settings_text: str | None
+    settings: dict
+    info: dict
+
+    @classmethod
+    def of(cls, out: Path, cfg: ReportConfig) -> "Run":
+        text = _settings_text(out / SETTINGS_FILE)
+        try:
+            settings = yaml.safe_load(text) if text else {}
+        except yaml.YAMLError:
+            settings = {}
+        return cls(out, cfg, stage_dirs(out), text, settings if isinstance(settings, dict) else {},
+                   read_json(out / RUN_FILE) or {})
+
+    @property
+    def pipeline(self) -> bool:
+        return not (len(self.stages) == 1 and self.stages[0].folder == self.out)
+
+    def setting(self, stage: StageDir, *path: str, default=None):
+        """A setting of the stage as it ran (the pipeline's section of it), or `default` when not recorded."""
+        value = self.settings.get(stage.kind, {}) if self.pipeline else self.settings
+        for key in path:
+            if not isinstance(value, dict) or key not in value:
+                return default
+            value = value[key]
+        return value
+
+    def input_files(self, stage: StageDir) -> list[Path]:
+        """The Parquet files of the documents the stage read: the stage before it in the pipeline (of its
+        source), or the inputs run.json names for a job of its own."""
+        if not self.pipeline:
+            inputs = self.info.get("inputs")
+            return parquet_files([s for s in inputs.values() if isinstance(s, str)]) if isinstance(inputs, dict) else []
+        before = {"dedup": ("quality", "clean"), "decontaminate": ("dedup",)}.get(stage.kind, ())
+        for kind in before:
+            folders = [s.folder for s in self.stages if s.kind == kind]
+            if kind == "dedup" and folders and stage.source:
+                return parquet_files([str(folders[0] / "docs" / f"source={stage.source}")])
+            if folders:
+                return parquet_files([str(f / "docs") for f in folders])
+        return []
+
+
+def _settings_text(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > MAX_SETTINGS_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None

@@ -1,0 +1,122 @@
+"""Reading a Parquet output within a byte budget, and the document sample: ids by their hash.
+
+An output is read a row group at a time, only the columns asked for. When the columns of all its row
+groups fit the budget every row is read; else row groups are taken in the order of a hash of their file's
+name and position until the budget is spent, so the same output gives the same sample and a larger one
+reads no more. The sample of documents is the smallest hashes of their ids among the rows read: the same
+document is chosen in every stage and in every run that holds it.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import xxhash
+
+PARTS = "part-*.parquet"
+
+
+def id_hash(doc_id: str | None) -> int:
+    """The sample key of a document: 64 bits of its id."""
+    return xxhash.xxh3_64_intdigest((doc_id or "").encode("utf-8", "surrogatepass"))
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One row group of one file of an output."""
+    path: Path
+    row_group: int
+    rows: int
+    column_bytes: dict  # compressed bytes by column name
+    partition: tuple[tuple[str, str], ...]  # (key, value) of the folders NAME=VALUE it lies in
+
+
+def files(folder: Path) -> list[Path]:
+    """The Parquet part files of an output, in order (partition folders included)."""
+    return sorted(folder.rglob(PARTS)) if folder.is_dir() else []
+
+
+def pieces(folder: Path, max_files: int) -> list[Piece]:
+    """Every row group of the output's files, from their footers; past `max_files`, the files of the
+    smallest hashes of their names."""
+    return pieces_of(files(folder), folder, max_files)
+
+
+def pieces_of(found: list[Path], root: Path | None, max_files: int) -> list[Piece]:
+    """Every row group of the Parquet files `found` (NAME=VALUE folders under `root` as partition keys)."""
+    if len(found) > max_files:
+        found = sorted(sorted(found, key=lambda p: id_hash(p.name if root is None else str(p.relative_to(root))))
+                       [:max_files])
+    out = []
+    for path in found:
+        meta = pq.ParquetFile(path).metadata
+        inner = path.relative_to(root).parts[:-1] if root is not None else ()
+        partition = tuple(tuple(part.split("=", 1)) for part in inner if "=" in part)
+        for i in range(meta.num_row_groups):
+            group = meta.row_group(i)
+            sizes = {group.column(c).path_in_schema.split(".")[0]: 0 for c in range(group.num_columns)}
+            for c in range(group.num_columns):
+                sizes[group.column(c).path_in_schema.split(".")[0]] += group.column(c).total_compressed_size
+            out.append(Piece(path, i, group.num_rows, sizes, partition))
+    return out
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The row groups read of an output, and how much of it they are."""
+    chosen: list[Piece]
+    rows_read: int
+    rows: int
+
+    @property
+    def whole(self) -> bool:
+        return self.rows_read == self.rows
+
+    @property
+    def share(self) -> float:
+        return self.rows_read / self.rows if self.rows else 1.0
+
+
+def plan(all_pieces: list[Piece], columns: list[str], budget: int) -> Plan:
+    """All the row groups when `columns` of all of them fit `budget` bytes, else those of the smallest
+    hashes of (file, position) that fit, in file order."""
+    def cost(piece: Piece) -> int:
+        return sum(piece.column_bytes.get(c, 0) for c in columns)
+
+    rows = sum(p.rows for p in all_pieces)
+    if sum(map(cost, all_pieces)) <= budget:
+        return Plan(all_pieces, rows, rows)
+    chosen, spent = [], 0
+    for piece in sorted(all_pieces, key=lambda p: id_hash(f"{p.path.name}/{p.row_group}")):
+        if spent + cost(piece) > budget and chosen:
+            break
+        chosen.append(piece)
+        spent += cost(piece)
+    chosen.sort(key=lambda p: (str(p.path), p.row_group))
+    return Plan(chosen, sum(p.rows for p in chosen), rows)
+
+
+def read(piece: Piece, columns: list[str]) -> pa.Table:
+    """The piece's rows, the columns of `columns` it has (a partition key as a column of its own)."""
+    keys = dict(piece.partition)
+    file = pq.ParquetFile(piece.path)
+    present = [c for c in columns if c in file.schema_arrow.names]
+    table = file.read_row_group(piece.row_group, columns=present)
+    for key, value in keys.items():
+        if key in columns and key not in present:
+            table = table.append_column(key, pa.array([value] * table.num_rows, pa.string()))
+    return table
+
+
+def scanned(folder: Path, columns: list[str], budget: int, max_files: int) -> tuple[Plan, Iterator[pa.Table]]:
+    """(the plan, its tables one row group at a time) of an output's `columns` within `budget` bytes."""
+    chosen = plan(pieces(folder, max_files), columns, budget)
+    return chosen, (read(piece, columns) for piece in chosen.chosen)
+
+
+def schema_names(folder: Path) -> list[str]:
+    """The columns of an output (its first file's), [] when it has none."""
+    found = files(folder)
+    return pq.read_schema(found[0]).names if found else []

@@ -1,0 +1,39 @@
+"""The train_classifier job's report.json: per label precision, recall, F1 and ROC AUC on the held-out
+documents, the confusion matrix, the score distributions and what it was trained on."""
+
+from report.layout import StageDir, read_json
+from report.model import FunnelRow, Histogram, Section, StageView, Table
+from report.run import Run
+from report.stages.common import seconds
+
+METRICS = ("documents", "precision", "recall", "f1", "roc_auc")
+
+
+def gather(run: Run, stage: StageDir) -> StageView:
+    report = read_json(stage.folder / "report.json") or {}
+    held = report.get("heldout") if isinstance(report.get("heldout"), dict) else {}
+    labels = held.get("labels") if isinstance(held.get("labels"), dict) else {}
+    blocks: list = [Table("Held-out documents, per label", ["label", *(m.replace("_", " ") for m in METRICS)],
+                          [[name, *(m.get(k) for k in METRICS)] for name, m in labels.items() if isinstance(m, dict)],
+                          note=f"accuracy {held.get('accuracy')} on {held.get('documents')} documents")]
+    confusion = held.get("confusion") if isinstance(held.get("confusion"), dict) else {}
+    names, matrix = confusion.get("rows_true_columns_predicted") or [], confusion.get("matrix") or []
+    if names and len(matrix) == len(names):
+        blocks.append(Table("Confusion (rows: true label, columns: predicted)", ["", *map(str, names)],
+                            [[str(n), *row] for n, row in zip(names, matrix) if isinstance(row, list)]))
+    for name, m in labels.items():
+        histogram = m.get("score_histogram") if isinstance(m, dict) else None
+        if isinstance(histogram, dict) and histogram:
+            bins = len(next(iter(histogram.values())) or [])
+            blocks.append(Histogram(f"Score of {name}, by true label", [f"{i / bins:.2f}" for i in range(bins)],
+                                    {str(k): v for k, v in histogram.items() if isinstance(v, list)}))
+    training = report.get("training") if isinstance(report.get("training"), dict) else {}
+    model = report.get("model") if isinstance(report.get("model"), dict) else {}
+    blocks.append(Table("Training", ["", "value"], [
+        ["documents", training.get("documents")], ["by label", training.get("by_label")],
+        ["sha256 of the training lines", training.get("sha256")], ["words", model.get("words")],
+        ["dimensions", model.get("dim")], ["model bytes", model.get("bytes")], ["seconds", report.get("seconds")]]))
+    row = FunnelRow("Train classifier", stage.source or "", None, None, None, None,
+                    seconds=seconds(report.get("seconds")))
+    return StageView("classifier", "Classifier", str(stage.folder.relative_to(run.out)) if stage.folder != run.out
+                     else ".", [row], [Section("Held-out evaluation", blocks)])

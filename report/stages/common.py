@@ -1,0 +1,144 @@
+"""What the stages' gatherers share: an output streamed into a sample and distributions, reasons with
+their examples, the distributions as plots, the note on what share was read."""
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from report.config import ReportConfig
+from report.documents import clipped, raw_text
+from report.model import Bars, Document, Histogram, Note, Reason, Section, Table
+from report.sample import Distributions, Smallest, length_labels, score_labels
+from report.scan import Plan, scanned, schema_names
+
+DOCUMENT_COLUMNS = ["id", "text", "lang", "source", "metadata"]
+CLASSIFIER_PREFIXES = ("score_", "bucket_", "label_")
+
+
+def classifier_columns(folder: Path) -> list[str]:
+    """The classifier columns an output has (issue 47's score_NAME, bucket_NAME, label_NAME)."""
+    return [name for name in schema_names(folder) if name.startswith(CLASSIFIER_PREFIXES)]
+
+
+def stream(folder: Path, columns: list[str], cfg: ReportConfig, sample: Smallest | None,
+           dist: Distributions | None, key: str | None = None) -> Plan:
+    """Reads `columns` of an output within cfg.read_bytes into `sample` (by the column `key`) and `dist`."""
+    chosen, tables = scanned(folder, columns, cfg.read_bytes, cfg.max_files)
+    for table in tables:
+        if sample is not None:
+            sample.offer(table, table.column(key).to_pylist() if key and key in table.column_names else None)
+        if dist is not None:
+            dist.add(table)
+    return chosen
+
+
+def read_note(plan: Plan, what: str) -> list[Note]:
+    """A note when examples and distributions come from part of an output."""
+    if plan.whole:
+        return []
+    return [Note(f"{what}: examples and distributions from {plan.rows_read:,} of {plan.rows:,} rows "
+                 f"({100 * plan.share:.1f}%), whole row groups taken by a hash of their file and position "
+                 "(report.read_bytes); the counts are the job's, over everything.")]
+
+
+def reason_table(counts: dict, total: int, what: str, cfg: ReportConfig) -> list:
+    """Reasons whose records are not written (nothing to show but their count): a bar chart and a table."""
+    counted = sorted(((str(k), v) for k, v in counts.items() if isinstance(v, int)), key=lambda kv: (-kv[1], kv[0]))
+    shown = counted[:cfg.max_reasons]
+    if len(counted) > len(shown):
+        shown.append((f"{len(counted) - len(shown)} other reasons", sum(v for _, v in counted[cfg.max_reasons:])))
+    if not shown:
+        return []
+    return [Bars(f"{what}, by reason", dict(shown), what.lower()),
+            Table("", ["reason", what.lower(), "share"], [[k, v, f"{100 * v / total:.2f}%" if total else None]
+                                                          for k, v in shown])]
+
+
+def reasons(counts: dict, total: int, sample: Smallest | None, cfg: ReportConfig) -> list[Reason]:
+    """Every reason (the largest cfg.max_reasons, the rest as one) with its share of `total` and examples."""
+    counted = [(str(k), v) for k, v in counts.items() if isinstance(v, int)]
+    ordered = sorted(counted, key=lambda kv: (-kv[1], kv[0]))
+    shown = [Reason(name, n, n / total if total else 0.0, sample.get(name) if sample else [])
+             for name, n in ordered[:cfg.max_reasons]]
+    rest = ordered[cfg.max_reasons:]
+    if rest:
+        n = sum(v for _, v in rest)
+        shown.append(Reason(f"{len(rest)} other reasons", n, n / total if total else 0.0,
+                            note="not listed (report.max_reasons)"))
+    return shown
+
+
+def distributions(series: dict[str, Distributions]) -> list:
+    """Document lengths, languages and classifier scores of each series (kept, removed) side by side."""
+    series = {name: d for name, d in series.items() if d.rows}
+    if not series:
+        return []
+    blocks: list = [Histogram("Document length (characters)", length_labels(),
+                              {name: d.lengths.tolist() for name, d in series.items()})]
+    languages = sorted({lang for d in series.values() for lang in d.languages},
+                       key=lambda lang: -sum(d.languages[lang] for d in series.values()))
+    if languages:
+        shown = languages[:20]
+        rows = [[lang, *(d.languages[lang] for d in series.values())] for lang in shown]
+        if len(languages) > len(shown):
+            rows.append([f"{len(languages) - len(shown)} others",
+                         *(sum(d.languages[x] for x in languages[20:]) for d in series.values())])
+        blocks.append(Table("Languages (documents read)", ["language", *series], rows))
+    for column in sorted({c for d in series.values() for c in d.scores}):
+        blocks.append(Histogram(f"Classifier score {column}", score_labels(),
+                                {name: d.scores[column].tolist() for name, d in series.items() if column in d.scores},
+                                note="the probability of the classifier's label; bins of 0.05"))
+    for column in sorted({c for d in series.values() for c in d.buckets}):
+        values = sorted({v for d in series.values() for v in d.buckets.get(column, {})}, key=_number_first)
+        rows = [[v, *(d.buckets.get(column, {}).get(v, 0) for d in series.values())] for v in values[:100]]
+        blocks.append(Table(f"Documents by {column}", ["bucket", *series], rows))
+    return blocks
+
+
+def _number_first(value: str):
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def seconds(value) -> float | None:
+    """A stage's seconds: a number, or the sum of its steps' (dedup)."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dict):
+        return float(sum(v for v in value.values() if isinstance(v, (int, float))))
+    return None
+
+
+def count(stats: dict, key: str) -> int | None:
+    value = stats.get(key)
+    return value if isinstance(value, int) else None
+
+
+def bars_of(values: dict, title: str, unit: str = "", note: str = "") -> Bars:
+    return Bars(title, {str(k): float(v) for k, v in values.items() if isinstance(v, (int, float))}, unit, note)
+
+
+def quarantine(folder: Path, cfg: ReportConfig, quarantined: int) -> Section:
+    """Quarantined records: the error, where they were (file and line or byte offset), their bytes as text;
+    sampled by a hash of their place."""
+    def shown(row: dict) -> Document:
+        where = {key: clipped(row.get(key), cfg.field_chars) for key in ("error", "file", "line", "offset")}
+        return Document(clipped(row["id"], cfg.field_chars), raw_text(row.get("raw"), cfg.example_chars),
+                        {k: v for k, v in where.items() if v})
+
+    sample = Smallest(cfg.examples_per_reason * 2, shown)
+    chosen, tables = scanned(folder, ["error", "file", "line", "offset", "raw", "id"], cfg.read_bytes, cfg.max_files)
+    for table in tables:
+        sample.offer(_placed(table))
+    return Section(f"Quarantined ({quarantined:,} records)", [*read_note(chosen, "quarantine"), *sample.get()])
+
+
+def _placed(table: pa.Table) -> pa.Table:
+    """The table with an `id` for every record: its own, else its file and line (or byte offset)."""
+    place = table.column("line") if "line" in table.column_names else table.column("offset")
+    own = table.column("id").to_pylist() if "id" in table.column_names else [None] * table.num_rows
+    ids = [i if i else f"{f}:{p}" for i, f, p in zip(own, table.column("file").to_pylist(), place.to_pylist())]
+    names = [n for n in table.column_names if n != "id"]
+    return table.select(names).append_column("id", pa.array(ids, pa.string()))

@@ -1,0 +1,148 @@
+"""The decontamination job's output: per benchmark the items found, every matched span (capped per item)
+beside the benchmark item it matched and its score, marked in place in the document as it was before the
+cut with the window cut around it, and the documents dropped by reason."""
+
+import os
+from collections import Counter
+
+from prep.decontam.cut import cut_ranges
+from prep.decontam.items import ItemsConfig, read_benchmark
+from prep.ingest.inputs import InputError, expand_inputs
+from report.documents import clipped, document
+from report.layout import StageDir, read_json
+from report.lookup import documents_by_id
+from report.model import FunnelRow, Mark, Match, Note, Section, StageView, Table
+from report.run import Run
+from report.sample import Distributions, Smallest
+from report.scan import id_hash, scanned
+from report.stages.common import DOCUMENT_COLUMNS, distributions, read_note, reasons, seconds, stream
+
+SPAN_COLUMNS = ["id", "benchmark", "item", "start", "end", "score", "kind"]
+
+
+def gather(run: Run, stage: StageDir) -> StageView:
+    cfg, folder = run.cfg, stage.folder
+    stats = read_json(folder / "stats.json") or {}
+    benchmarks = stats.get("benchmarks") or {}
+    keys = ("items", "items_found", "share_found", "documents", "spans_exact", "spans_fuzzy", "items_too_short")
+    table = Table("Benchmarks", ["benchmark", *(k.replace("_", " ") for k in keys)],
+                  [[name, *(b.get(k) for k in keys)] for name, b in benchmarks.items() if isinstance(b, dict)])
+    facts = Table("Documents", ["", "value"], [[k.replace("_", " "), stats.get(k)] for k in
+                                               ("input", "kept", "modified", "chars_removed", "spans", "dropped",
+                                                "quarantined", "fuzzy_over_budget")])
+    sections = [Section("Benchmarks", [facts, table]), _matches(run, stage)]
+    by_reason = Smallest(cfg.examples_per_reason, lambda row: document(row, cfg))
+    dropped_plan = stream(folder / "dropped", DOCUMENT_COLUMNS + ["reason"], cfg, by_reason, None, key="reason")
+    dropped = reasons(stats.get("dropped_by_reason") or {}, stats.get("input") or 0, by_reason, cfg)
+    sections.append(Section("Dropped, by reason", [*read_note(dropped_plan, "dropped"), *dropped] or
+                            [Note("no document was dropped")]))
+    kept = Distributions()
+    kept_plan = stream(folder / "docs", ["text", "lang"], cfg, None, kept)
+    sections.append(Section("Distributions", [*read_note(kept_plan, "kept"), *distributions({"kept": kept})]))
+    row = FunnelRow("Decontaminate", stage.source or "", stats.get("input"), stats.get("kept"), stats.get("dropped"),
+                    stats.get("quarantined"), kept.text_bytes if kept_plan.whole else
+                    round(kept.text_bytes / max(kept_plan.share, 1e-9)), kept_plan.whole,
+                    seconds=seconds(stats.get("seconds")))
+    key = f"decontaminate/{stage.source}" if stage.source else "decontaminate"
+    return StageView(key, "Decontaminate", str(folder.relative_to(run.out)) if folder != run.out else ".", [row],
+                     sections)
+
+
+def _matches(run: Run, stage: StageDir) -> Section:
+    """The items matched (the first cfg.match_items by benchmark and a hash of the item), each with up to
+    cfg.spans_per_item spans (by a hash of the document's id)."""
+    cfg = run.cfg
+    spans: dict[tuple[str, str], list[dict]] = {}
+    found: Counter = Counter()
+    chosen_plan, tables = scanned(stage.folder / "matches", SPAN_COLUMNS, cfg.read_bytes, cfg.max_files)
+    for table in tables:
+        for row in table.to_pylist():
+            key = (str(row["benchmark"]), str(row["item"]))
+            found[key] += 1
+            mine = spans.setdefault(key, [])
+            mine.append(row)
+            if len(mine) > 4 * cfg.spans_per_item:
+                mine.sort(key=lambda r: (id_hash(r["id"]), r["start"]))
+                del mine[cfg.spans_per_item:]
+        if len(spans) > 4 * cfg.match_items + 1000:
+            spans = {k: spans[k] for k in sorted(spans, key=_item_order)[:cfg.match_items]}
+    items = sorted(spans, key=_item_order)[:cfg.match_items]
+    shown = {k: sorted(spans[k], key=lambda r: (id_hash(r["id"]), r["start"]))[:cfg.spans_per_item] for k in items}
+    ids = {r["id"] for rows in shown.values() for r in rows}
+    before = documents_by_id(run.input_files(stage), ids, cfg.lookup_bytes, cfg.max_files)
+    all_spans = _all_spans(stage, {i for i in ids if i in before}, cfg)
+    window = int(run.setting(stage, "cut", "window", default=200) or 0)
+    texts = _item_texts(run, stage, {k for k in items})
+    blocks: list = read_note(chosen_plan, "matches")
+    if ids and not before:
+        blocks.append(Note("The documents before the cut are not at hand (the job's input, as Parquet): the spans "
+                           "are listed by their place, not shown in their text."))
+    if len(found) > len(items):
+        blocks.append(Note(f"{len(items)} of the {len(found):,} items matched are shown (report.match_items)."))
+    for key in items:
+        docs = [_span_document(row, before.get(row["id"]), all_spans.get(row["id"], []), window, run)
+                for row in shown[key]]
+        blocks.append(Match(key[0], clipped(key[1], cfg.field_chars), texts.get(key), docs, found[key]))
+    if not items:
+        blocks.append(Note("no benchmark item was found in the documents"))
+    return Section("Matched spans, beside the items they matched", blocks)
+
+
+def _item_order(key: tuple[str, str]):
+    return key[0], id_hash(key[1]), key[1]
+
+
+def _all_spans(stage: StageDir, ids: set[str], cfg) -> dict[str, list[tuple[int, int]]]:
+    """Every span of the documents shown: the cut around one span is widened by its neighbours."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    if not ids:
+        return found
+    _, tables = scanned(stage.folder / "matches", ["id", "start", "end"], cfg.read_bytes, cfg.max_files)
+    for table in tables:
+        for doc_id, start, end in zip(*(table.column(c).to_pylist() for c in ("id", "start", "end"))):
+            if doc_id in ids:
+                found.setdefault(doc_id, []).append((start, end))
+    return found
+
+
+def _span_document(span: dict, before: dict | None, spans: list[tuple[int, int]], window: int, run: Run):
+    """The document before its cut with this span marked and the window cut around it; its place alone
+    when the text is not at hand."""
+    start, end = int(span["start"]), int(span["end"])
+    fields = {"score": f"{span['score']:.3f}" if isinstance(span.get("score"), float) else str(span.get("score")),
+              "kind": str(span.get("kind")), "span": f"characters {start:,}-{end:,}"}
+    if before is None:
+        return document({"id": span["id"], "text": ""}, run.cfg, extra=fields)
+    text = before.get("text") or ""
+    marks = [Mark(start, end, "span", "matched span")]
+    for b, e in cut_ranges(text, spans or [(start, end)], window):
+        if b <= start and end <= e:
+            marks += [Mark(b, start, "window", "cut with it"), Mark(end, e, "window", "cut with it")]
+    return document(before, run.cfg, fields=("lang", "source"), marks=[m for m in marks if m.end > m.start],
+                    extra=fields)
+
+
+def _item_texts(run: Run, stage: StageDir, items: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The text of the items shown, read from the benchmark files the run named when they are at hand and
+    within cfg.benchmark_bytes."""
+    cfg, texts = run.cfg, {}
+    named = run.setting(stage, "benchmarks", default={}) or {}
+    raw_items = run.setting(stage, "items", default={}) or {}
+    try:
+        items_cfg = ItemsConfig(**{k: v for k, v in raw_items.items() if k in ItemsConfig.__dataclass_fields__})
+    except (TypeError, ValueError):
+        items_cfg = ItemsConfig()
+    for name in sorted({b for b, _ in items}):
+        spec = named.get(name) if isinstance(named, dict) else None
+        if not isinstance(spec, str):
+            continue
+        try:
+            if sum(os.path.getsize(f.path) for f in expand_inputs(spec)) > cfg.benchmark_bytes:
+                continue
+            wanted = {item for b, item in items if b == name}
+            for item_id, text in read_benchmark(name, spec, items_cfg).items:
+                if item_id in wanted:
+                    texts[(name, item_id)] = text[:cfg.example_chars]
+        except (InputError, OSError, ValueError):
+            continue
+    return texts

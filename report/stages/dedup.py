@@ -1,0 +1,158 @@
+"""The dedup job's output: counts, cluster sizes, and clusters shown whole (the largest, and a sample by a
+hash of their head's id): the survivor beside its members, each with its similarity to it as dedup
+estimates it (the MinHash signatures of the run's settings, computed here for the few shown)."""
+
+import numpy as np
+
+from prep.dedup.lsh import estimated_jaccard
+from prep.dedup.minhash import MinHashConfig, signatures
+from report.documents import document
+from report.layout import StageDir, read_json
+from report.lookup import documents_by_id
+from report.model import Cluster, FunnelRow, Mark, Note, Section, StageView, Table
+from report.run import Run
+from report.sample import Distributions
+from report.scan import id_hash, scanned
+from report.stages.common import bars_of, count, distributions, read_note, seconds, stream
+
+COLUMNS = ["id", "cluster_id", "cluster_size", "kept", "source"]
+
+
+def gather(run: Run, stage: StageDir) -> StageView:
+    cfg, folder = run.cfg, stage.folder
+    stats = read_json(folder / "stats.json") or {}
+    kept = Distributions()
+    kept_plan = stream(folder / "docs", ["text", "lang", "source"], cfg, None, kept)
+    removed = (count(stats, "exact_duplicates") or 0) + (count(stats, "near_duplicates") or 0)
+    facts = [["input", stats.get("input")], ["kept", stats.get("kept")],
+             ["exact duplicates", stats.get("exact_duplicates")], ["near duplicates", stats.get("near_duplicates")],
+             ["clusters (2 documents or more)", stats.get("clusters")],
+             ["largest cluster", stats.get("largest_cluster")],
+             ["threshold (Jaccard of shingles)", stats.get("threshold")],
+             ["LSH bands x rows", f"{stats.get('bands')} x {stats.get('rows')}"],
+             ["candidate pairs / verified", f"{stats.get('candidate_pairs')} / {stats.get('verified_pairs')}"]]
+    sections = [Section("Duplicates", [Table("Counts", ["", "value"], facts),
+                                       bars_of(stats.get("cluster_size_histogram") or {}, "Clusters by size",
+                                               "clusters")])]
+    sources = stats.get("sources") or {}
+    if isinstance(sources, dict) and len(sources) > 1:
+        keys = ("input", "kept", "exact_duplicates", "near_duplicates", "in_an_earlier_source", "quarantined")
+        sections[0].blocks.append(Table(f"Sources (deduplicated {stats.get('scope')})", ["source", *keys],
+                                        [[name, *(s.get(k) for k in keys)] for name, s in sources.items()
+                                         if isinstance(s, dict)]))
+    sections.append(_clusters(run, stage, stats))
+    if isinstance(stats.get("seconds"), dict):
+        sections.append(Section("Seconds", [bars_of(stats["seconds"], "Seconds per step", "s")]))
+    sections.append(Section("Distributions", [*read_note(kept_plan, "kept"), *distributions({"kept": kept})]))
+    row = FunnelRow("Dedup", stage.source or "", stats.get("input"), stats.get("kept"), removed,
+                    stats.get("quarantined"), kept.text_bytes if kept_plan.whole else
+                    round(kept.text_bytes / max(kept_plan.share, 1e-9)), kept_plan.whole,
+                    seconds=seconds(stats.get("seconds")))
+    rows = _per_source(sources, row) if isinstance(sources, dict) and len(sources) > 1 else [row]
+    return StageView("dedup", "Dedup", _relative(run, folder), rows, sections)
+
+
+def _per_source(sources: dict, total: FunnelRow) -> list[FunnelRow]:
+    """A funnel row per source, then the total (the text bytes are counted together, there)."""
+    rows = []
+    for name, s in sources.items():
+        if isinstance(s, dict) and all(isinstance(s.get(k), int) for k in ("input", "kept", "quarantined")):
+            rows.append(FunnelRow("Dedup", str(name), s["input"], s["kept"], s["input"] - s["kept"] - s["quarantined"],
+                                  s["quarantined"]))
+    total.source = "all sources"
+    return rows + [total]
+
+
+def _relative(run: Run, folder) -> str:
+    return str(folder.relative_to(run.out)) if folder != run.out else "."
+
+
+def _clusters(run: Run, stage: StageDir, stats: dict) -> Section:
+    """The largest clusters and a sample, their members' text from the stage's input."""
+    cfg, folder = run.cfg, stage.folder / "clusters"
+    heads: dict[str, int] = {}
+    chosen_plan, tables = scanned(folder, COLUMNS, cfg.read_bytes, cfg.max_files)
+    for table in tables:
+        for doc_id, head, size in zip(*(table.column(c).to_pylist() for c in ("id", "cluster_id", "cluster_size"))):
+            if doc_id == head:
+                heads[head] = size
+                if len(heads) > 4 * (cfg.largest_clusters + cfg.sampled_clusters) + 1000:
+                    heads = _keep(heads, cfg.largest_clusters, cfg.sampled_clusters)
+    heads = _keep(heads, cfg.largest_clusters, cfg.sampled_clusters)
+    largest = sorted(heads, key=lambda h: (-heads[h], id_hash(h)))[:cfg.largest_clusters]
+    sampled = [h for h in sorted(heads, key=id_hash) if h not in largest][:cfg.sampled_clusters]
+    members = _members(folder, set(largest) | set(sampled), run)
+    wanted = {doc_id for rows in members.values() for doc_id, _ in rows}
+    texts = documents_by_id(run.input_files(stage), wanted, cfg.lookup_bytes, cfg.max_files)
+    survivors_missing = {h for h in wanted if h not in texts}
+    texts.update(documents_by_id([p for p in sorted((stage.folder / "docs").rglob("part-*.parquet"))],
+                                 survivors_missing, cfg.lookup_bytes, cfg.max_files))
+    minhash = MinHashConfig(num_perm=int(stats.get("num_perm") or 128), ngram=int(stats.get("ngram") or 5),
+                            seed=int(run.setting(stage, "minhash", "seed", default=1) or 1))
+    blocks: list = read_note(chosen_plan, "clusters")
+    if not run.input_files(stage):
+        blocks.append(Note("The documents dedup removed are not in its output: their text is shown where its input "
+                           "(Parquet) is at hand, else their id alone."))
+    for title, chosen in (("largest", largest), ("sampled by a hash of the head's id", sampled)):
+        for head in chosen:
+            blocks.append(_cluster(f"Cluster of {heads[head]} ({title})", heads[head], members[head], texts, minhash,
+                                   run))
+    if not heads:
+        blocks.append(Note("no cluster of two documents or more"))
+    return Section("Clusters: the survivor beside its members", blocks)
+
+
+def _keep(heads: dict[str, int], largest: int, sampled: int) -> dict[str, int]:
+    """The heads that may still be shown: the largest and the smallest hashes."""
+    by_size = sorted(heads, key=lambda h: (-heads[h], id_hash(h)))[:largest]
+    by_hash = sorted(heads, key=id_hash)[:largest + sampled]
+    return {h: heads[h] for h in {*by_size, *by_hash}}
+
+
+def _members(folder, heads: set[str], run: Run) -> dict[str, list[tuple[str, bool]]]:
+    """Per head, (id, kept) of its survivor first and of up to cfg.cluster_members others (smallest hashes)."""
+    cfg = run.cfg
+    found: dict[str, list[tuple[str, bool]]] = {h: [] for h in heads}
+    _, tables = scanned(folder, COLUMNS, cfg.read_bytes, cfg.max_files)
+    for table in tables:
+        for doc_id, head, kept in zip(*(table.column(c).to_pylist() for c in ("id", "cluster_id", "kept"))):
+            if head in found:
+                found[head].append((doc_id, bool(kept)))
+    return {h: sorted(rows, key=lambda r: (not r[1], id_hash(r[0])))[:cfg.cluster_members + 1]
+            for h, rows in found.items()}
+
+
+def _cluster(title: str, size: int, rows: list[tuple[str, bool]], texts: dict, minhash: MinHashConfig,
+             run: Run) -> Cluster:
+    cfg = run.cfg
+    survivor = next((doc_id for doc_id, kept in rows if kept), None)
+    others = [doc_id for doc_id, kept in rows if not kept]
+    with_text = [d for d in [survivor, *others] if d in texts]
+    similarity: dict[str, float] = {}
+    if survivor in texts and len(with_text) > 1:
+        sigs = signatures([texts[d]["text"] or "" for d in with_text], minhash)
+        for doc_id, value in zip(with_text[1:], estimated_jaccard(sigs[1:], sigs[0][np.newaxis, :]).tolist()):
+            similarity[doc_id] = value
+
+    survivor_lines = set((texts.get(survivor) or {}).get("text", "").splitlines()) if survivor else set()
+
+    def shown(doc_id: str | None):
+        if doc_id is None:
+            return None
+        row = texts.get(doc_id, {"id": doc_id, "text": ""})
+        marks = differing_lines(row.get("text") or "", survivor_lines) if doc_id != survivor and survivor_lines else []
+        return document(row, cfg, fields=("lang", "source"), marks=marks,
+                        extra={} if doc_id in texts else {"text": "not at hand"})
+
+    return Cluster(title, size, shown(survivor), [(shown(d), similarity.get(d)) for d in others],
+                   note="" if size <= len(rows) else f"{len(rows)} of its {size} documents shown")
+
+
+def differing_lines(text: str, survivor_lines: set[str]) -> list[Mark]:
+    """The lines of a member that its survivor does not have, marked: where two near duplicates differ."""
+    marks, at = [], 0
+    for line in text.splitlines(keepends=True):
+        if line.strip() and line.rstrip("\r\n") not in survivor_lines:
+            marks.append(Mark(at, at + len(line.rstrip("\r\n")), "changed", "not in the survivor"))
+        at += len(line)
+    return marks[:200]

@@ -1,0 +1,59 @@
+"""Writing a report into an output folder: recorded as tokenmill's (spark_stages/outputs.py) before it is
+written, written beside and renamed into place, so a reader never sees half a report. A job's run also
+leaves its settings (settings.yaml, the --print-config YAML: `--config OUT/settings.yaml` runs it again)
+and run.json (the job, its inputs, the version, its seconds), which the report reads back."""
+
+import datetime
+import os
+from pathlib import Path
+
+from report.config import ReportConfig
+from report.gather import run_view, version
+from report.render import report_page
+from report.render_compare import comparison_page
+from report.run import RUN_FILE, SETTINGS_FILE
+from spark_stages.outputs import record_written, write_json
+
+REPORT_FILE = "report.html"
+COMPARE_FILE = "compare.html"
+
+
+DEFAULT = ReportConfig()
+
+
+def write_report(out, cfg: ReportConfig = DEFAULT, *, destination=None, job: str | None = None,
+                 settings: str | None = None, inputs: dict | None = None, seconds: float | None = None) -> Path:
+    """OUT/report.html (or `destination`) of the output folder `out`. With `job`, first records the run:
+    OUT/settings.yaml (`settings`) and OUT/run.json (`inputs` by source, `seconds`). The path written."""
+    out = Path(out)
+    target = Path(destination) if destination else out / REPORT_FILE
+    names = ([RUN_FILE] + ([SETTINGS_FILE] if settings is not None else []) if job else [])
+    inside = target.parent.resolve() == out.resolve()
+    if names or inside:
+        record_written(out, names + ([target.name] if inside else []))
+    if job:
+        write_json(out / RUN_FILE, {"job": job, "version": version(), "inputs": inputs or {},
+                                    "seconds": None if seconds is None else round(seconds, 1),
+                                    "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                                        timespec="seconds")})
+        if settings is not None:
+            _replace(out / SETTINGS_FILE, f"# jobs.{job} as it ran (tokenmill {version()}); "
+                                          f"--config {SETTINGS_FILE} runs it again\n{settings}")
+    _replace(target, report_page(run_view(out, cfg)))
+    return target
+
+
+def write_comparison(out, other, cfg: ReportConfig = DEFAULT, *, destination=None) -> Path:
+    """OUT/compare.html (or `destination`): the run in `out` against the run in `other` over the same input."""
+    out = Path(out)
+    target = Path(destination) if destination else out / COMPARE_FILE
+    if target.parent.resolve() == out.resolve():
+        record_written(out, [target.name])
+    _replace(target, comparison_page(out, Path(other), cfg))
+    return target
+
+
+def _replace(path: Path, content: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(content, encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,99 @@
+"""A report's size and reads stay bounded whatever the outputs hold, and what it shows is text: outputs made
+here with pyarrow (no Spark) in the shapes the jobs write, with documents of a megabyte, ids of ten
+thousand characters, thousands of reasons, control characters and markup."""
+
+import json
+import re
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from report import ReportConfig, write_report
+from report.html import text
+from report.layout import LayoutError, stage_dirs
+from report.scan import pieces, plan
+from spark_stages.outputs import written_names
+from tests.report.expected import smallest_ids
+from tests.report.page import read_page
+
+MARKUP = "<script>alert(1)</script><img src=x onerror=alert(2)></textarea>"
+
+
+def documents(count: int, text_chars: int, id_chars: int, reasons: int | None, start: int = 0) -> pa.Table:
+    ids = [f"{i:08d}-{MARKUP}" + "x" * id_chars for i in range(start, start + count)]
+    body = "word " * (text_chars // 5)
+    texts = [f"{MARKUP} document {i} \x00\x07\u202e {body}" for i in range(start, start + count)]
+    columns = {"id": ids, "text": texts, "source": ["f.jsonl"] * count, "metadata": [None] * count,
+               "lang": ["en"] * count, "lang_score": pa.array([0.9] * count, pa.float32())}
+    if reasons is not None:
+        columns["reason"] = [f"rule:{MARKUP}{i % reasons}" for i in range(start, start + count)]
+    return pa.table(columns)
+
+
+def clean_output(folder, count: int, text_chars: int = 1000, id_chars: int = 10, reasons: int = 3, files: int = 4):
+    """A folder as the clean job writes it: half the documents kept, half rejected with `reasons` reasons."""
+    for name, kind in (("docs", None), ("rejected", reasons)):
+        (folder / name).mkdir(parents=True)
+        per_file = count // 2 // files
+        for f in range(files):
+            table = documents(per_file, text_chars, id_chars, kind, start=f * per_file + (0 if kind is None else 10**6))
+            pq.write_table(table, folder / name / f"part-{f:05d}.parquet", row_group_size=max(1, per_file // 4))
+    (folder / "quarantine").mkdir()
+    rejected = pq.read_table(folder / "rejected", columns=["reason"]).column("reason").to_pylist()
+    by_reason = {r: rejected.count(r) for r in sorted(set(rejected))}
+    stats = {"format_version": "1", "input": count, "kept": count // 2, "rejected": len(rejected), "quarantined": 0,
+             "rejected_by_reason": by_reason, "files": 1, "file_errors": [], "file_warnings": [], "seconds": 1.0}
+    (folder / "stats.json").write_text(json.dumps(stats))
+    (folder / ".tokenmill").write_text(json.dumps({"written": ["docs", "rejected", "quarantine", "stats.json"]}))
+    return folder
+
+
+def test_the_report_size_is_bounded_whatever_the_documents_ids_and_reasons(tmp_path):
+    small = clean_output(tmp_path / "small", 80)
+    huge = clean_output(tmp_path / "huge", 200, text_chars=1_000_000, id_chars=10_000, reasons=3_000)
+    cfg = ReportConfig()
+    sizes = {name: write_report(folder).stat().st_size for name, folder in (("small", small), ("huge", huge))}
+    # 200 MB of text, ids of 10,000 characters, 100 reasons: the caps hold it to the small one's order
+    assert sizes["huge"] < 2 * 1024 * 1024 and sizes["huge"] < 12 * sizes["small"]
+    html = (huge / "report.html").read_text()
+    page = read_page(html)
+    assert max(map(len, page.by_class["doc-id"])) <= cfg.field_chars + 1
+    assert max(map(len, page.by_class["text"])) <= cfg.example_chars
+    assert len(page.by_class["reason"]) == cfg.max_reasons + 1  # the rest counted together
+    assert "report.html" in written_names(huge)
+
+
+def test_reads_stop_at_the_budget_and_the_report_says_what_share_it_read(tmp_path):
+    out = clean_output(tmp_path / "out", 4_000, text_chars=2_000, files=8)
+    every = pieces(out / "rejected", 100)
+    budget = sum(p.column_bytes["text"] for p in every) // 5
+    chosen = plan(every, ["text"], budget)
+    assert 0 < chosen.rows_read < chosen.rows and sum(p.column_bytes["text"] for p in chosen.chosen) <= budget
+    assert plan(every, ["text"], budget).chosen == chosen.chosen  # the same row groups every time
+    html = write_report(out, ReportConfig(read_bytes=budget)).read_text()
+    assert f"of {chosen.rows:,} rows" in read_page(html).text
+
+
+def test_the_sample_is_the_smallest_id_hashes_of_what_was_read(tmp_path):
+    out = clean_output(tmp_path / "out", 400, reasons=1)
+    ids = pq.read_table(out / "rejected", columns=["id"]).column("id").to_pylist()
+    page = read_page(write_report(out, ReportConfig(examples_per_reason=5, kept_examples=0)).read_text())
+    shown = [i.removesuffix("…") for i in page.by_class["doc-id"]]
+    assert shown == [i[:len(s)] for i, s in zip(smallest_ids(ids, 5), shown)]
+
+
+def test_documents_are_escaped_text_with_control_characters_shown(tmp_path):
+    assert text("<a href='javascript:x'>&\x00\x1b") == "&lt;a href=&#x27;javascript:x&#x27;&gt;&amp;␀␛"
+    page = read_page(write_report(clean_output(tmp_path / "out", 40)).read_text())
+    assert MARKUP in page.text and re.search("document \\d+ ␀␇\u202e", page.text)
+    assert {tag for tag, _ in page.tags}.isdisjoint({"img", "textarea", "iframe"})
+    assert [tag for tag, _ in page.tags].count("script") == 1
+
+
+def test_a_folder_without_tokenmill_output_is_named(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(LayoutError, match="holds no tokenmill output"):
+        stage_dirs(tmp_path)
+    with pytest.raises(LayoutError, match="is not a folder"):
+        stage_dirs(tmp_path / "missing")

@@ -1,0 +1,202 @@
+"""The report each job and the pipeline write (spark_stages/runner.py), read back as a parser reads it and
+checked against the outputs: the funnel's counts, the sample's ids, the spans where the matches say, the
+largest cluster, a comparison's changes; hostile documents as text; the run's settings beside it; a report
+that fails costs the job nothing; `jobs.report` with the command line of every job."""
+
+import json
+import re
+from collections import Counter
+
+import pytest
+
+import report
+from prep.cli import command_line
+from report.cli import main
+from report.config import ReportConfig
+from spark_stages import clean, pipeline
+from spark_stages.runner import run_stage
+from tests.report import corpus
+from tests.report.expected import clean_fates, rows, sample_by_reason, stats
+from tests.report.page import read_page, table_rows
+from tests.spark_stages.conftest import spark_submit
+
+pytestmark = pytest.mark.spark
+FUNNEL = "Documents, text and tokens through each stage"
+# What a report is made of; anything else (img, iframe, a, object, style in the body...) came from a document.
+ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "h4", "div", "span",
+                "b", "nav", "a", "button", "main", "section", "table", "thead", "tbody", "tr", "th", "td", "p",
+                "details", "summary", "code", "pre", "mark", "small", "svg", "rect", "text", "line", "script"}
+
+
+def html_of(folder) -> str:
+    return (folder / "report.html").read_text(encoding="utf-8")
+
+
+def written(folder) -> set[str]:
+    return set(json.loads((folder / ".tokenmill").read_text())["written"])
+
+
+def reason_blocks(html: str) -> dict[str, tuple[str, list[str]]]:
+    """{reason: (its count as shown, the ids of its examples)} of a report's reasons."""
+    found = {}
+    for chunk in html.split('<details class="reason">')[1:]:
+        page = read_page(chunk.split("</details>", 1)[0])
+        found[page.by_class["name"][0]] = (page.by_class["count"][0], page.by_class["doc-id"])
+    return found
+
+
+def test_every_job_and_the_pipeline_write_their_report_and_what_ran(pipeline_run, clean_runs):
+    for out in (pipeline_run, *clean_runs):
+        assert {"report.html", "settings.yaml", "run.json"} <= written(out)
+    run = json.loads((pipeline_run / "run.json").read_text())
+    assert run["job"] == "pipeline" and set(run["inputs"]) == {"web", "docs"}
+    settings = str(pipeline_run / "settings.yaml")  # the settings as they ran: --config runs them again
+    _, cfg = command_line(pipeline.Config, ["--config", settings], prog="t", description="t")
+    assert set(cfg.decontaminate.benchmarks) == {"ref"} and cfg.tokenizer.vocab_size == 1024
+    _, strict = command_line(clean.Config, ["--config", str(clean_runs[1] / "settings.yaml")], prog="t",
+                             description="t")
+    assert strict.en.gopher_quality.min_doc_words == 400
+    assert "settings that ran" in html_of(pipeline_run).lower() and "min_doc_words: 400" in html_of(clean_runs[1])
+
+
+def test_the_funnel_holds_every_stage_and_source_as_its_outputs_count_them(pipeline_run):
+    shown = {(r[0], r[1]): r[2:6] for r in table_rows(html_of(pipeline_run), FUNNEL)}
+
+    def cells(*values):
+        return ["—" if v is None else f"{v:,}" for v in values]
+
+    for name in ("web", "docs"):
+        s = stats(pipeline_run / "clean" / name)
+        assert shown[("Clean", name)] == cells(s["input"], s["kept"], s["rejected"], s["quarantined"])
+        s = stats(pipeline_run / "decontaminate" / name)
+        assert shown[("Decontaminate", name)] == cells(s["input"], s["kept"], s["dropped"], s["quarantined"])
+        index = json.loads((pipeline_run / "shards" / name / "index.json").read_text())
+        held = json.loads((pipeline_run / "shards" / name / "heldout" / "index.json").read_text())
+        documents = index["totals"]["documents"]
+        row = next(r for r in table_rows(html_of(pipeline_run), FUNNEL) if r[:2] == ["Shards", name])
+        assert row[2:4] == cells(documents + held["totals"]["documents"], documents)
+        assert row[8] == f"{index['totals']['real_tokens']:,}"
+        dedup = stats(pipeline_run / "dedup")["sources"][name]
+        assert shown[("Dedup", name)][:2] == cells(dedup["input"], dedup["kept"])
+    s = stats(pipeline_run / "extract" / "web")
+    assert shown[("Extract", "web")][:2] == cells(s["records"], s["written"])
+    s = stats(pipeline_run / "dedup")
+    assert shown[("Dedup", "all sources")] == cells(s["input"], s["kept"], s["exact_duplicates"] +
+                                                    s["near_duplicates"], s["quarantined"])
+
+
+def test_each_reason_shows_its_count_and_the_documents_of_the_smallest_id_hashes(clean_runs):
+    for out in clean_runs:
+        blocks = reason_blocks(html_of(out))
+        counts = stats(out)["rejected_by_reason"]
+        assert {reason: count for reason, (count, _) in blocks.items()} == {r: f"{n:,}" for r, n in counts.items()}
+        expected = sample_by_reason(out / "rejected", ReportConfig().examples_per_reason)
+        assert {reason: ids for reason, (_, ids) in blocks.items()} == expected
+
+
+def test_hostile_documents_are_shown_as_text_and_nothing_of_them_is_markup(clean_runs, pipeline_run, tmp_path):
+    every = tmp_path / "every.html"  # every document of the run shown
+    report.write_report(clean_runs[0], ReportConfig(examples_per_reason=100, kept_examples=100),
+                        destination=every)
+    for html in (every.read_text(), html_of(clean_runs[0]), html_of(pipeline_run)):
+        page = read_page(html)
+        assert {tag for tag, _ in page.tags} <= ALLOWED_TAGS
+        assert [tag for tag, _ in page.tags].count("script") == 1 and [t for t, _ in page.tags].count("style") == 1
+        for tag, attributes in page.tags:
+            assert not [name for name in attributes if name.startswith("on")], tag
+            assert not any("javascript:" in (value or "") for value in attributes.values()), tag
+            if tag == "a":
+                assert re.fullmatch(r"#\w+", attributes["href"])
+    text = read_page(every.read_text()).text
+    for doc in corpus.HOSTILE[:5]:
+        assert doc["text"][:45] in text, doc["id"]  # shown as the text it is
+    assert all(doc["id"] in text for doc in corpus.HOSTILE)
+    assert corpus.NOT_JSON in text  # the quarantined record's bytes
+
+
+def test_matched_spans_are_marked_where_the_matches_say_beside_their_items(pipeline_run):
+    html = html_of(pipeline_run)
+    matches = rows(pipeline_run / "decontaminate" / "docs" / "matches", ["id", "start", "end", "item"])
+    before = {r["id"]: r["text"] for r in rows(pipeline_run / "dedup" / "docs" / "source=docs", ["id", "text"])}
+    assert len(matches) == 5
+    marked = [m for m in read_page(html).by_class["span"] if m != "matched span"]  # but the legend's
+    assert sorted(marked) == sorted(before[m["id"]][m["start"]:m["end"]] for m in matches)
+    text = read_page(html).text
+    assert all(" ".join(item.split()) in " ".join(text.split()) for item in corpus.items())
+    assert len(read_page(html).by_class["window"]) >= len(matches)  # the window cut with each span
+
+
+def test_clusters_show_the_largest_first_its_survivor_beside_its_members(pipeline_run):
+    clusters = rows(pipeline_run / "dedup" / "clusters", ["id", "cluster_id", "cluster_size", "kept"])
+    largest = max(r["cluster_size"] for r in clusters)
+    html = html_of(pipeline_run)
+    first = html.split('<details class="cluster"', 1)[1].split(">", 1)[1].split("</details>", 1)[0]
+    page = read_page(first)
+    assert page.text.startswith(f"Cluster of {largest} (largest)")
+    survivor, *members = page.by_class["doc-id"]
+    heads = {r["cluster_id"] for r in clusters if r["cluster_size"] == largest}
+    assert survivor in heads and all(r["kept"] == (r["id"] == survivor) for r in clusters
+                                     if r["cluster_id"] == survivor)
+    assert set(members) <= {r["id"] for r in clusters if r["cluster_id"] == survivor and not r["kept"]}
+    assert members and "similarity" in page.text
+
+
+def test_a_comparison_counts_the_documents_whose_fate_differs_by_the_change(clean_runs):
+    first, second = clean_runs
+    assert main([str(first), "--compare", str(second)]) == 0
+    assert "compare.html" in written(first)
+    html = (first / "compare.html").read_text()
+    a, b = clean_fates(first), clean_fates(second)
+    expected = Counter((a[i], b[i]) for i in a.keys() & b.keys() if a[i] != b[i])
+    assert ("kept", "rejected: gopher_quality:min_doc_words") in expected
+    shown = {(before, after): int(count.replace(",", "")) for before, after, count in
+             table_rows(html, "Changes of fate")}
+    assert shown == dict(expected)
+    pairs = read_page(html).by_class["pair"]
+    assert pairs and len(pairs) <= sum(min(n, ReportConfig().compare_examples) for n in expected.values())
+
+
+def test_a_run_compared_with_itself_changes_nothing_at_any_stage(pipeline_run, tmp_path):
+    html = report.write_comparison(pipeline_run, pipeline_run, destination=tmp_path / "same.html").read_text()
+    compared = dict(re.findall(r"<h2>([\w/]+)<small>  ([\d,]+) documents reached this stage", html))
+    expected = {}
+    for name in ("web", "docs"):
+        s = stats(pipeline_run / "clean" / name)
+        expected[f"clean/{name}"] = s["kept"] + s["rejected"]
+        expected[f"decontaminate/{name}"] = stats(pipeline_run / "decontaminate" / name)["input"]
+    expected["extract/web"] = stats(pipeline_run / "extract" / "web")["written"]
+    expected["dedup"] = stats(pipeline_run / "dedup")["input"]
+    assert {key: int(n.replace(",", "")) for key, n in compared.items()} == expected
+    assert html.count("No document fared otherwise.") == len(expected)
+
+
+def test_jobs_report_takes_the_command_line_of_every_job(clean_runs, tmp_path, capsys):
+    assert main(["--help"]) == 0 and "--compare" in capsys.readouterr().out
+    assert main(["--print-config"]) == 0 and "read_bytes:" in capsys.readouterr().out
+    assert main([str(tmp_path)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "holds no tokenmill output" in error[0]
+    assert main([str(clean_runs[0]), "--examples-per-reason", "-1"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    other = tmp_path / "fewer.html"
+    assert main([str(clean_runs[0]), "--output", str(other), "--examples-per-reason", "1", "--kept-examples", "0"]) == 0
+    assert {reason: ids for reason, (_, ids) in reason_blocks(other.read_text()).items()} == sample_by_reason(
+        clean_runs[0] / "rejected", 1)
+    done = spark_submit("report", str(clean_runs[0]), "--output", str(tmp_path / "submitted.html"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "submitted.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_report_that_cannot_be_written_leaves_the_job_done(spark, inputs, tmp_path, monkeypatch, capfd):
+    del spark
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("no report today")
+
+    monkeypatch.setattr(report, "write_report", broken)
+    out = tmp_path / "out"
+    assert run_stage(clean.STAGE, ["--input", str(inputs["docs"] / "hostile.jsonl"), "--output", str(out)]) == 0
+    assert (out / "stats.json").is_file() and not (out / "report.html").exists()
+    warning = [line for line in capfd.readouterr().err.splitlines() if "WARNING" in line]
+    assert len(warning) == 1 and "no report today" in warning[0] and "outputs are complete" in warning[0]
+    assert stats(out)["input"] == len(corpus.HOSTILE) + 1  # and the line that is not JSON
