@@ -10,7 +10,7 @@ OUT := out/sample
 # 10 MB of sample text cannot fill 131072 pieces (the job's default, for real corpora)
 SAMPLE_VOCAB := 32768
 
-.PHONY: install lint test test-fast test-cluster browser shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-decontaminate gpu-check bench-classifier bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode bench-scale
+.PHONY: install lint test test-fast test-cluster browser shards train clean-out bench-clean eval-clean eval-profiles bench-extract bench-decontaminate gpu-check bench-classifier bench-paragraphs bench-dedup eval-dedup bench-tokenizer bench-superword-learning bench-tokenize bench-loader bench-mixture bench-minhash bench-encode bench-scale
 
 install: $(STAMP)
 
@@ -109,6 +109,10 @@ bench-scale: install
 # .bench/fasttext-venv the first time) on tests/labelled/classifier_set.py; web pages from bench-extract's WARC.
 bench-classifier: install
 	$(PY) -m benchmarks.bench_classifier $(if $(wildcard $(EXTRACT_WARC)/eval.warc.gz),--web-pages $(EXTRACT_WARC)/eval.warc.gz)
+
+# Paragraph dedup against Dolma's and datatrove's (each in a venv of its own under .bench/, made the first time).
+bench-paragraphs: install
+	$(PY) -m benchmarks.bench_paragraphs
 
 bench-dedup: install
 	$(PY) -m benchmarks.bench_dedup

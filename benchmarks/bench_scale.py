@@ -1,4 +1,5 @@
-"""Cost curves: every Spark stage and the pipeline at 1x, 4x and 16x, with datatrove's filters and MinHash.
+"""Cost curves: every Spark stage (dedup also with its paragraph step) and the pipeline at 1x, 4x and 16x,
+with datatrove's filters and MinHash.
 
     python -m benchmarks.bench_scale [--scales 1,4,16] [--base-mb 10] [--cores 2] [--no-datatrove]
     python -m benchmarks.bench_scale --two-workers   # the largest scale on 1, then 2 workers of 1 core
@@ -167,7 +168,7 @@ class Run:
 
 def run_job(stage: str, args: list[str], master: list[str], work: Path) -> tuple[float, Sampled, int]:
     """`master`: the --conf settings that say where the job runs."""
-    logs = work / f"events-{stage}"
+    logs = work / f"events-{stage}-{time.monotonic_ns()}"  # one job's alone (dedup runs twice)
     logs.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", f"jobs.{stage}", *args, *master,
                "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{logs}",
@@ -217,6 +218,8 @@ def tokenmill_runs(scale: int, corpus: Path, cores: int, vocab: int, master: lis
         stages = [  # (stage, its input, its arguments)
             ("clean", corpus, ["--output", str(work / "clean")]),
             ("dedup", cleaned, ["--output", str(work / "dedup")]),
+            # the same with the paragraph step (issue 50): its cost is the difference
+            ("dedup", cleaned, ["--output", str(work / "dedup-paragraphs"), "--paragraphs.enabled", "true"]),
             ("decontaminate", deduplicated, ["--benchmark", f"scale={bench}", "--output", str(work / "decontaminate")]),
             ("train_tokenizer", deduplicated, ["--output", str(work / "tokenizer"), "--vocab-size", str(vocab)]),
             ("shards", deduplicated, ["--tokenizer", str(work / "tokenizer" / "tokenizer.json"), "--output",
@@ -226,8 +229,9 @@ def tokenmill_runs(scale: int, corpus: Path, cores: int, vocab: int, master: lis
         for stage, source, args in stages[:1] if only_clean else stages:
             megabytes = raw_mb if source == corpus else text_megabytes(source)
             seconds, sampled, shuffled = run_job(stage, ["--input", str(source), *args], master, work)
-            runs.append(Run(stage + label, scale, megabytes, seconds, cores, sampled.driver, sampled.worker, shuffled))
-            print(f"  {stage}{label} x{scale}: {seconds:.1f} s, {megabytes:.0f} MB", file=sys.stderr, flush=True)
+            name = stage + (" + paragraphs" if "--paragraphs.enabled" in args else "") + label
+            runs.append(Run(name, scale, megabytes, seconds, cores, sampled.driver, sampled.worker, shuffled))
+            print(f"  {name} x{scale}: {seconds:.1f} s, {megabytes:.0f} MB", file=sys.stderr, flush=True)
     return runs
 
 
