@@ -65,7 +65,7 @@ def _input(stage: StageDir) -> int:
 OUTPUTS = {"extract": {"docs": KEPT},
            "clean": {"docs": KEPT, "rejected": None},
            "quality": {"docs": KEPT, "rejected": None},
-           "dedup": {"docs": KEPT},
+           "dedup": {"docs": KEPT, "dropped": None},
            "decontaminate": {"docs": KEPT, "dropped": None}}
 
 
@@ -92,7 +92,7 @@ def fates(run: Run, stage: StageDir, under: int) -> Fates:
 
 
 def _removed(kind: str) -> str:
-    return "dropped" if kind == "decontaminate" else "rejected"
+    return "dropped" if kind in ("dedup", "decontaminate") else "rejected"
 
 
 def _duplicates(stage: StageDir, found: Fates, under: int, cfg: ReportConfig) -> None:

@@ -6,14 +6,23 @@ import numpy as np
 
 from prep.dedup.lsh import estimated_jaccard
 from prep.dedup.minhash import MinHashConfig, signatures
-from report.documents import document
+from report.documents import clipped, document
 from report.layout import StageDir, read_json
 from report.lookup import documents_by_id
 from report.model import Cluster, FunnelRow, Mark, Note, Section, StageView, Table
 from report.run import Run
-from report.sample import Distributions
+from report.sample import Distributions, Smallest
 from report.scan import id_hash, scanned
-from report.stages.common import bars_of, count, distributions, read_note, seconds, stream
+from report.stages.common import (
+    DOCUMENT_COLUMNS,
+    bars_of,
+    count,
+    distributions,
+    read_note,
+    reasons,
+    seconds,
+    stream,
+)
 
 COLUMNS = ["id", "cluster_id", "cluster_size", "kept", "source"]
 
@@ -23,7 +32,9 @@ def gather(run: Run, stage: StageDir) -> StageView:
     stats = read_json(folder / "stats.json") or {}
     kept = Distributions()
     kept_plan = stream(folder / "docs", ["text", "lang", "source"], cfg, None, kept)
-    removed = (count(stats, "exact_duplicates") or 0) + (count(stats, "near_duplicates") or 0)
+    counted = [count(stats, k) for k in ("input", "kept", "quarantined")]
+    removed = counted[0] - counted[1] - counted[2] if None not in counted else None  # duplicates, and documents
+    # the paragraphs' step left too short
     facts = [["input", stats.get("input")], ["kept", stats.get("kept")],
              ["exact duplicates", stats.get("exact_duplicates")], ["near duplicates", stats.get("near_duplicates")],
              ["clusters (2 documents or more)", stats.get("clusters")],
@@ -41,6 +52,8 @@ def gather(run: Run, stage: StageDir) -> StageView:
                                         [[name, *(s.get(k) for k in keys)] for name, s in sources.items()
                                          if isinstance(s, dict)]))
     sections.append(_clusters(run, stage, stats))
+    if isinstance(stats.get("paragraphs"), dict):
+        sections.append(_paragraphs(run, stage, stats["paragraphs"], stats.get("input") or 0))
     if isinstance(stats.get("seconds"), dict):
         sections.append(Section("Seconds", [bars_of(stats["seconds"], "Seconds per step", "s")]))
     sections.append(Section("Distributions", [*read_note(kept_plan, "kept"), *distributions({"kept": kept})]))
@@ -61,6 +74,29 @@ def _per_source(sources: dict, total: FunnelRow) -> list[FunnelRow]:
                                   s["quarantined"]))
     total.source = "all sources"
     return rows + [total]
+
+
+def _paragraphs(run: Run, stage: StageDir, step: dict, total: int) -> Section:
+    """The paragraphs' step: the units shared by many documents (the most shared, with their text), and the
+    documents it left too short, by reason."""
+    cfg = run.cfg
+    facts = Table("Paragraphs shared by many documents", ["", "value"],
+                  [[k.replace("_", " "), step.get(k)] for k in ("unit", "max_documents", "units", "shared_units",
+                                                                "units_removed", "documents_changed",
+                                                                "documents_dropped")])
+    shared = []
+    _, tables = scanned(stage.folder / "paragraphs", ["documents", "text"], cfg.read_bytes, cfg.max_files)
+    for table in tables:
+        shared += table.to_pylist()
+        del shared[cfg.max_reasons * 4:]
+    top = sorted(shared, key=lambda r: (-(r["documents"] or 0), r["text"] or ""))[:cfg.max_reasons]
+    units = Table("The most shared, kept in the first document only", ["documents", "text"],
+                  [[r["documents"], clipped(r["text"] or "(not kept)", cfg.example_chars // 4)] for r in top])
+    dropped = Smallest(cfg.examples_per_reason, lambda row: document(row, cfg))
+    dropped_plan = stream(stage.folder / "dropped", DOCUMENT_COLUMNS + ["reason"], cfg, dropped, None, key="reason")
+    counts = {"paragraphs:too_short": step["documents_dropped"]} if step.get("documents_dropped") else {}
+    return Section("Shared paragraphs", [facts, units, *read_note(dropped_plan, "dropped"),
+                                         *reasons(counts, total, dropped, cfg)])
 
 
 def _relative(run: Run, folder) -> str:

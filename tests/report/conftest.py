@@ -26,7 +26,8 @@ def inputs(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def pipeline_run(spark, inputs, tmp_path_factory):
-    """The pipeline: extract (web), clean, dedup, decontaminate, tokenizer, shards; two named sources."""
+    """The pipeline: extract (web), clean, dedup (and its shared paragraphs' step), decontaminate, tokenizer,
+    shards; two named sources."""
     from spark_stages import pipeline
     from spark_stages.runner import run_stage
 
@@ -34,7 +35,7 @@ def pipeline_run(spark, inputs, tmp_path_factory):
     out = tmp_path_factory.mktemp("report-pipeline") / "run"
     code = run_stage(pipeline.STAGE, ["--input", f"web={inputs['crawl'].parent}", "--input", f"docs={inputs['docs']}",
                                       "--benchmark", f"ref={inputs['benchmark']}", "--output", str(out),
-                                      "--vocab-size", "1024"])
+                                      "--vocab-size", "1024", "--dedup.paragraphs.enabled", "true"])
     assert code == 0
     return out
 

@@ -141,6 +141,17 @@ def test_clusters_show_the_largest_first_its_survivor_beside_its_members(pipelin
     assert members and "similarity" in page.text
 
 
+def test_the_paragraphs_shared_by_many_documents_are_listed_with_their_counts(pipeline_run):
+    step = stats(pipeline_run / "dedup")["paragraphs"]
+    html = html_of(pipeline_run)
+    facts = dict(table_rows(html, "Paragraphs shared by many documents"))
+    assert facts["shared units"] == f"{step['shared_units']:,}"
+    assert facts["units removed"] == f"{step['units_removed']:,}"
+    shared = rows(pipeline_run / "dedup" / "paragraphs", ["documents", "text"])
+    shown = table_rows(html, "The most shared, kept in the first document only")
+    assert len(shown) == len(shared) and shown[0][0] == f"{max(r['documents'] for r in shared):,}"
+
+
 def test_a_comparison_counts_the_documents_whose_fate_differs_by_the_change(clean_runs):
     first, second = clean_runs
     assert main([str(first), "--compare", str(second)]) == 0
