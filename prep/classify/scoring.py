@@ -2,7 +2,8 @@
 
 `classifiers: {NAME: {model: PATH, label: LABEL}}` adds `score_NAME`, the probability of LABEL, to every
 document, kept and rejected alike (a report can then show the good documents a rule threw away); a model of
-more than two labels also adds `label_NAME`, its most probable label. An entry `{combine: mean, of: [A, B]}`
+more than two labels also adds `label_NAME`, its most probable label, and `label_score_NAME`, that label's
+probability. An entry `{combine: mean, of: [A, B]}`
 is an ensemble, the mean (or max) of its members' scores, as Nemotron-CC's. The rules on a score, for the
 documents the other rules kept: `min_score` rejects those under it, `keep_labels` those whose best label is
 not one of them (the reason `classifier:NAME`); `keep_top` keeps that share of them, the best, and `buckets`
@@ -53,6 +54,14 @@ def bucket_column(name: str) -> str:
     return f"bucket_{name}"
 
 
+def label_column(name: str) -> str:
+    return f"label_{name}"
+
+
+def label_score_column(name: str) -> str:
+    return f"label_score_{name}"
+
+
 class Classifiers:
     """The classifiers of a configuration, their models read and checked (on the driver; then broadcast)."""
 
@@ -86,19 +95,28 @@ class Classifiers:
         return bool(self.configs)
 
     def fields(self) -> list[pa.Field]:
-        """The columns scoring adds: score_NAME, and label_NAME for a model of more than two labels."""
+        """The columns scoring adds: score_NAME, and label_NAME with label_score_NAME for a model of more than
+        two labels (or one with keep_labels)."""
         out = [pa.field(score_column(name), pa.float32()) for name in self.configs]
-        return out + [pa.field(f"label_{name}", pa.string()) for name, model in self.models.items()
-                      if len(model.labels) > 2 or self.configs[name].keep_labels]
+        for name in self._labelled():
+            out += [pa.field(label_column(name), pa.string()), pa.field(label_score_column(name), pa.float32())]
+        return out
+
+    def _labelled(self) -> list[str]:
+        return [name for name, model in self.models.items()
+                if len(model.labels) > 2 or self.configs[name].keep_labels]
 
     def scores(self, texts: list[str]) -> dict[str, np.ndarray | list]:
         """The columns of `fields` for the texts."""
         out: dict[str, np.ndarray | list] = {}
+        labelled = self._labelled()
         for name, model in self.models.items():
             probabilities = model.probabilities(texts) if texts else np.zeros((0, len(model.labels)), np.float32)
             out[score_column(name)] = probabilities[:, self.label_index[name]]
-            if len(model.labels) > 2 or self.configs[name].keep_labels:
-                out[f"label_{name}"] = [model.labels[i] for i in probabilities.argmax(axis=1).tolist()]
+            if name in labelled:
+                best = probabilities.argmax(axis=1)
+                out[label_column(name)] = [model.labels[i] for i in best.tolist()]
+                out[label_score_column(name)] = probabilities[np.arange(len(best)), best]
         for name, cfg in self.configs.items():
             if cfg.combine:
                 members = np.stack([out[score_column(m)] for m in cfg.of]) if texts else np.zeros((1, 0))
@@ -111,7 +129,7 @@ class Classifiers:
         for name, cfg in self.configs.items():
             if cfg.min_score is not None and columns[score_column(name)][i] < cfg.min_score:
                 return f"classifier:{name}"
-            if cfg.keep_labels and columns[f"label_{name}"][i] not in cfg.keep_labels:
+            if cfg.keep_labels and columns[label_column(name)][i] not in cfg.keep_labels:
                 return f"classifier:{name}"
         return None
 

@@ -55,8 +55,8 @@ def test_no_texts_no_scores(models):
     classifiers = Classifiers({"kinds": ClassifierConfig(model=models["kinds"], label="prose"),
                                "both": ClassifierConfig(combine="max", of=["kinds"])})
     columns = classifiers.scores([])
-    assert [len(v) for v in columns.values()] == [0, 0, 0] and set(columns) == {"score_kinds", "label_kinds",
-                                                                                 "score_both"}
+    assert [len(v) for v in columns.values()] == [0, 0, 0, 0]
+    assert set(columns) == {"score_kinds", "label_kinds", "label_score_kinds", "score_both"}
 
 
 def test_a_label_the_model_lacks_names_the_classifier_and_the_models_labels(models, prose_model):
@@ -114,10 +114,13 @@ def test_a_model_of_three_labels_adds_the_best_label(models, three_kind_model, t
     texts = three_kinds.held_texts
     classifiers = Classifiers({"kinds": ClassifierConfig(model=models["kinds"], label="prose")})
     assert sorted(three_kind_model.labels) == ["navigation_menu", "number_table", "prose"]
-    assert classifiers.fields() == [pa.field("score_kinds", pa.float32()), pa.field("label_kinds", pa.string())]
+    assert classifiers.fields() == [pa.field("score_kinds", pa.float32()), pa.field("label_kinds", pa.string()),
+                                    pa.field("label_score_kinds", pa.float32())]
     columns = classifiers.scores(texts)
     probabilities = Classifier.load(models["kinds"]).probabilities(texts)
     assert columns["label_kinds"] == [three_kind_model.labels[i] for i in probabilities.argmax(axis=1)]
+    assert np.allclose(columns["label_score_kinds"], probabilities.max(axis=1))
+    assert (columns["label_score_kinds"] > 1 / 3).all()
     assert np.mean([a == b for a, b in zip(columns["label_kinds"], three_kinds.held_labels)]) > 0.9
     assert set(columns["label_kinds"]) == set(three_kind_model.labels)
     # two labels: no label column
@@ -136,7 +139,7 @@ def test_keep_labels_rejects_the_other_labels(models, three_kinds):
     assert reasons.count("classifier:kinds") > 10
     # keep_labels on a model of two labels: the label column is added for it
     two = Classifiers({"quality": ClassifierConfig(model=models["quality"], label="prose", keep_labels=["prose"])})
-    assert [f.name for f in two.fields()] == ["score_quality", "label_quality"]
+    assert [f.name for f in two.fields()] == ["score_quality", "label_quality", "label_score_quality"]
 
 
 def test_the_first_classifier_in_the_configuration_gives_the_reason(models, texts):
