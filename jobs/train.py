@@ -2,9 +2,10 @@
 
     torchrun --nproc_per_node=N jobs/train.py --shards SHARDS --run-dir DIR [--model tiny|125m|1b]
         [--steps N] [--global-batch-size B] [--checkpoint-every N] [--resume] [--config FILE] [--print-config]
+        [--benchmark NAME=PATH ...] [--cpu-offload] [--guard.* --eval.* --stragglers.* --nccl.* ...]
     python jobs/train.py ...      # one process, without torchrun
 
-Flags are TrainConfig's fields (trainer/loop.py); --config takes a YAML file of them, flags override it.
+Flags are TrainConfig's fields (trainer/config.py); --config takes a YAML file of them, flags override it.
 A bad setting is exit code 2 and one line (under torchrun: from every worker, before any work).
 """
 
@@ -16,7 +17,8 @@ if __name__ == "__main__":
     from prep.cli import command_line
     from trainer.loop import TrainConfig, train
 
-    _, config = command_line(TrainConfig, None, prog="jobs.train", description=__doc__.split("\n")[0])
+    _, config = command_line(TrainConfig, None, prog="jobs.train", description=__doc__.split("\n")[0],
+                             mapping_flags={"benchmark": ("eval", "benchmarks")})
     if "RANK" not in os.environ:  # not under torchrun: a world of one process
         import socket
 

@@ -11,9 +11,11 @@ broadcast to every task; the documents stream through prep/decontam/documents.py
 sums and per-benchmark counts come back to the driver, whatever the corpus size.
 """
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -28,10 +30,11 @@ from prep.decontam.documents import (
 )
 from prep.decontam.index import build_index
 from prep.decontam.items import Benchmark, read_benchmark
-from prep.ingest.inputs import InputError, Sources, all_files
+from prep.ingest.inputs import InputError, Sources, all_files, expand_inputs
 from schemas import FORMAT_VERSION
+from schemas.decontamination import RECORD_FILE, new_record
 from spark_stages.ingest import default_partitions, load_documents
-from spark_stages.outputs import checksums, commit, staging_dir
+from spark_stages.outputs import checksums, commit, record_written, staging_dir, write_json
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
 from spark_stages.session import spark_schema
@@ -73,6 +76,29 @@ def read_index(cfg: Config):
     if index.items == 0:
         raise InputError(f"no benchmark item has {cfg.index.min_item_units} units or more: nothing to match")
     return index, {b.name: b.skipped for b in benchmarks}
+
+
+def record_decontamination(cfg: Config, shards_folders: list[Path]) -> None:
+    """SHARDS/decontamination.json (schemas/decontamination.py) in each shards folder the pipeline wrote (and
+    each folder of a split): the benchmarks its documents were cut against, with their files' checksums, for
+    the training loop to tell whether a benchmark it evaluates on was cut from its data."""
+    benchmarks = {}
+    for name, spec in cfg.benchmarks.items():
+        files = []
+        for file in expand_inputs(spec):
+            digest, size = hashlib.sha256(), 0
+            with open(file.path, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    digest.update(chunk)
+                    size += len(chunk)
+            files.append((file.relative, size, digest.hexdigest()))
+        benchmarks[name] = files
+    record = new_record(benchmarks)
+    for folder in shards_folders:
+        for shards in [folder, *(p.parent for p in folder.glob("*/index.json") if p.parent.name != "heldout")]:
+            if (shards / "index.json").is_file():
+                record_written(shards, [RECORD_FILE])
+                write_json(shards / RECORD_FILE, record)
 
 
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:

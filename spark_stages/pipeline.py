@@ -198,6 +198,9 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         log.info("shards %s", name)
         stats["shards"][name] = shards_stage.run(spark, {name: files}, shards_cfg,
                                                  str(_folder(out_path, "shards", name, named)), cfg.sources.weights)
+    if cfg.decontaminate.benchmarks:  # after the shards' commits, which remove what they did not write
+        decontaminate_stage.record_decontamination(cfg.decontaminate, [_folder(out_path, "shards", name, named)
+                                                                       for name in deduplicated])
     if named:
         mixture = new_mixture({name: (name, float(weights[name]) if weights else index["totals"]["rows"],
                                       index["totals"]["rows"], index["totals"]["tokens"],

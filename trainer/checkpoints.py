@@ -1,43 +1,63 @@
-"""Checkpoints of the training loop: asynchronous, complete or absent, and exact to resume from.
+"""Checkpoints of the training loop: asynchronous, complete or absent, checked before they are loaded, and
+exact to resume from.
 
-DIR/checkpoints/step-NNNNNNN holds the model, optimizer, scheduler, step, world size, the loader's
-state (its skips included), the training guard's and each rank's RNG states
-(torch.distributed.checkpoint). A save is written as step-NNNNNNN.partial on a gloo group of its own
-and renamed by rank 0 once every rank's part and DCP's metadata are on disk; the ranks decide that
-together at a step boundary. Loading reshards the model and optimizer when the world size changed.
+DIR/checkpoints/step-NNNNNNN holds what Trainer.state_dict() gives (model, optimizer, scheduler, the
+loader's and the guard's state, step, world size, lineage, each rank's RNG states) through
+torch.distributed.checkpoint, and manifest.json: every file's size and SHA-256 (each rank hashes the
+files it wrote, in a background thread once its part is written), the step and the lineage (a run and
+its resumes). A save is written as step-NNNNNNN.partial on a gloo group of its own and renamed by rank 0
+once every rank's part, DCP's metadata and the manifest are on disk; the ranks decide that together at a
+step boundary. Loading reshards the model and optimizer when the world size changed.
 
-A checkpoint is code: DCP reads its metadata with pickle, as torch.load reads any PyTorch checkpoint.
-So whatever loads one (resume(), jobs.evaluate) first calls check_checkpoint: only a checkpoint folder of
-this user's that nobody else can write (owner and mode of the folder, its parent and every file in it:
-schemas/trust.py), never one from elsewhere.
+Before a checkpoint is loaded (a resume or a rollback) every rank checks, together:
+1. that it is this user's alone (check_checkpoint: a checkpoint is code, DCP reads its metadata with
+   pickle): otherwise the run stops (UntrustedPath), touching nothing of it;
+2. its files against the manifest (missing, truncated, corrupt: a checksum of its own, each file read by
+   one rank), then that DCP's metadata reads and fits this run (the same keys and shapes: another model's
+   checkpoint stops the run, exit code 2, rather than pass for damage), then DCP's load itself.
+A checkpoint that fails 2 is damaged: one line names what was wrong, rank 0 moves it aside to
+DIR/checkpoints/damaged/ (never deleted: damaged.txt in it says why) and the loop tries the one before,
+and so on down the kept ones.
 """
 
+import hashlib
 import json
 import os
 import random
 import shutil
-import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
 
-from schemas.trust import check_private
+from schemas.trust import TooLarge, UntrustedPath, bounded_json, check_private, plain_file_name
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "tokenmill.checkpoint/1"
+MAX_MANIFEST_BYTES = 1 << 20
+DAMAGED = "damaged"
+HASH_CHUNK = 8 << 20
+
+
+class Unfit(Exception):
+    """A checkpoint that does not fit this run (another model, optimizer or data): not damage."""
 
 
 class Checkpoints:
-    """DIR/checkpoints/step-NNNNNNN: complete ones only (written as .partial, renamed by rank 0 once
-    every rank's part and DCP's metadata are on disk)."""
+    """DIR/checkpoints/step-NNNNNNN: complete ones only (see the module's docstring)."""
 
-    def __init__(self, run_dir: Path, keep: int, rank: int, device: torch.device):
-        self.folder, self.keep, self.rank, self.device = run_dir / "checkpoints", keep, rank, device
+    def __init__(self, run_dir: Path, keep: int, rank: int, world: int, device: torch.device, checksums: bool):
+        self.folder, self.keep, self.rank, self.world, self.device = run_dir / "checkpoints", keep, rank, world, device
+        self.checksums = checksums
         self.group = dist.new_group(backend="gloo")  # not the training group: no deadlock with its collectives
-        self.pending: tuple[object, Path] | None = None
-        # the newest complete checkpoint this run saved or resumed from (every rank knows it: poll decides
-        # together): what a rollback goes back to, never another run's left in the folder
+        self.hasher = ThreadPoolExecutor(1, thread_name_prefix="checkpoint-hash")
+        self.pending: tuple | None = None  # (this rank's part: its files' digests once written, target, manifest)
+        # the newest complete checkpoint this run saved or loaded (every rank knows it: poll decides
+        # together): what a rollback goes back to first, never another run's left in the folder
         self.ours: Path | None = None
         if rank == 0:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -45,34 +65,69 @@ class Checkpoints:
                 shutil.rmtree(partial, ignore_errors=True)
         dist.barrier()
 
-    def latest(self) -> Path | None:
-        return latest_checkpoint(self.folder.parent)
+    def complete(self) -> list[Path]:
+        """The complete checkpoints in the folder, newest first."""
+        return sorted((p for p in self.folder.glob("step-*") if p.is_dir() and not p.name.endswith(".partial")),
+                      reverse=True)
 
-    def save(self, state: dict, step: int) -> None:
+    def lineage_of(self, checkpoint: Path) -> str | None:
+        try:
+            return read_manifest(checkpoint)["lineage"]
+        except (OSError, ValueError, UntrustedPath):
+            return None
+
+    def rollback_candidates(self, lineage: str) -> list[Path]:
+        """What a rollback may go back to, newest first: ours, then the older ones of the same lineage."""
+        ours = self.ours_on_disk()
+        if ours is None:
+            return []
+        return [ours] + [p for p in self.complete() if p.name < ours.name and self.lineage_of(p) == lineage]
+
+    def save(self, state: dict, step: int, lineage: str) -> None:
         self.wait()
         target = self.folder / f"step-{step:07d}"
-        future = dcp.async_save(state, checkpoint_id=str(target) + ".partial", process_group=self.group)
-        self.pending = (future, target)
+        partial = target.with_name(target.name + ".partial")
+        future = dcp.async_save(state, checkpoint_id=str(partial), process_group=self.group)
+        part = self.hasher.submit(self._digests, future, partial)
+        self.pending = (part, target, {"format": MANIFEST_FORMAT, "step": step, "lineage": lineage})
+
+    def _digests(self, future, partial: Path) -> dict[str, dict]:
+        """The files this rank wrote (DCP names them __RANK_N; rank 0 also writes .metadata), once written."""
+        future.result()
+        mine = sorted(name for name in os.listdir(partial)
+                      if name.startswith(f"__{self.rank}_") or (self.rank == 0 and name == ".metadata"))
+        return {name: {"bytes": (partial / name).stat().st_size, "sha256": file_sha256(partial / name)}
+                for name in mine}
 
     def poll(self, block: bool = False) -> None:
-        """Finishes the pending save once every rank's part is written (or waits for that). Every rank
-        calls this at the same step and they decide together: a rank alone in a barrier while the
-        others enter a training collective would deadlock."""
+        """Finishes the pending save once every rank's part is written and hashed (or waits for that).
+        Every rank calls this at the same step and they decide together: a rank alone in a collective
+        while the others enter a training collective would deadlock."""
         if self.pending is None:
             return
-        future, target = self.pending
+        part, target, manifest = self.pending
         if block:
-            future.result()
-        everyone_done = torch.tensor([int(future.done())], device=self.device)  # NCCL takes device tensors
+            part.exception()
+        everyone_done = torch.tensor([int(part.done())], device=self.device)  # NCCL takes device tensors
         dist.all_reduce(everyone_done, op=dist.ReduceOp.MIN)
         if not everyone_done.item():
             return
-        future.result()  # re-raises a failed save
+        try:
+            digests = part.result()
+        except Exception as e:  # noqa: BLE001 - raised below on every rank alike, not here alone
+            digests = {"": {"failed": f"rank {self.rank}: {_first_line(e)}"}}
+        parts: list = [None] * self.world
+        dist.all_gather_object(parts, digests, group=self.group)
         self.pending = None
+        if failed := [found[""]["failed"] for found in parts if "" in found]:
+            raise RuntimeError(f"the checkpoint {target.name} could not be saved: {'; '.join(failed)}")
         self.ours = target
-        if self.rank == 0:  # the coordinator's part includes DCP's metadata, written after everyone's data
-            os.replace(str(target) + ".partial", target)
-            for old in sorted(p for p in self.folder.glob("step-*") if not p.name.endswith(".partial"))[:-self.keep]:
+        if self.rank == 0:
+            partial = target.with_name(target.name + ".partial")
+            manifest["files"] = {name: entry for found in parts for name, entry in sorted(found.items())}
+            (partial / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+            os.replace(partial, target)
+            for old in self.complete()[self.keep:]:
                 shutil.rmtree(old, ignore_errors=True)
 
     def ours_on_disk(self) -> Path | None:
@@ -84,11 +139,122 @@ class Checkpoints:
     def wait(self) -> None:
         self.poll(block=True)
 
+    def load(self, checkpoint: Path, state: dict) -> str | None:
+        """Loads `state` (Trainer.state_dict()'s layout) from `checkpoint` in place; None once loaded, else
+        what is wrong with it (the same on every rank). UntrustedPath, or Unfit for another model's."""
+        problem = self._agreed(_damage(checkpoint, self.rank, self.world, self.checksums))
+        if problem is not None:
+            return problem
+        try:
+            metadata, found = dcp.FileSystemReader(str(checkpoint)).read_metadata(), None
+        except Exception as e:  # noqa: BLE001 - whatever unpickling a damaged metadata file raises
+            metadata, found = None, ("damaged", f"its DCP metadata cannot be read: {_first_line(e)}")
+        if metadata is not None:
+            if not any(key.startswith(f"rng_rank{self.rank}.") for key in metadata.state_dict_metadata):
+                state.pop(f"rng_rank{self.rank}", None)  # a rank the saving run did not have (a larger world now)
+            planner = DefaultLoadPlanner()
+            planner.set_up_planner(state, metadata, self.rank == 0)
+            try:
+                planner.create_local_plan()  # the checks of DCP's own load (keys, shapes), without reading
+            except (RuntimeError, ValueError) as e:
+                found = ("unfit", f"{checkpoint} does not fit this run (another model or data?): {_first_line(e)}")
+        if (problem := self._agreed(found)) is not None:
+            return problem
+        try:
+            dcp.load(state, checkpoint_id=str(checkpoint))
+            found = None
+        except Exception as e:  # noqa: BLE001 - DCP raises its CheckpointException on every rank
+            found = ("damaged", f"DCP's load failed: {_first_line(e)}")
+        return self._agreed(found)
 
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    """The newest complete checkpoint of a run, if any."""
-    done = sorted(p for p in (run_dir / "checkpoints").glob("step-*") if p.is_dir() and not p.name.endswith(".partial"))
-    return done[-1] if done else None
+    def _agreed(self, found: tuple[str, str] | None) -> str | None:
+        """Every rank's finding gathered: UntrustedPath or Unfit when any rank's is, else the damage seen."""
+        everyone: list = [None] * self.world
+        dist.all_gather_object(everyone, found, group=self.group)
+        for kind, error in (("untrusted", UntrustedPath), ("unfit", Unfit)):
+            if lines := [line for k, line in filter(None, everyone) if k == kind]:
+                raise error(lines[0])
+        problems = list(dict.fromkeys(line for _, line in filter(None, everyone)))
+        return "; ".join(problems) or None
+
+    def move_aside(self, checkpoint: Path, problem: str) -> Path:
+        """The damaged checkpoint moved to DIR/checkpoints/damaged/ by rank 0 (every rank returns where)."""
+        aside = self.folder / DAMAGED
+        target, n = aside / checkpoint.name, 1
+        while target.exists():
+            n += 1
+            target = aside / f"{checkpoint.name}.{n}"
+        if self.rank == 0:
+            aside.mkdir(exist_ok=True)
+            os.replace(checkpoint, target)
+            (target / "damaged.txt").write_text(problem + "\n")
+        dist.barrier(group=self.group)
+        if self.ours == checkpoint:
+            self.ours = None
+        return target
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+
+
+def read_manifest(checkpoint: Path) -> dict:
+    """A checkpoint's manifest, checked; ValueError saying what is wrong with it."""
+    try:
+        with open(checkpoint / MANIFEST, "rb") as f:
+            data = bounded_json(f.read(MAX_MANIFEST_BYTES + 1), MAX_MANIFEST_BYTES)
+    except FileNotFoundError:
+        raise ValueError(f"{MANIFEST} is missing (not a complete checkpoint)") from None
+    except (TooLarge, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise ValueError(f"{MANIFEST} is damaged: {e}") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if data.get("format") != MANIFEST_FORMAT or not isinstance(files, dict) or not files \
+            or not isinstance(data.get("lineage"), str) or not isinstance(data.get("step"), int):
+        raise ValueError(f"{MANIFEST} is damaged: not a manifest of format {MANIFEST_FORMAT}")
+    for name, entry in files.items():
+        try:
+            plain_file_name(name, "a file of the manifest")
+        except ValueError as e:
+            raise ValueError(f"{MANIFEST} is damaged: {e}") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("bytes"), int) \
+                or not isinstance(entry.get("sha256"), str):
+            raise ValueError(f"{MANIFEST} is damaged: the entry of {name} is not a size and a checksum")
+    return data
+
+
+def _damage(checkpoint: Path, rank: int, world: int, checksums: bool) -> tuple[str, str] | None:
+    """This rank's finding on a checkpoint's files: ("untrusted" | "damaged", what), or None. Every rank
+    checks every file's size; each file's checksum is read by one rank."""
+    try:
+        check_checkpoint(checkpoint)
+    except UntrustedPath as e:
+        return "untrusted", str(e)
+    except FileNotFoundError as e:
+        return "damaged", f"{e.filename} vanished"
+    try:
+        files = read_manifest(checkpoint)["files"]
+    except ValueError as e:
+        return "damaged", str(e)
+    for i, (name, entry) in enumerate(sorted(files.items())):
+        try:
+            size = (checkpoint / name).stat().st_size
+        except FileNotFoundError:
+            return "damaged", f"{name} is missing"
+        if size != entry["bytes"]:
+            cut = "truncated: " if size < entry["bytes"] else ""
+            return "damaged", f"{name} is {cut}{size} bytes, its manifest says {entry['bytes']}"
+        if checksums and i % world == rank and file_sha256(checkpoint / name) != entry["sha256"]:
+            return "damaged", f"{name} is corrupt: its checksum differs from its manifest's"
+    return None
 
 
 def rng_state() -> dict:
@@ -106,17 +272,6 @@ def set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def training_state(model, optimizer, scheduler, loader, step: int, rank: int, world: int,
-                   guard_json: str = "") -> dict:
-    """What a checkpoint holds. RNG states are per rank under rank-unique keys: DCP keeps one copy of
-    a key saved by several ranks, so a shared key would hand every rank the same state."""
-    model_state, optimizer_state = get_state_dict(model, optimizer)
-    return {"model": model_state, "optimizer": optimizer_state, "scheduler": scheduler.state_dict(),
-            "train": {"step": step, "world_size": world, "loader_json": json.dumps(loader.state_dict()),
-                      "guard_json": guard_json},
-            f"rng_rank{rank}": rng_state()}
-
-
 def check_checkpoint(checkpoint: Path) -> None:
     """UntrustedPath unless the checkpoint, the folder holding it and everything in it are this user's
     own and nobody else can write them: unpickling a planted file would run another user's code."""
@@ -126,29 +281,9 @@ def check_checkpoint(checkpoint: Path) -> None:
         check_private(path, "a checkpoint's file", folder=path.is_dir() and not path.is_symlink())
 
 
-def resume(checkpoint: Path, model, optimizer, scheduler, loader, rank: int, world: int,
-           allow_new_weights: bool = False, keep_skips: bool = False) -> tuple[int, str]:
-    """Loads `checkpoint` (resharded by DCP when the world size changed) after check_checkpoint; returns
-    the step to run next and the training guard's state (trainer/guard.py) as saved. allow_new_weights:
-    the loader's mixture weights may differ from the checkpoint's; keep_skips: the loader's skips from the
-    checkpoint's position on stay (a rollback to this run's own checkpoint)."""
-    check_checkpoint(checkpoint)
-    state = training_state(model, optimizer, scheduler, loader, 0, rank, world)
-    saved_keys = dcp.FileSystemReader(str(checkpoint)).read_metadata().state_dict_metadata
-    if not any(key.startswith(f"rng_rank{rank}.") or key == f"rng_rank{rank}" for key in saved_keys):
-        del state[f"rng_rank{rank}"]  # a rank the saving run did not have (resumed at a larger world size)
-    if "train.guard_json" not in saved_keys:  # saved before the guard existed: it starts afresh
-        del state["train"]["guard_json"]
-    dcp.load(state, checkpoint_id=str(checkpoint))
-    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    # The learning rate of the next step from this run's schedule (--steps may have changed), computed
-    # the way scheduler.step() does, so that an unchanged run resumes bit for bit.
-    scheduler.last_epoch -= 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "scheduler.step() before optimizer.step()": intended here
-        scheduler.step()
-    loader.load_state_dict(json.loads(state["train"]["loader_json"]), allow_new_weights, keep_skips)
-    if f"rng_rank{rank}" in state and state["train"]["world_size"] == world:
-        set_rng_state(state[f"rng_rank{rank}"])
-    return int(state["train"]["step"]), state["train"].get("guard_json", "")
+def intact(checkpoint: Path, checksums: bool = True) -> str | None:
+    """What is wrong with a checkpoint's files in one process (jobs.evaluate), or None; UntrustedPath."""
+    found = _damage(checkpoint, 0, 1, checksums)
+    if found and found[0] == "untrusted":
+        raise UntrustedPath(found[1])
+    return found[1] if found else None

@@ -1,12 +1,13 @@
 """Dashboards of a run, on rank 0: TensorBoard event files in DIR/tensorboard/ and a Prometheus endpoint.
 
 Every step's figures (loss, learning rate, gradient norm, tokens/s, MFU, step seconds, data wait in
-milliseconds, checkpoint save seconds), the held-out loss and bits per byte by source, the guard's
-events and the loader's counters go to both. The endpoint (`prometheus_port`, 0 for none) serves
-them as gauges and counters named tokenmill_*; dashboards/grafana.json is a Grafana dashboard of them.
-The endpoint listens on 127.0.0.1 unless `prometheus_addr` says otherwise (a run's figures are nobody
-else's business on a shared network) and answers /metrics only (prometheus_client's own server answers
-every path).
+milliseconds, checkpoint save seconds), the held-out loss and bits per byte by source, benchmark accuracy
+with its standard error by benchmark and measure, each rank's busy time and data wait and whether it is
+slow (by rank and host), the guard's events and the loader's counters go to both. The endpoint
+(`prometheus_port`, 0 for none) serves them as gauges and counters named tokenmill_*;
+dashboards/grafana.json is a Grafana dashboard of them. The endpoint listens on 127.0.0.1 unless
+`prometheus_addr` says otherwise (a run's figures are nobody else's business on a shared network) and
+answers /metrics only (prometheus_client's own server answers every path).
 """
 
 import logging
@@ -77,7 +78,7 @@ class MetricsServer(ThreadingHTTPServer):
 class Dashboards:
     def __init__(self, cfg: DashboardConfig, run_dir: Path):
         self.writer, self.gauges, self.events, self.loader_gauge, self.heldout_gauges = None, {}, None, None, None
-        self.server = None
+        self.server, self.benchmark_gauges, self.rank_gauges = None, None, None
         if cfg.tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
@@ -95,6 +96,18 @@ class Dashboards:
             self.events = Counter("tokenmill_guard_events", "the training guard's events", ["kind"], registry=registry)
             self.loader_gauge = Gauge("tokenmill_loader", "the loader's counters (rank 0)", ["counter"],
                                       registry=registry)
+            self.benchmark_gauges = {
+                "": Gauge("tokenmill_benchmark_accuracy", "benchmark accuracy", ["benchmark", "measure"],
+                          registry=registry),
+                "_se": Gauge("tokenmill_benchmark_accuracy_stderr", "its standard error", ["benchmark", "measure"],
+                             registry=registry)}
+            self.rank_gauges = {
+                "busy_s": Gauge("tokenmill_rank_busy_seconds", "a rank's own work per step (data wait, forward, "
+                                "optimizer)", ["rank", "host"], registry=registry),
+                "data_wait_s": Gauge("tokenmill_rank_data_wait_seconds", "a rank's data wait per step",
+                                     ["rank", "host"], registry=registry),
+                "slow": Gauge("tokenmill_rank_slow", "1 while a rank is slow (stragglers.*)", ["rank", "host"],
+                              registry=registry)}
             self.server = MetricsServer(registry, cfg.prometheus_addr, cfg.prometheus_port)
             log.info("Prometheus metrics on http://%s:%d/metrics", cfg.prometheus_addr, cfg.prometheus_port)
 
@@ -120,6 +133,28 @@ class Dashboards:
                     self.writer.add_scalar(f"heldout/{source}/{key}", f[key], step)
                 if self.heldout_gauges:
                     self.heldout_gauges[key].labels(source=source).set(f[key])
+
+    def benchmarks(self, step: int, figures: dict) -> None:
+        for name, f in figures.items():
+            for measure in ("acc", "acc_norm", "acc_per_token"):
+                for suffix in ("", "_se"):
+                    value = f[measure + suffix]
+                    if not math.isfinite(value):
+                        continue
+                    if self.writer is not None:
+                        self.writer.add_scalar(f"benchmarks/{name}/{measure}{suffix}", value, step)
+                    if self.benchmark_gauges:
+                        self.benchmark_gauges[suffix].labels(benchmark=name, measure=measure).set(value)
+
+    def ranks(self, step: int, compared: dict, hosts: list[str]) -> None:
+        for rank, host in enumerate(hosts):
+            figures = {"busy_s": compared["busy_s"][rank], "data_wait_s": compared["data_wait_s"][rank],
+                       "slow": float(rank in compared["slow"])}
+            for key, value in figures.items():
+                if self.writer is not None:
+                    self.writer.add_scalar(f"ranks/{key}/rank{rank}", value, step)
+                if self.rank_gauges:
+                    self.rank_gauges[key].labels(rank=str(rank), host=host).set(value)
 
     def event(self, kind: str, step: int) -> None:
         if self.writer is not None:

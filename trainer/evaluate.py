@@ -3,16 +3,17 @@ granularity compared fairly (a loss per token is not: a superword tokenizer has 
 
     python -m jobs.evaluate --run-dir DIR --shards SHARDS --tokenizer TOKENIZER.json --input HELD_OUT
 
-Loads the newest complete checkpoint of DIR into the model the run trained (its preset, the shards'
-embedding size), encodes each held-out document as the shards job does (<|bos|> ids <|eos|>), and
-sums the model's loss over every token it predicts, in windows of the shards' seq_len (each window
-starts without context). Bits per byte = that loss in nats / ln 2 / the documents' UTF-8 bytes.
-Prints one JSON object. One process; no torchrun needed. The checkpoint goes through the check --resume
-makes (trainer/checkpoints.py) before anything of it is read: its metadata is a pickle, so a checkpoint
-another user owns or can write would run their code.
+Loads the newest complete checkpoint of DIR whose files match its manifest (trainer/checkpoints.py) into
+the model the run trained (its preset, the shards' embedding size), encodes each held-out document as
+the shards job does (<|bos|> ids <|eos|>), and sums the model's loss over every token it predicts, in
+windows of the shards' seq_len (each window starts without context). Bits per byte = that loss in nats /
+ln 2 / the documents' UTF-8 bytes. Prints one JSON object. One process; no torchrun needed. The
+checkpoint goes through the check --resume makes before anything of it is read: its metadata is a
+pickle, so a checkpoint another user owns or can write would run their code.
 """
 
 import math
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +29,13 @@ from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.encode import TokenizerFile, encode_documents
 from schemas.trust import UntrustedPath
-from trainer.checkpoints import check_checkpoint, latest_checkpoint
+from trainer.checkpoints import intact
 from trainer.loop import TrainConfig, build_model
 
 
 @dataclass(frozen=True)
 class EvalConfig:
-    run_dir: str = "out/train"  # the training run: its newest complete checkpoint is evaluated
+    run_dir: str = "out/train"  # the training run: its newest intact checkpoint is evaluated
     shards: str = "out/sample/shards"  # what it trained on (folder, URL or mixture.json): embedding size, window
     tokenizer: str = "out/sample/tokenizer/tokenizer.json"  # the tokenizer of those shards
     input: str = ""  # held-out documents, anything the jobs read
@@ -57,14 +58,25 @@ def held_out_loss(model, tokens: list, seq_len: int) -> tuple[float, int]:
     return nats, count
 
 
+def newest_intact(run_dir: Path) -> Path:
+    """The newest complete checkpoint whose files match its manifest (a damaged one is named on stderr and
+    passed over, left where it is); SystemExit with one line when there is none, or one is not the user's."""
+    checkpoints = sorted((p for p in (run_dir / "checkpoints").glob("step-*")
+                          if p.is_dir() and not p.name.endswith(".partial")), reverse=True)
+    for checkpoint in checkpoints:
+        try:
+            problem = intact(checkpoint)
+        except UntrustedPath as e:
+            raise SystemExit(f"jobs.evaluate: error: {e}") from None
+        if problem is None:
+            return checkpoint
+        print(f"jobs.evaluate: {checkpoint} passed over: {problem}", file=sys.stderr)
+    raise SystemExit(f"no complete checkpoint in {run_dir}" if not checkpoints else
+                     f"jobs.evaluate: error: no checkpoint in {run_dir} is intact")
+
+
 def evaluate(cfg: EvalConfig) -> dict:
-    checkpoint = latest_checkpoint(Path(cfg.run_dir))
-    if checkpoint is None:
-        raise SystemExit(f"no complete checkpoint in {cfg.run_dir}")
-    try:
-        check_checkpoint(checkpoint)
-    except UntrustedPath as e:
-        raise SystemExit(f"jobs.evaluate: error: {e}") from None
+    checkpoint = newest_intact(Path(cfg.run_dir))
     index = ShardSource(sources_of(cfg.shards)[0].location).index  # a folder, a URL or a mixture (shared settings)
     tokenizer = TokenizerFile.read(cfg.tokenizer)
     if tokenizer.sha256 != index.tokenizer_sha256:

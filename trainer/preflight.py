@@ -4,17 +4,31 @@ rank and the value on a mismatch, and every rank stops (exit code 2).
 - Every parameter that needs a gradient is in exactly one optimizer group, and the groups hold
   nothing else (a bias no group holds never trains; one held twice steps twice).
 - Every parameter is finite after initialization or loading.
-- The ranks agree on the torch, CUDA and NCCL versions, the shards (a checksum of each source's
-  index), the tokenizer (its hash in the index) and the training configuration: a node on another
-  NCCL hangs in its first all-reduce, one on other shards trains on other data.
+- The ranks agree on the torch, CUDA and NCCL versions, the NCCL library each actually loaded (its path
+  and the version it reports at run time: trainer/nccl.py), the NCCL settings of its environment, the
+  shards (a checksum of each source's index), the tokenizer (its hash in the index) and the training
+  configuration: a node on another NCCL hangs in its first all-reduce, one on other shards trains on
+  other data.
+- Each rank's host and GPU driver are gathered too, for the record and for naming slow ranks; ranks on
+  other drivers are only warned of (the driver API is backward compatible; clusters upgrade node by node).
 """
 
 import dataclasses
 import hashlib
 import json
+import socket
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
+
+from trainer import nccl
+
+
+class StartChecks(NamedTuple):
+    problem: str | None  # the one line that says why the ranks cannot train together (the same on every rank)
+    ranks: list[dict]  # each rank's facts, host and driver, by rank
+    warnings: list[str]  # what differs without stopping the run
 
 
 def own_problems(model: torch.nn.Module, optimizer) -> list[str]:
@@ -38,27 +52,38 @@ def own_problems(model: torch.nn.Module, optimizer) -> list[str]:
 
 def facts(loader, cfg) -> dict[str, str]:
     """What every rank must agree on."""
-    nccl = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "none"
+    version = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "none"
+    library, runtime = nccl.loaded_nccl()
     shards = hashlib.sha256()
     for shard_set in loader.sets:
         shards.update(json.dumps(shard_set.source.index.to_json(), sort_keys=True).encode())
     config = json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=str)
-    return {"torch": torch.__version__, "CUDA": str(torch.version.cuda), "NCCL": nccl,
+    settings = nccl.settings()
+    return {"torch": torch.__version__, "CUDA": str(torch.version.cuda), "NCCL": version,
+            "NCCL library": f"{library} ({runtime})",
+            "NCCL settings": " ".join(f"{k}={v}" for k, v in settings.items()) or "none",
             "shards index": shards.hexdigest()[:16],
             "tokenizer": loader.sets[0].source.index.tokenizer_sha256[:16],
             "training config": hashlib.sha256(config.encode()).hexdigest()[:16]}
 
 
-def check_ranks(model, optimizer, loader, cfg) -> str | None:
-    """None when every rank can train with every other; else the one line that says why not (the same on
-    every rank)."""
-    mine = (facts(loader, cfg), own_problems(model, optimizer))
+def check_ranks(model, optimizer, loader, cfg) -> StartChecks:
+    """Every rank's facts gathered and compared; the problem line is None when every rank can train with
+    every other."""
+    mine = {"facts": facts(loader, cfg), "problems": own_problems(model, optimizer), "host": socket.gethostname(),
+            "driver": nccl.gpu_driver()}
     everyone: list = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
-    lines = [f"rank {r}: {problem}" for r, (_, problems) in enumerate(everyone) for problem in problems]
-    first = everyone[0][0]
+    lines = [f"rank {r}: {problem}" for r, seen in enumerate(everyone) for problem in seen["problems"]]
+    first = everyone[0]["facts"]
     for key, value in first.items():
-        other = next((r for r, (seen, _) in enumerate(everyone) if seen[key] != value), None)
+        other = next((r for r, seen in enumerate(everyone) if seen["facts"][key] != value), None)
         if other is not None:
-            lines.append(f"rank {other}: {key} {everyone[other][0][key]} differs from rank 0's {value}")
-    return "; ".join(lines) or None
+            lines.append(f"rank {other} ({everyone[other]['host']}): {key} {everyone[other]['facts'][key]} differs "
+                         f"from rank 0's {value}")
+    driver = everyone[0]["driver"]
+    warnings = [f"rank {r} ({seen['host']}): GPU driver {seen['driver']} differs from rank 0's {driver}"
+                for r, seen in enumerate(everyone) if seen["driver"] != driver]
+    ranks = [{"rank": r, "host": seen["host"], "driver": seen["driver"], **seen["facts"]}
+             for r, seen in enumerate(everyone)]
+    return StartChecks("; ".join(lines) or None, ranks, warnings)

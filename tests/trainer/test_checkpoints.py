@@ -1,13 +1,19 @@
-"""A checkpoint another user could have planted is never loaded (a checkpoint is code)."""
+"""Checkpoints checked before they are loaded: one another user could have planted is refused before anything
+of it is read (a checkpoint is code); a damaged one (a file truncated, missing or corrupt, its manifest
+missing or garbled, DCP's metadata unreadable) is named by what is wrong and moved aside, not deleted; one of
+another model does not fit and is left alone. One gloo process, a small state saved as the loop saves."""
 
 import os
 import pickle
+import shutil
 from pathlib import Path
 
 import pytest
+import torch
+import torch.distributed as dist
 
 from schemas.trust import UntrustedPath
-from trainer.checkpoints import check_checkpoint, resume
+from trainer.checkpoints import MANIFEST, Checkpoints, Unfit, check_checkpoint, intact
 
 
 class Planted:
@@ -29,7 +35,8 @@ def planted_checkpoint(folder: Path, marker: Path) -> Path:
 
 
 @pytest.mark.parametrize("planted_by", ["folder", "file", "others-write", "link"])
-def test_resume_refuses_a_checkpoint_another_user_owns_or_can_write(tmp_path, other_user, planted_by):
+def test_a_checkpoint_another_user_owns_or_can_write_is_refused_before_anything_is_read(tmp_path, other_user,
+                                                                                        planted_by):
     marker = tmp_path / "ran"
     checkpoint = planted_checkpoint(tmp_path / "run", marker)
     if planted_by == "folder":
@@ -42,6 +49,75 @@ def test_resume_refuses_a_checkpoint_another_user_owns_or_can_write(tmp_path, ot
         (checkpoint / "__0_0.distcp").unlink()
         (checkpoint / "__0_0.distcp").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(UntrustedPath):
-        resume(checkpoint, None, None, None, None, 0, 1)  # refused before anything is read
+        intact(checkpoint)  # what every load checks first
     assert not marker.exists()
     check_checkpoint(planted_checkpoint(tmp_path / "mine", marker))  # this user's own and private: accepted
+
+
+@pytest.fixture
+def saved(tmp_path):
+    """(Checkpoints of a world of one, a state like the loop's, the folder of its saved checkpoint)."""
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
+    checkpoints = Checkpoints(tmp_path / "run", keep=3, rank=0, world=1, device=torch.device("cpu"), checksums=True)
+    state = {"model": {"w": torch.arange(4096, dtype=torch.float32)}, "loader": {"position": 12, "skips": [[4, 8]]}}
+    checkpoints.save(state, 10, "lineage")
+    checkpoints.wait()
+    yield checkpoints, state, checkpoints.ours
+    checkpoints.hasher.shutdown()
+    dist.destroy_process_group()
+
+
+def flip_a_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+DAMAGES = {
+    "truncated": (lambda c: os.truncate(c / "__0_0.distcp", 100), "__0_0.distcp is truncated: 100 bytes, its "
+                                                                   "manifest says"),
+    "missing": (lambda c: (c / "__0_0.distcp").unlink(), "__0_0.distcp is missing"),
+    "corrupt": (lambda c: flip_a_byte(c / "__0_0.distcp"), "__0_0.distcp is corrupt: its checksum differs"),
+    "no manifest": (lambda c: (c / MANIFEST).unlink(), f"{MANIFEST} is missing"),
+    "garbled manifest": (lambda c: (c / MANIFEST).write_text('{"format": 7}'), f"{MANIFEST} is damaged"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_checkpoint_is_named_and_moved_aside(saved, damage):
+    checkpoints, state, checkpoint = saved
+    assert intact(checkpoint) is None and checkpoints.lineage_of(checkpoint) == "lineage"
+    do, message = DAMAGES[damage]
+    do(checkpoint)
+    assert message in intact(checkpoint)
+    assert message in checkpoints.load(checkpoint, {"model": {"w": torch.zeros(4096)}, "loader": {}})
+    aside = checkpoints.move_aside(checkpoint, message)
+    assert aside == checkpoints.folder / "damaged" / "step-0000010" and not checkpoint.exists()
+    assert message in (aside / "damaged.txt").read_text() and checkpoints.complete() == []
+
+
+def test_an_intact_checkpoint_loads_and_one_of_another_model_does_not_fit(saved):
+    checkpoints, state, checkpoint = saved
+    template = {"model": {"w": torch.zeros(4096)}, "loader": {"position": 0, "skips": []}}
+    assert checkpoints.load(checkpoint, template) is None
+    assert torch.equal(template["model"]["w"], state["model"]["w"]) and template["loader"]["skips"] == [[4, 8]]
+    with pytest.raises(Unfit, match="does not fit this run"):
+        checkpoints.load(checkpoint, {"model": {"w": torch.zeros(8)}, "loader": {}})
+    assert checkpoint.exists()  # not damage: left alone
+
+
+def test_metadata_dcp_cannot_read_is_damage(saved):
+    checkpoints, _, checkpoint = saved
+    copy = checkpoint.with_name("step-0000020")
+    shutil.copytree(checkpoint, copy)
+    (copy / ".metadata").write_bytes(b"not a pickle")
+    manifest = (copy / MANIFEST).read_text()
+    from trainer.checkpoints import file_sha256
+
+    size, digest = (copy / ".metadata").stat().st_size, file_sha256(copy / ".metadata")
+    import json
+
+    data = json.loads(manifest)
+    data["files"][".metadata"] = {"bytes": size, "sha256": digest}  # the files agree with it: DCP's own read fails
+    (copy / MANIFEST).write_text(json.dumps(data))
+    assert "its DCP metadata cannot be read" in checkpoints.load(copy, {"model": {"w": torch.zeros(4096)}})

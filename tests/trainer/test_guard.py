@@ -1,11 +1,12 @@
-"""The guarded loop under torchrun, two CPU processes (gloo): a stretch of the data order poisoned with
-random tokens is detected, rolled back and skipped, and the run ends near an unpoisoned run; a resume
-after the skip is bit-exact; an injected non-finite gradient is not applied; the start checks refuse a
-parameter no optimizer group holds and a rank on another torch; a second run on a folder is refused and
-a killed agent's workers do not outlive it. Faults are injected by tests/trainer/fault_launcher.py."""
+"""The guarded loop under torchrun, two CPU processes (gloo): stretches of 1, 4, 16 and 64 batches of the
+data order poisoned with random tokens, far apart, are each rolled back once, found by probing forward
+and skipped, with no clean batch skipped and the run ending near an unpoisoned one; without probes, the
+skips double (O(log B) rollbacks); a resume after the skips is bit-exact; an injected non-finite gradient
+is not applied (and a resume after it is bit-exact); the start checks refuse a parameter no optimizer group
+holds, a rank on another torch, one that loaded another libnccl and one started with other NCCL settings;
+a second run on a folder is refused and a killed agent's workers do not outlive it. Faults are injected by
+tests/trainer/fault_launcher.py."""
 
-import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,16 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loaders.order import GlobalOrder, OrderConfig
-from tests.shard_fixtures import write_text_shards
+from tests.trainer.poisoned import poisoned_positions, records, summary, write_shards
 
 pytestmark = pytest.mark.torchrun
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "tests" / "trainer" / "fault_launcher.py"  # jobs/train.py with faults injected
-STEPS, BATCH, EVERY = 40, 4, 8
-POISONED_STEPS = (30, 31)  # their batches are random tokens
-POISONED = range((POISONED_STEPS[0] - 1) * BATCH, POISONED_STEPS[-1] * BATCH)  # their global positions
+STEPS, BATCH, EVERY = 200, 4, 10
+STRETCHES = [(29, 1), (60, 4), (100, 16), (140, 64)]  # (first global batch, batches): steps 30, 61, 101, 141 at first
+POISONED = poisoned_positions(STRETCHES, BATCH)
 
 
 def command(processes: int, shards: Path, run_dir: Path, *extra: str, steps: int = STEPS,
@@ -34,84 +34,84 @@ def command(processes: int, shards: Path, run_dir: Path, *extra: str, steps: int
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
             *script, "--shards", str(shards), "--run-dir", str(run_dir), "--model", "tiny",
             "--steps", str(steps), "--global-batch-size", str(BATCH), "--warmup-steps", "4", "--lr", "3e-3",
-            "--checkpoint-every", str(EVERY), "--keep-checkpoints", "10", *extra]
+            "--checkpoint-every", str(EVERY), "--keep-checkpoints", "3", "--heldout.every", "1000",
+            "--heldout.rows", "64", *extra]
 
 
 def run(processes, shards, run_dir, *extra, faults=(), ok=True, steps=STEPS) -> str:
     done = subprocess.run(command(processes, shards, run_dir, *extra, steps=steps, faults=faults), cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     output = done.stdout + done.stderr
     assert (done.returncode == 0) == ok, output[-3000:]
     return output
 
 
-def records(run_dir: Path) -> tuple[dict[int, dict], list[dict]]:
-    """(each step's last record, the guard's events)."""
-    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return {r["step"]: r for r in lines if "step" in r}, [r for r in lines if "event" in r]
-
-
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
-    """(clean shards, the same with the rows at POISONED replaced by random tokens)."""
-    clean = tmp_path_factory.mktemp("clean")
-    index = write_text_shards(clean, seq_len=256)
-    rows = [entry["rows"] for entry in index["shards"]]
-    shard, row = GlobalOrder(rows, OrderConfig(seed=0)).locate_many(POISONED)
-    rng = np.random.default_rng(0)
-
-    def poison(tokens, cu, bounds):
-        for s, r in zip(shard.tolist(), row.tolist()):
-            g = bounds[s] + r
-            tokens[g] = rng.integers(19, index["vocab_size"], len(tokens[g])).astype(np.uint32)
-            cu[g] = np.array([0, len(tokens[g])], np.int32)
-
-    poisoned = tmp_path_factory.mktemp("poisoned")
-    write_text_shards(poisoned, seq_len=256, edit_rows=poison)
+    """(clean shards, the same with the rows of STRETCHES replaced by random tokens)."""
+    clean, poisoned = tmp_path_factory.mktemp("clean"), tmp_path_factory.mktemp("poisoned")
+    write_shards(clean, [], BATCH)
+    write_shards(poisoned, STRETCHES, BATCH)
     return clean, poisoned
 
 
 @pytest.fixture(scope="module")
+def reference(shards, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("reference")
+    run(2, shards[0], run_dir)
+    return run_dir
+
+
+@pytest.fixture(scope="module")
 def guarded(shards, tmp_path_factory):
-    clean, poisoned = shards
-    reference, run_dir = tmp_path_factory.mktemp("reference"), tmp_path_factory.mktemp("guarded")
-    run(2, clean, reference)
-    output = run(2, poisoned, run_dir)
-    return reference, run_dir, output
+    run_dir = tmp_path_factory.mktemp("guarded")
+    return run_dir, run(2, shards[1], run_dir)
 
 
-def test_a_poisoned_stretch_is_rolled_back_skipped_and_the_run_ends_near_a_clean_one(guarded):
-    reference, run_dir, output = guarded
-    steps, events = records(run_dir)
+def test_stretches_of_1_4_16_and_64_batches_cost_a_rollback_each_and_skip_no_clean_batch(reference, guarded):
+    run_dir, output = guarded
+    steps, events, _ = records(run_dir)
+    found = summary(run_dir, STRETCHES, BATCH)
+    assert found["poisoned_skipped"] == found["poisoned_batches"] == 85 and found["trained_on_poison"] == 0
+    assert found["rollbacks"] == len(STRETCHES) and found["causes"] == ["data"], found
+    assert found["clean_skipped"] <= len(STRETCHES), found  # a probe may judge a clean batch bad, rarely
     rollbacks = [e for e in events if e["event"] == "rollback"]
-    assert rollbacks and rollbacks[0]["at_step"] == POISONED_STEPS[0] and rollbacks[0]["back_to"] == 24
-    skipped = [range(*e["skipped"]) for e in rollbacks]
-    assert all(any(p in stretch for stretch in skipped) for p in POISONED)  # every poisoned batch skipped
+    for event, (first, length) in zip(rollbacks, STRETCHES):  # every decision in metrics.jsonl
+        assert event["skipped"][0] == first * BATCH and event["skipped"][1] >= (first + length) * BATCH, event
+        assert event["probe_loss"] > event["baseline"] + 0.5 and event["checkpoint"] == f"step-{event['back_to']:07d}"
+        assert len(event["probed"]) <= 2 * np.ceil(np.log2(length + 1)) + 1, event  # O(log B) forward passes
+    assert rollbacks[0]["at_step"] == 30 and rollbacks[0]["back_to"] == 20 and "cause data" in output
     assert sorted(steps) == list(range(1, STEPS + 1)) and all(r["applied"] for r in steps.values())
-    assert not any(r["position"] in POISONED for r in steps.values())  # none of them trained on
-    clean, _ = records(reference)
-    assert all(steps[s]["loss"] == clean[s]["loss"] for s in range(1, 25))  # the same run up to the checkpoint
-    end, clean_end = (np.mean([r[s]["loss"] for s in range(STEPS - 3, STEPS + 1)]) for r in (steps, clean))
-    assert abs(end - clean_end) < 0.25, (end, clean_end)
-    assert "loss spike at step 30" in output
-    guard = json.loads((run_dir / "loader-rank0.json").read_text())["guard"]
-    assert guard["spikes"] == len(rollbacks) and guard["rollbacks"][0] == POISONED_STEPS[0]
+    clean, _, _ = records(reference)
+    assert all(steps[s]["loss"] == clean[s]["loss"] for s in range(1, 21))  # the same run up to the checkpoint
+    end, clean_end = summary(reference, [], BATCH)["end_heldout_loss"], found["end_heldout_loss"]
+    assert abs(end - clean_end) < 0.06, (end, clean_end)
 
 
-def test_a_resume_after_the_skip_is_bit_exact(shards, guarded, tmp_path):
-    _, poisoned = shards
-    _, run_dir, _ = guarded
-    expected, _ = records(run_dir)
-    for processes in (2, 1):
-        resumed = tmp_path / f"resumed-{processes}"
-        (resumed / "checkpoints").mkdir(parents=True)
-        os.system(f"cp -r {run_dir}/checkpoints/step-0000032 {resumed}/checkpoints/")
-        run(processes, poisoned, resumed, "--resume")
-        steps, _ = records(resumed)
-        assert sorted(steps) == list(range(33, STEPS + 1))
-        keys = ("loss", "grad_norm", "lr", "token_sum", "position") if processes == 2 else ("token_sum", "position")
-        for step in range(33, STEPS + 1):  # at another world size, the same data
-            assert all(steps[step][k] == expected[step][k] for k in keys), (processes, step)
+def test_without_probes_a_stretch_of_b_batches_costs_log2_b_rollbacks(shards, tmp_path):
+    run_dir = tmp_path / "doubling"
+    run(2, shards[1], run_dir, "--guard.probe-batches", "0", "--guard.max-rollbacks", "20", steps=100)
+    steps, events, _ = records(run_dir)
+    rollbacks = [e for e in events if e["event"] == "rollback"]
+    found = summary(run_dir, STRETCHES[:3], BATCH)
+    assert found["poisoned_skipped"] == 21 and found["trained_on_poison"] == 0 and max(steps) == 100
+    widths = [(e["skipped"][1] - e["skipped"][0]) // BATCH for e in rollbacks]
+    assert widths == [1, 1, 2, 4, 1, 2, 4, 8, 16], widths  # 1 + 3 + 5 rollbacks: ceil(log2(B + 1)) each
+    assert found["clean_skipped"] == 0 + 3 + 15  # past the end of the last widening
+
+
+def test_a_resume_after_the_skips_is_bit_exact(shards, guarded, tmp_path):
+    run_dir, _ = guarded
+    expected, _, _ = records(run_dir)
+    resumed = tmp_path / "resumed"
+    (resumed / "checkpoints").mkdir(parents=True)
+    subprocess.run(["cp", "-r", str(run_dir / "checkpoints" / "step-0000190"), str(resumed / "checkpoints")],
+                   check=True)
+    run(2, shards[1], resumed, "--resume")
+    steps, _, _ = records(resumed)
+    assert sorted(steps) == list(range(191, STEPS + 1))
+    for step in steps:
+        assert all(steps[step][k] == expected[step][k] for k in ("loss", "grad_norm", "lr", "token_sum", "position"))
 
 
 def _model(checkpoint: Path, tmp_path: Path) -> dict:
@@ -123,28 +123,39 @@ def _model(checkpoint: Path, tmp_path: Path) -> dict:
     return {k: v for k, v in torch.load(out, weights_only=False)["model"].items()}
 
 
-def test_a_non_finite_gradient_is_not_applied(shards, tmp_path):
+def test_a_non_finite_gradient_is_not_applied_and_a_resume_after_it_is_bit_exact(shards, tmp_path):
     clean, _ = shards
     run_dir = tmp_path / "nonfinite"
-    run(2, clean, run_dir, "--checkpoint-every", "1", steps=7, faults=("--nonfinite-grad", "6:1"))
-    steps, events = records(run_dir)
+    run(2, clean, run_dir, "--checkpoint-every", "1", "--keep-checkpoints", "10", steps=7,
+        faults=("--nonfinite-grad", "6:1"))
+    steps, events, _ = records(run_dir)
     assert [(e["event"], e["at_step"]) for e in events] == [("nonfinite", 6)] and not steps[6]["applied"]
     assert all(steps[s]["applied"] for s in (1, 2, 3, 4, 5, 7)) and np.isinf(steps[6]["grad_norm"])
     before, at, after = (_model(run_dir / "checkpoints" / f"step-000000{s}", tmp_path) for s in (5, 6, 7))
     assert all((before[k] == at[k]).all() for k in before)  # step 6 changed nothing
     assert any((at[k] != after[k]).any() for k in at)  # step 7 did
+    resumed = tmp_path / "resumed"
+    (resumed / "checkpoints").mkdir(parents=True)
+    subprocess.run(["cp", "-r", str(run_dir / "checkpoints" / "step-0000006"), str(resumed / "checkpoints")],
+                   check=True)
+    run(2, clean, resumed, "--resume", "--checkpoint-every", "1", steps=7)
+    again, _, _ = records(resumed)
+    assert all(again[7][k] == steps[7][k] for k in ("loss", "grad_norm", "lr", "token_sum"))
 
 
 @pytest.mark.parametrize("faults, extra, messages", [
-    (("--leave-out", "norm.weight", "--torch-version", "1:0.0.0"), (),
-     ("rank 0: parameter norm.weight is in 0 optimizer groups", "rank 1: torch 0.0.0 differs from rank 0's")),
+    (("--leave-out", "norm.weight", "--torch-version", "1:0.0.0", "--nccl-library",
+      "1:/opt/cu13/nvidia/nccl/lib/libnccl.so.2", "--nccl-env", "1:NCCL_IB_HCA=mlx5_1"), (),
+     ("rank 0: parameter norm.weight is in 0 optimizer groups", "torch 0.0.0 differs from rank 0's",
+      "rank 1 (", "NCCL library /opt/cu13/nvidia/nccl/lib/libnccl.so.2 (2.99.9) differs from rank 0's none (none)",
+      "NCCL_IB_HCA=mlx5_1")),
     ((), ("--global-batch-size", "3"), ("global_batch_size 3 is not a multiple of the 2 processes",)),
 ])
 def test_the_start_checks_refuse_what_cannot_train_together(shards, tmp_path, faults, extra, messages):
     clean, _ = shards
     output = run(2, clean, tmp_path / "refused", *extra, faults=faults, ok=False, steps=8)
     line = next(line for line in output.splitlines() if line.startswith("jobs.train: error:"))
-    assert all(message in line for message in messages)  # one line says all of it
+    assert all(message in line for message in messages), line  # one line says all of it
     assert not (tmp_path / "refused" / "metrics.jsonl").exists()
 
 
@@ -168,7 +179,7 @@ def test_a_second_run_on_the_folder_is_refused_and_a_killed_agents_workers_die(s
                              stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while not (run_dir / "metrics.jsonl").is_file() or not (run_dir / "metrics.jsonl").read_text():
+        while not (run_dir / "metrics.jsonl").is_file() or '"step"' not in (run_dir / "metrics.jsonl").read_text():
             assert agent.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
         output = run(2, clean, run_dir, ok=False, steps=8)
@@ -190,7 +201,7 @@ def test_a_second_run_on_the_folder_is_refused_and_a_killed_agents_workers_die(s
 def test_more_rollbacks_than_allowed_stop_the_run_with_one_line(shards, tmp_path):
     _, poisoned = shards
     run_dir = tmp_path / "stopped"
-    output = run(2, poisoned, run_dir, "--guard.max-rollbacks", "0", ok=False)
+    output = run(2, poisoned, run_dir, "--guard.max-rollbacks", "0", ok=False, steps=40)
     assert "jobs.train: error: 1 loss spikes rolled the run back within 1000 steps (at steps 30)" in output
-    steps, events = records(run_dir)
-    assert max(steps) == POISONED_STEPS[0] - 1 and events[-1]["event"] == "stopped"
+    steps, events, _ = records(run_dir)
+    assert max(steps) == 29 and events[-1]["event"] == "stopped"

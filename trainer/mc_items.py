@@ -1,0 +1,166 @@
+"""Multiple-choice benchmark items, read from files made elsewhere: within bounds, each record checked.
+
+A benchmark is given as files, folders or globs (comma-separated) of JSON Lines (.jsonl, .jsonl.gz,
+.jsonl.zst), JSON (.json: a list of records), CSV with a header (.csv) or Parquet. A record is an item in
+any of the layouts the common benchmarks ship in:
+- MMLU (Hugging Face's cais/mmlu): `question`, `choices` (a list), `answer` (the right choice's index);
+- C-Eval: `question`, `A`, `B`, `C`, `D`, `answer` (a letter);
+- CMMLU: `Question`, `A` ... `D`, `Answer` (a letter).
+The answer is a letter (A is the first choice) or an index, as a number or digits. A record that is not
+an item (no question, fewer than two choices, no answer, an answer out of range, over the size limits) is
+counted by reason and left out. A file over MAX_FILE_BYTES is refused by name.
+"""
+
+import csv
+import glob
+import hashlib
+import io
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from prep.ingest.streams import StreamDamaged, decompressed_chunks, split_lines
+from schemas.trust import TooLarge, bounded_json
+
+SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".csv", ".parquet")
+MAX_FILE_BYTES = 256 << 20  # MMLU's test set is 7 MB as Parquet, 10 MB as JSON Lines
+MAX_RECORD_BYTES = 1 << 20
+MAX_TEXT_CHARS = 20_000  # a question or a choice; MMLU's longest question is about 4,700 characters
+MAX_CHOICES = 26  # one per letter
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+class ItemsError(ValueError):
+    """A benchmark file cannot be read: one line naming it."""
+
+
+@dataclass(frozen=True)
+class Item:
+    question: str
+    choices: tuple[str, ...]
+    answer: int  # the index of the right choice
+
+    @property
+    def key(self) -> str:
+        """A hash of the question and its choices: the item's place in the fixed subset."""
+        return hashlib.sha256(json.dumps([self.question, self.choices], ensure_ascii=False).encode()).hexdigest()
+
+
+def benchmark_files(spec: str) -> list[str]:
+    """The files of a benchmark (files, folders and globs, comma-separated), sorted; ItemsError for a part
+    that names none."""
+    found: set[str] = set()
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        paths = sorted(glob.glob(part, recursive=True)) if glob.has_magic(part) else [part]
+        matched = []
+        for path in paths:
+            if os.path.isdir(path):
+                matched += [os.path.join(d, f) for d, _, files in os.walk(path) for f in files]
+            elif os.path.isfile(path):
+                matched.append(path)
+        matched = [os.path.abspath(p) for p in matched if p.endswith(SUFFIXES)]
+        if not matched:
+            raise ItemsError(f"{part}: no benchmark file ({', '.join(SUFFIXES)})")
+        found.update(matched)
+    if not found:
+        raise ItemsError("no benchmark file given")
+    return sorted(found)
+
+
+def _text(value) -> str | None:
+    if isinstance(value, str):
+        return value if value.strip() and len(value) <= MAX_TEXT_CHARS else None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _answer(value, choices: int) -> int | None:
+    if isinstance(value, str):
+        value = value.strip()
+        if len(value) == 1 and value.upper() in LETTERS:
+            value = LETTERS.index(value.upper())
+        elif value.isascii() and value.isdigit() and len(value) < 3:
+            value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < choices:
+        return value
+    return None
+
+
+def item_of(record) -> Item | str:
+    """The item a record holds, or why it holds none."""
+    if not isinstance(record, dict):
+        return "not a record"
+    question = _text(record.get("question", record.get("Question")))
+    if question is None:
+        return "no question (or over the size limit)"
+    raw = record.get("choices")
+    if raw is None:  # C-Eval, CMMLU: a column per letter
+        raw = [record[letter] for letter in LETTERS if letter in record]
+    if not isinstance(raw, list | tuple) or not 2 <= len(raw) <= MAX_CHOICES:
+        return "not 2 to 26 choices"
+    choices = tuple(_text(c) for c in raw)
+    if None in choices:
+        return "a choice that is not text (or over the size limit)"
+    answer = _answer(record.get("answer", record.get("Answer")), len(choices))
+    if answer is None:
+        return "no answer (a letter or an index of a choice)"
+    return Item(question, choices, answer)
+
+
+def _records(path: str) -> Iterator[object]:
+    if os.path.getsize(path) > MAX_FILE_BYTES:
+        raise ItemsError(f"{path}: over {MAX_FILE_BYTES} bytes, the most a benchmark file may hold")
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
+            yield from batch.to_pylist()
+    elif path.endswith(".csv"):
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            yield from csv.DictReader(io.StringIO(f.read(MAX_FILE_BYTES)))
+    elif path.endswith(".json"):
+        with open(path, "rb") as f:
+            data = bounded_json(f.read(MAX_FILE_BYTES + 1), MAX_FILE_BYTES)
+        yield from data if isinstance(data, list) else [data]
+    else:
+        for line in split_lines(decompressed_chunks(path), MAX_RECORD_BYTES):
+            if line.too_long:
+                yield "record over the size limit"
+            elif line.data.strip():
+                try:
+                    yield bounded_json(line.data, MAX_RECORD_BYTES)
+                except (UnicodeDecodeError, ValueError, RecursionError):
+                    yield "malformed JSON"
+
+
+def read_items(name: str, spec: str) -> tuple[list[Item], dict[str, int]]:
+    """(every item of a benchmark's files, the records left out by reason); ItemsError when a file cannot
+    be read or no record is an item."""
+    items, skipped = [], {}
+    for path in benchmark_files(spec):
+        try:
+            for record in _records(path):
+                found = item_of(record) if not isinstance(record, str) else record
+                if isinstance(found, str):
+                    skipped[found] = skipped.get(found, 0) + 1
+                else:
+                    items.append(found)
+        except (OSError, StreamDamaged, TooLarge, ValueError, csv.Error, RecursionError) as e:
+            if isinstance(e, ItemsError):
+                raise
+            raise ItemsError(f"benchmark {name}: {path} cannot be read: {e}") from None
+        except Exception as e:  # pyarrow's errors on a damaged Parquet file
+            raise ItemsError(f"benchmark {name}: {path} cannot be read: {type(e).__name__}: {e}") from None
+    if not items:
+        reasons = ", ".join(f"{why} ({n})" for why, n in skipped.items()) or "no records"
+        raise ItemsError(f"benchmark {name}: no multiple-choice item in {spec}: {reasons}")
+    return items, skipped
+
+
+def fixed_subset(items: list[Item], count: int) -> list[Item]:
+    """The first `count` distinct items by their key: the same subset in the same order whatever the files'
+    order, and mixed across subjects (files sorted by subject would give the first subjects alone)."""
+    unique = {item.key: item for item in items}
+    return [unique[key] for key in sorted(unique)[:count]]
