@@ -1,7 +1,9 @@
-"""The run's dashboards: TensorBoard event files with the step figures, the held-out loss and the guard's
-events; a Prometheus endpoint serving them while the run goes; `python -m jobs.plot` drawing the curves.
-One process (jobs/train.py through tests/trainer/fault_launcher.py, no torchrun)."""
+"""The run's dashboards: TensorBoard event files with the step figures, the held-out loss, benchmark accuracy,
+each rank's busy time and the guard's events; a Prometheus endpoint serving them while the run goes;
+`python -m jobs.plot` drawing the curves. One process (jobs/train.py through tests/trainer/fault_launcher.py,
+no torchrun)."""
 
+import json
 import socket
 import subprocess
 import sys
@@ -31,13 +33,17 @@ def test_tensorboard_prometheus_and_the_plot(tmp_path):
     write_text_shards(shards, seq_len=256)
     write_text_shards(shards / "heldout", seq_len=256, files=("debian-handbook.en",),
                       tokenizer_file=TokenizerFile.read(str(shards / "tokenizer.json")))
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"question": f"{i} + {i} =", "choices": [str(2 * i), str(2 * i + 1)],
+                                         "answer": 0}) + "\n" for i in range(6)))
     port, run_dir, released = free_port(), tmp_path / "run", tmp_path / "scraped"
     log = (tmp_path / "train.log").open("w")
     child = subprocess.Popen(
         [sys.executable, str(REPO / "tests" / "trainer" / "fault_launcher.py"), "--nonfinite-grad", "3",
          "--hold-endpoint", str(released), "--shards", str(shards), "--run-dir", str(run_dir),
          "--steps", str(STEPS), "--global-batch-size", "4", "--warmup-steps", "2", "--heldout.every", "8",
-         "--heldout.rows", "8", "--dashboards.prometheus-port", str(port)], cwd=REPO, stdout=log,
+         "--heldout.rows", "8", "--dashboards.prometheus-port", str(port), "--benchmark", f"sums={items}",
+         "--eval.every", "8", "--stragglers.every", "4"], cwd=REPO, stdout=log,
         stderr=subprocess.STDOUT)
     # The endpoint stays up at the end until `released` exists: scraped until it shows the last step.
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 never through a proxy
@@ -52,6 +58,9 @@ def test_tensorboard_prometheus_and_the_plot(tmp_path):
     assert f"tokenmill_step {float(STEPS)}" in scraped, scraped
     assert "tokenmill_loss " in scraped and "tokenmill_data_wait_milliseconds" in scraped
     assert 'tokenmill_guard_events_total{kind="nonfinite"} 1.0' in scraped
+    assert 'tokenmill_benchmark_accuracy{benchmark="sums",measure="acc"}' in scraped
+    assert 'tokenmill_benchmark_accuracy_stderr{benchmark="sums",measure="acc_norm"}' in scraped
+    assert 'tokenmill_rank_busy_seconds{host="' in scraped and 'tokenmill_rank_slow{host="' in scraped
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -59,7 +68,10 @@ def test_tensorboard_prometheus_and_the_plot(tmp_path):
     events.Reload()
     tags = events.Tags()["scalars"]
     assert {"train/loss", "train/lr", "train/tokens_per_s", "train/step_seconds", "heldout/default/loss",
-            "heldout/default/bits_per_byte", "guard/nonfinite"} <= set(tags)
+            "heldout/default/bits_per_byte", "guard/nonfinite", "benchmarks/sums/acc",
+            "benchmarks/sums/acc_per_token_se", "ranks/busy_s/rank0", "ranks/data_wait_s/rank0",
+            "ranks/slow/rank0"} <= set(tags)
+    assert [e.step for e in events.Scalars("benchmarks/sums/acc")] == [8, 16]
     assert [e.step for e in events.Scalars("train/loss")] == list(range(1, STEPS + 1))
     assert [e.step for e in events.Scalars("heldout/default/loss")] == [8, 16]
 
@@ -73,12 +85,12 @@ def test_tensorboard_prometheus_and_the_plot(tmp_path):
 
 
 def test_the_grafana_dashboard_shows_what_the_endpoint_serves():
-    import json
-
     from trainer.dashboards import STEP_FIGURES
 
     dashboard = json.loads((REPO / "dashboards" / "grafana.json").read_text())
     queried = " ".join(t["expr"] for panel in dashboard["panels"] for t in panel["targets"])
-    served = [name for name, _ in STEP_FIGURES.values()] + ["tokenmill_heldout_loss", "tokenmill_heldout_bits_per_byte",
-                                                            "tokenmill_guard_events_total", "tokenmill_loader"]
+    served = [name for name, _ in STEP_FIGURES.values()] + [
+        "tokenmill_heldout_loss", "tokenmill_heldout_bits_per_byte", "tokenmill_guard_events_total", "tokenmill_loader",
+        "tokenmill_benchmark_accuracy", "tokenmill_benchmark_accuracy_stderr", "tokenmill_rank_busy_seconds",
+        "tokenmill_rank_data_wait_seconds", "tokenmill_rank_slow"]
     assert all(name in queried for name in served)

@@ -1,6 +1,8 @@
 """jobs/train.py under torchrun, two CPU processes (gloo), the tiny model on shards of real sample text:
 the loss goes down, checkpoints are saved asynchronously and rotated, kill -9 then --resume gives
-bit-identical losses, and a run saved at 2 processes resumes at 1 with the same data."""
+bit-identical losses, a run saved at 2 processes resumes at 1 with the same data, and a resume whose
+newest checkpoints are damaged (truncated, a file missing, corrupt, DCP's load failing) falls back to the
+one before, names what was wrong, moves the damaged ones aside and goes on bit for bit."""
 
 import json
 import os
@@ -28,19 +30,22 @@ def shards(tmp_path_factory):
     return folder
 
 
-def command(processes: int, shards: Path, run_dir: Path, *extra: str) -> list[str]:
+def command(processes: int, shards: Path, run_dir: Path, *extra: str, faults: tuple[str, ...] = ()) -> list[str]:
+    script = [str(REPO / "tests" / "trainer" / "fault_launcher.py"), *faults] if faults else [
+        str(REPO / "jobs" / "train.py")]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
-            str(REPO / "jobs" / "train.py"), "--shards", str(shards), "--run-dir", str(run_dir), "--model", "tiny",
+            *script, "--shards", str(shards), "--run-dir", str(run_dir), "--model", "tiny",
             "--steps", str(STEPS), "--global-batch-size", "4", "--warmup-steps", "4", "--lr", "3e-3",
-            "--checkpoint-every", "8", "--keep-checkpoints", "2", *extra]
+            "--checkpoint-every", "8", "--keep-checkpoints", "3", *extra]
 
 
 def group_writable():
     os.umask(0o002)  # as where every user has a group of their own: the run's files must still be theirs alone
 
 
-def train(processes: int, shards: Path, run_dir: Path, *extra: str, preexec=None) -> None:
-    child = subprocess.Popen(command(processes, shards, run_dir, *extra), cwd=REPO, stdout=subprocess.PIPE,
+def train(processes: int, shards: Path, run_dir: Path, *extra: str, preexec=None, faults=()) -> str:
+    child = subprocess.Popen(command(processes, shards, run_dir, *extra, faults=faults), cwd=REPO,
+                             stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=preexec)
     try:
         output, _ = child.communicate(timeout=180)
@@ -49,12 +54,13 @@ def train(processes: int, shards: Path, run_dir: Path, *extra: str, preexec=None
         output, _ = child.communicate()
         pytest.fail(f"training hung:\n{output[-3000:]}")
     assert child.returncode == 0, output[-3000:]
+    return output
 
 
 def metrics(run_dir: Path) -> dict[int, dict]:
     """The metrics per step; a step run twice (killed, then resumed) keeps its last record."""
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    return {record["step"]: record for record in map(json.loads, lines)}
+    return {record["step"]: record for record in map(json.loads, lines) if "step" in record}
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +80,9 @@ def test_the_loss_goes_down_and_checkpoints_rotate(uninterrupted):
     assert record["grad_norm"] > 0 and record["tokens_per_s"] > 0 and 0 <= record["data_wait_pct"] < 100
     assert steps[2]["lr"] > steps[1]["lr"] and steps[STEPS]["lr"] < steps[8]["lr"]  # warmup, then decay
     saved = sorted(p.name for p in (uninterrupted / "checkpoints").iterdir())
-    assert saved == ["step-0000016", "step-0000024"]  # the newest two, complete (no .partial)
+    assert saved == ["step-0000008", "step-0000016", "step-0000024"]  # the newest three, complete (no .partial)
     assert all((uninterrupted / "checkpoints" / name / ".metadata").is_file() for name in saved)
+    assert all((uninterrupted / "checkpoints" / name / "manifest.json").is_file() for name in saved)
 
 
 def test_kill_9_then_resume_gives_bit_identical_losses(shards, uninterrupted, tmp_path):
@@ -142,10 +149,48 @@ def test_held_out_bits_per_byte_of_the_trained_checkpoint(uninterrupted, shards,
 
     from trainer.evaluate import EvalConfig, evaluate
 
-    held_out = str(sample_dir / "debian-reference.en*")  # text the run did not train on
+    held_out = str(sample_dir / "licenses.en*")  # text the run did not train on
     result = evaluate(EvalConfig(run_dir=str(uninterrupted), shards=str(shards),
                                  tokenizer=str(shards / "tokenizer.json"), input=held_out))
     assert result["checkpoint"] == f"step-{STEPS:07d}" and result["docs"] > 10
     assert result["bits_per_byte"] == pytest.approx(
         result["loss_per_token"] * result["tokens"] / math.log(2) / result["bytes"], rel=1e-3)
     assert result["loss_per_token"] < math.log(1024) - 0.5  # the trained weights, not a fresh model's ln(V)
+
+
+def flip_a_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+DAMAGE = {"truncated": lambda f: os.truncate(f, f.stat().st_size // 2), "missing": Path.unlink,
+          "corrupt": flip_a_byte}
+
+
+@pytest.mark.parametrize("damages, faults, problems", [
+    ({"step-0000024": ("__1_0.distcp", "truncated"), "step-0000016": ("__0_0.distcp", "missing")}, (),
+     ["__1_0.distcp is truncated", "__0_0.distcp is missing"]),
+    ({"step-0000024": ("__0_0.distcp", "corrupt")}, ("--fail-load", "step-0000016"),
+     ["__0_0.distcp is corrupt: its checksum differs", "DCP's load failed: RuntimeError: injected"]),
+], ids=["truncated-missing", "corrupt-dcp-fails"])
+def test_damaged_newest_checkpoints_fall_back_to_the_one_before_and_the_run_goes_on_bit_for_bit(
+        shards, uninterrupted, tmp_path, damages, faults, problems):
+    run_dir = tmp_path / "damaged"
+    run_dir.mkdir()
+    subprocess.run(["cp", "-r", str(uninterrupted / "checkpoints"), str(run_dir)], check=True)
+    for name, (file, how) in damages.items():
+        DAMAGE[how](run_dir / "checkpoints" / name / file)
+    output = train(2, shards, run_dir, "--resume", faults=faults)
+    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    damaged = [line for line in lines if line.get("event") == "checkpoint_damaged"]
+    assert [d["checkpoint"] for d in damaged] == ["step-0000024", "step-0000016"], damaged  # newest first
+    assert all(problem in d["problem"] for problem, d in zip(problems, damaged)), damaged
+    assert sum("checkpoint_damaged at step 0: checkpoint step-0000024" in line for line in output.splitlines()) == 1
+    aside = run_dir / "checkpoints" / "damaged"
+    assert sorted(p.name for p in aside.iterdir()) == ["step-0000016", "step-0000024"]  # moved, not deleted
+    assert problems[0] in (aside / "step-0000024" / "damaged.txt").read_text()
+    expected, resumed = metrics(uninterrupted), metrics(run_dir)
+    assert sorted(resumed) == list(range(9, STEPS + 1))  # from step-0000008, the newest that loads
+    for step in resumed:
+        assert all(resumed[step][k] == expected[step][k] for k in ("loss", "grad_norm", "lr", "token_sum")), step

@@ -1,0 +1,183 @@
+"""Benchmark items in MMLU's, C-Eval's and CMMLU's layouts, read within bounds; the fixed subset; the pairs
+encoded as lm-evaluation-harness encodes them; the accuracies as it defines them; the decontamination record
+the pipeline writes beside the shards and the warning the loop gives from it."""
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from loaders.collate import IGNORE
+from schemas.decontamination import RECORD_FILE, RecordError, new_record, read_record, validate_record
+from trainer import mc_items
+from trainer.benchmarks import Benchmarks, BenchmarksConfig, accuracy, encode_pairs, prompt
+from trainer.contamination import file_sha256, warnings
+from trainer.mc_items import Item, ItemsError, fixed_subset, item_of, read_items
+
+QUESTION = "Which tool installs Debian packages?"
+CHOICES = ["apt", "pacman", "emerge", "brew"]
+
+
+def test_the_mmlu_ceval_and_cmmlu_layouts_and_answers_as_letters_or_indexes():
+    expected = Item(QUESTION, tuple(CHOICES), 0)
+    assert item_of({"question": QUESTION, "subject": "x", "choices": CHOICES, "answer": 0}) == expected  # MMLU
+    assert item_of({"id": 3, "question": QUESTION, "A": "apt", "B": "pacman", "C": "emerge", "D": "brew",
+                    "answer": "A", "explanation": ""}) == expected  # C-Eval
+    assert item_of({"": "7", "Question": QUESTION, "A": "apt", "B": "pacman", "C": "emerge", "D": "brew",
+                    "Answer": "a"}) == expected  # CMMLU, a lowercase letter
+    assert item_of({"question": QUESTION, "choices": CHOICES, "answer": "0"}) == expected  # digits
+    for bad, why in [({"choices": CHOICES, "answer": 0}, "no question"),
+                     ({"question": QUESTION, "choices": ["only"], "answer": 0}, "not 2 to 26 choices"),
+                     ({"question": QUESTION, "choices": CHOICES, "answer": 4}, "no answer"),
+                     ({"question": QUESTION, "choices": CHOICES, "answer": "E"}, "no answer"),
+                     ({"question": QUESTION, "choices": CHOICES, "answer": True}, "no answer"),
+                     ({"question": QUESTION, "choices": [*CHOICES[:3], {"x": 1}], "answer": 0}, "not text"),
+                     ({"question": "x" * 20_001, "choices": CHOICES, "answer": 0}, "no question"), ([1], "not a")]:
+        assert why in item_of(bad), bad
+
+
+def write_layouts(folder: Path) -> dict[str, Path]:
+    rows = [{"question": f"{QUESTION} ({i})", "choices": CHOICES, "answer": i % 4} for i in range(6)]
+    (folder / "mmlu.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + "{not json\n")
+    pq.write_table(pa.Table.from_pylist(rows), folder / "mmlu.parquet")
+    (folder / "mmlu.json").write_text(json.dumps(rows))
+    with open(folder / "cmmlu.csv", "w", newline="", encoding="utf-8-sig") as f:
+        writer = csv.writer(f)
+        writer.writerow(["", "Question", "A", "B", "C", "D", "Answer"])
+        writer.writerows([i, r["question"], *CHOICES, "ABCD"[r["answer"]]] for i, r in enumerate(rows))
+    return {name: folder / name for name in ("mmlu.jsonl", "mmlu.parquet", "mmlu.json", "cmmlu.csv")}
+
+
+def test_every_file_kind_gives_the_same_items_and_a_bad_record_is_counted(tmp_path):
+    files = write_layouts(tmp_path)
+    found = {name: read_items("b", str(path)) for name, path in files.items()}
+    assert all(items == found["mmlu.parquet"][0] for items, _ in found.values())
+    assert found["mmlu.jsonl"][1] == {"malformed JSON": 1} and found["cmmlu.csv"][1] == {}
+    together, _ = read_items("b", f"{tmp_path}/*.json*")  # a glob, comma-separated parts, folders
+    assert len(together) == 12 and len(read_items("b", str(tmp_path))[0]) == 24
+
+
+def test_a_file_over_the_limit_or_without_items_is_refused_by_name(tmp_path, monkeypatch):
+    files = write_layouts(tmp_path)
+    monkeypatch.setattr(mc_items, "MAX_FILE_BYTES", 100)
+    with pytest.raises(ItemsError, match="mmlu.jsonl: over 100 bytes"):
+        read_items("b", str(files["mmlu.jsonl"]))
+    monkeypatch.undo()
+    (tmp_path / "empty.jsonl").write_text('{"text": "a document"}\n')
+    with pytest.raises(ItemsError, match="no multiple-choice item .* no question"):
+        read_items("b", str(tmp_path / "empty.jsonl"))
+    with pytest.raises(ItemsError, match="no benchmark file"):
+        read_items("b", str(tmp_path / "nothing-*.csv"))
+
+
+def test_the_fixed_subset_is_the_same_in_any_file_order_and_mixes_the_file():
+    items = [Item(f"q{i}", ("a", "b"), i % 2) for i in range(50)]
+    chosen = fixed_subset(items, 10)
+    assert chosen == fixed_subset(items[::-1] + items[:5], 10) and len(chosen) == 10
+    assert max(int(item.question[1:]) for item in chosen) > 20  # not the first ten of the file
+
+
+def test_prompts_and_pairs_encoded_as_lm_eval_encodes_them(tmp_path):
+    from prep.tokenizer.encode import TokenizerFile
+    from tests.shard_fixtures import write_text_shards
+
+    write_text_shards(tmp_path / "shards", seq_len=128, files=("debian-faq.en",), parts=1)
+    tokenizer = TokenizerFile.read(str(tmp_path / "shards" / "tokenizer.json"))
+    encode = tokenizer.encoder()
+    item = Item(QUESTION, tuple(CHOICES), 0)
+    context, continuations = prompt(item, "cloze")
+    assert context == f"Question: {QUESTION}\nAnswer:" and continuations == CHOICES
+    letters, choices = prompt(item, "letters")
+    assert letters.endswith("\nA. apt\nB. pacman\nC. emerge\nD. brew\nAnswer:") and choices == ["A", "B", "C", "D"]
+    [(tokens, n)] = encode_pairs(encode, tokenizer.bos_id, [(context, "pacman")], 4096)
+    ids, offsets = encode([context, context + " pacman"])
+    whole, context_ids = ids[offsets[1]:], ids[:offsets[1]]
+    assert tokens[0] == tokenizer.bos_id and list(tokens[1:]) == list(whole) and n == len(whole) - len(context_ids)
+    [(cut, m)] = encode_pairs(encode, tokenizer.bos_id, [(context, "pacman")], 8)
+    assert len(cut) == 9 and m == n and list(cut) == list(tokens[-9:])  # the context cut from the left
+
+
+def test_accuracy_is_lm_evals_acc_and_acc_norm_with_its_standard_error():
+    lls = [np.array([-4.0, -6.0, -9.0]), np.array([-10.0, -9.0, -12.0]), np.array([-3.0, -2.0, -2.5])]
+    chars = [np.array([3.0, 10.0, 20.0]), np.array([1.0, 8.0, 2.0]), np.array([1.0, 1.0, 1.0])]
+    answers = [1, 1, 2]
+    acc, se = accuracy(lls, answers, [np.ones(3)] * 3)
+    assert acc == 1 / 3 and se == pytest.approx(np.std([0, 1, 0], ddof=1) / math.sqrt(3))
+    norm, _ = accuracy(lls, answers, chars)  # -4/3 < -6/10 > -9/20: item 0 picks the third; item 1 the second
+    assert norm == pytest.approx(1 / 3)
+    assert accuracy([np.array([-1.0, -1.0])], [1], [np.ones(2)])[0] == 0  # a tie picks the first, as argmax
+
+
+def test_a_batch_labels_only_the_continuation():
+    class Tokenizer:
+        pad_id, bos_id = 2, 0
+
+        @staticmethod
+        def encoder():
+            def encode(texts):
+                ids = [[ord(c) for c in text] for text in texts]
+                return np.array(sum(ids, []), np.int32), np.cumsum([0] + [len(i) for i in ids])
+            return encode
+
+    benchmarks = Benchmarks(BenchmarksConfig(items=1), {"b": [Item("q?", ("yes", "no"), 0)]}, Tokenizer(), 512,
+                            0, 1, torch_device())
+    inputs, positions, cu, labels = benchmarks._batch(benchmarks.sequences)
+    assert inputs.shape == labels.shape == (2, 128) and cu.tolist() == [0, 128, 256]
+    for row, (tokens, n) in enumerate(benchmarks.sequences):
+        predicted = labels[row][labels[row] != IGNORE].tolist()
+        assert predicted == tokens[-n:].tolist() and "".join(map(chr, predicted)) in (" yes", " no")
+
+
+def torch_device():
+    import torch
+
+    return torch.device("cpu")
+
+
+def test_the_record_is_checked_field_by_field_and_read_within_bounds(tmp_path):
+    record = new_record({"mmlu": [("test/a.jsonl", 10, "0" * 64)]})
+    assert validate_record(json.loads(json.dumps(record))) == {"mmlu": [("test/a.jsonl", 10, "0" * 64)]}
+    for change in ({"format_version": "2"}, {"benchmarks": []}, {"benchmarks": {"mmlu": []}},
+                   {"benchmarks": {"mmlu": [{"file": "a", "bytes": -1, "sha256": "0" * 64}]}},
+                   {"benchmarks": {"mmlu": [{"file": "a", "bytes": 1, "sha256": "A" * 64}]}},
+                   {"benchmarks": {"mmlu": [{"file": "a", "bytes": 10 ** 40, "sha256": "0" * 64}]}}, {"extra": 1}):
+        (tmp_path / "r.json").write_text(json.dumps({**record, **change}))
+        with pytest.raises(RecordError), open(tmp_path / "r.json", "rb") as f:
+            read_record(f)
+    (tmp_path / "r.json").write_bytes(b" " * (2 << 20))
+    with pytest.raises(RecordError, match="larger than"), open(tmp_path / "r.json", "rb") as f:
+        read_record(f)
+
+
+def test_the_pipelines_record_and_the_loops_warning(tmp_path):
+    from loaders.shard_reader import ShardSource
+    from spark_stages.decontaminate import Config, record_decontamination
+    from spark_stages.outputs import record_written
+    from tests.shard_fixtures import write_text_shards
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    record_written(shards, ["index.json", "shard-00000.arrow", "tokenizer.json"])  # a shards folder of tokenmill's
+    write_text_shards(shards, seq_len=128, files=("debian-faq.en",), parts=1)
+    files = write_layouts(tmp_path)
+    record_written(shards / "b0", ["index.json"])  # a split's folder (shards.split_by) holds shards too
+    (shards / "b0" / "index.json").write_text((shards / "index.json").read_text())
+    record_decontamination(Config(benchmarks={"mmlu": str(files["mmlu.jsonl"])}), [shards])
+    assert (shards / "b0" / RECORD_FILE).read_text() == (shards / RECORD_FILE).read_text()
+    with open(shards / RECORD_FILE, "rb") as f:
+        record = read_record(f)
+    assert record == {"mmlu": [("mmlu.jsonl", files["mmlu.jsonl"].stat().st_size,
+                                file_sha256(str(files["mmlu.jsonl"])))]}
+    source = {"default": ShardSource(str(shards))}
+    copy = tmp_path / "renamed.jsonl"  # the same bytes under another name: cut
+    copy.write_bytes(files["mmlu.jsonl"].read_bytes())
+    assert warnings({"mmlu": [str(copy)]}, source) == []
+    found = warnings({"mmlu": [str(copy)], "cmmlu": [str(files["cmmlu.csv"])]}, source)
+    assert len(found) == 1 and found[0].startswith("benchmark cmmlu: ") and "decontaminated against mmlu" in found[0]
+    (shards / RECORD_FILE).unlink()
+    assert "decontamination.json is missing" in warnings({"mmlu": [str(copy)]}, source)[0]
