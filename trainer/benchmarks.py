@@ -19,6 +19,7 @@ forward passes (FSDP gathers on each).
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import torch
@@ -39,12 +40,12 @@ class BenchmarksConfig:
     every: int = 100  # steps between evaluations (0: none), and one after the last step
     items: int = 500  # items per benchmark: the first by a hash of each, the same ones in the same order
     batch_rows: int = 16  # sequences (an item's choice each) per forward pass on each rank
-    style: str = "cloze"  # cloze: each choice's text after "Answer:"; letters: its letter after the list (MMLU's)
+    style: Literal["cloze", "letters"] = "cloze"  # cloze: each choice's text after "Answer:"; letters: MMLU's
     tokenizer: str = ""  # the shards' tokenizer (default: OUT/tokenizer/ beside OUT/shards, or SHARDS/)
 
     def __post_init__(self):
         if self.every < 0 or self.items < 1 or self.batch_rows < 1 or self.style not in STYLES:
-            raise ValueError(f"eval: need every >= 0, items >= 1, batch_rows >= 1 and style in {', '.join(STYLES)}")
+            raise ValueError(f"need every >= 0, items >= 1, batch_rows >= 1 and style in {', '.join(STYLES)}")
 
 
 def prompt(item: Item, style: str) -> tuple[str, list[str]]:

@@ -69,9 +69,10 @@ def token_bytes(tokenizer_path: str) -> np.ndarray:
                      for i in range(tokenizer.get_vocab_size())], np.int64)
 
 
-def tokenizer_for(shards: str, cfg: HeldOutConfig, sha256: str) -> str | None:
-    """The tokenizer to count bytes with: the configured one, or the pipeline's beside the shards if its
-    hash is the shards' (another tokenizer would count other bytes)."""
+def tokenizer_for(shards: str, cfg, sha256: str, setting: str = "heldout.tokenizer") -> str | None:
+    """The tokenizer to count bytes with (or encode benchmarks with): the configured one (cfg.tokenizer, the
+    setting named `setting`), or the pipeline's beside the shards if its hash is the shards' (another
+    tokenizer would count other bytes)."""
     from prep.tokenizer.encode import TokenizerFile
 
     base = Path(shards).parent if shards.endswith(".json") else Path(shards)
@@ -81,7 +82,7 @@ def tokenizer_for(shards: str, cfg: HeldOutConfig, sha256: str) -> str | None:
         if Path(path).is_file() and TokenizerFile.read(path).sha256 == sha256:  # the hash the shards job wrote
             return path
         if cfg.tokenizer:
-            raise ValueError(f"heldout.tokenizer {path} is not the tokenizer of the shards (its hash differs)")
+            raise ValueError(f"{setting} {path} is not the tokenizer of the shards (its hash differs)")
     return None
 
 

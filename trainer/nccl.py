@@ -23,6 +23,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 log = logging.getLogger(__name__)
 
@@ -37,16 +38,16 @@ class NcclConfig:
     # TORCH_NCCL_ASYNC_ERROR_HANDLING: 1 a failed or timed-out collective tears the process down (torchrun's
     # default: the agent sees it and stops or restarts the job), 2 aborts the communicator only, 3 tears
     # down without cleaning up, 0 nothing (a stuck rank hangs the job)
-    async_error_handling: int = 1
+    async_error_handling: Literal[0, 1, 2, 3] = 1
     timeout_s: int = 600  # a collective waiting longer fails the run instead of hanging it
-    env: dict[str, str] = field(default_factory=dict)  # NCCL_IB_*, NCCL_SOCKET_* ... for this run (NAME: VALUE)
+    env: dict[str, str] = field(default_factory=dict)  # NCCL_IB_*, NCCL_SOCKET_* ... for this run (NAME: "VALUE")
 
     def __post_init__(self):
         if self.async_error_handling not in (0, 1, 2, 3) or self.timeout_s < 1:
-            raise ValueError(f"nccl: need async_error_handling in 0-3 and timeout_s >= 1, got "
+            raise ValueError(f"need async_error_handling in 0-3 and timeout_s >= 1, got "
                              f"{self.async_error_handling}, {self.timeout_s}")
         if bad := [name for name in self.env if not SETTING.fullmatch(name)]:
-            raise ValueError(f"nccl.env: {', '.join(bad)} is not an NCCL setting (NCCL_* or TORCH_NCCL_*)")
+            raise ValueError(f"env: {', '.join(bad)} is not an NCCL setting (NCCL_* or TORCH_NCCL_*)")
 
 
 def apply(cfg: NcclConfig) -> None:

@@ -27,7 +27,7 @@ class StragglerConfig:
 
     def __post_init__(self):
         if self.every < 0 or self.slower_share <= 0 or self.checks < 1:
-            raise ValueError(f"stragglers: need every >= 0, slower_share > 0, checks >= 1, got {self.every}, "
+            raise ValueError(f"need every >= 0, slower_share > 0, checks >= 1, got {self.every}, "
                              f"{self.slower_share}, {self.checks}")
 
 
