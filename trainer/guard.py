@@ -12,7 +12,7 @@ After the rollback, data or optimizer? The spiking batch is evaluated on the res
 applying it: still "far" (the spike rule, against the losses before the checkpoint) is bad data; not far
 is an optimizer instability, replayed with the learning rate times `calm_lr_factor` until `calm_steps`
 past the spike, then ramped back over `calm_ramp_steps` (a second instability inside that window lowers
-it again).
+it again). A batch that spikes again after such a replay is bad data after all.
 
 A bad stretch of data runs forward (a broken shard, a crawl of one spam site), and each rollback costs a
 checkpoint interval of compute. So after a data spike at batch p the loop probes the batches after it on
@@ -76,6 +76,7 @@ class Guard:
         self.instabilities = 0  # rollbacks blamed on the optimizer (replayed with a lower learning rate)
         self.last_skip: list[int] = []  # [start, end, width in batches] of the last stretch skipped
         self.calm: list[float] = []  # [first step, until, ramp end, factor] of the lowered learning rate
+        self.unstable_at = -1  # the data position of the last spike blamed on the optimizer
 
     # -- spikes -------------------------------------------------------------------------------------------------
 
@@ -168,13 +169,19 @@ class Guard:
 
     # -- optimizer instabilities --------------------------------------------------------------------------------
 
-    def calm_down(self, first: int, spike: int) -> float:
+    def replayed(self, served: int) -> bool:
+        """Whether the batch at `served` spiked before, was blamed on the optimizer, and spiked again at the
+        lowered rate: then it is the data after all (it spikes only on weights near these)."""
+        return served == self.unstable_at
+
+    def calm_down(self, first: int, spike: int, served: int) -> float:
         """A lowered learning rate from step index `first` (the restored checkpoint's) until calm_steps past
         the spike's, then a ramp back; lower again when the spike came while it was lowered. Returns it."""
         factor = self.lr_factor(spike) * self.cfg.calm_lr_factor
         until = spike + self.cfg.calm_steps
         self.calm = [first, until, until + self.cfg.calm_ramp_steps, factor]
         self.instabilities += 1
+        self.unstable_at = served
         return factor
 
     def lr_factor(self, step: int) -> float:
@@ -194,7 +201,7 @@ class Guard:
         """Plain numbers and flat lists (DCP stores each as one entry, whatever its length)."""
         return {"recent": list(self.recent), "nonfinite": self.nonfinite, "rollbacks": list(self.rollbacks),
                 "data_spikes": self.data_spikes, "instabilities": self.instabilities,
-                "last_skip": list(self.last_skip), "calm": list(self.calm)}
+                "last_skip": list(self.last_skip), "calm": list(self.calm), "unstable_at": self.unstable_at}
 
     def load_state_dict(self, state: dict) -> None:
         self.recent = [float(x) for x in state["recent"]]
@@ -203,6 +210,7 @@ class Guard:
         self.rollbacks = [int(x) for x in state["rollbacks"]]
         self.last_skip = [int(x) for x in state["last_skip"]]
         self.calm = [float(x) for x in state["calm"]]
+        self.unstable_at = int(state["unstable_at"])
 
     def restore_recent(self, state: dict) -> None:
         """The recent losses of a checkpoint rolled back to; this run's counts, skips and rates go on."""

@@ -236,14 +236,15 @@ class Trainer:
             raise RunStopped(f"a loss spike at step {at}, and no checkpoint to go back to loads", 3)
         reference = self.guard.reference(self.guard.recent, before) if restored else before
         probe_loss = self.forward_loss(batch) if restored else spike.loss
-        data = not self.cfg.guard.diagnose or self.guard.far(probe_loss, reference)
+        data = not self.cfg.guard.diagnose or self.guard.far(probe_loss, reference) or self.guard.replayed(served)
         details = {"loss": spike.loss, "cause": "data" if data else "optimizer", "probe_loss": probe_loss,
                    "baseline": statistics.median(reference[-5:]), "back_to": self.step,
                    "checkpoint": restored.name if restored else None}
         if data:
+            details["after_replay"] = self.guard.replayed(served)  # blamed on the optimizer once already
             details.update(self._skip_bad_data(served, rows, reference))
         else:
-            details["lr_factor"] = self.guard.calm_down(self.step, at - 1)
+            details["lr_factor"] = self.guard.calm_down(self.step, at - 1, served)
             details["lowered_until_step"], details["ramped_by_step"] = (int(x) for x in self.guard.calm[1:3])
             self._recompute_lr()
         self.metrics.event("rollback" if restored else "spike", at, **details)

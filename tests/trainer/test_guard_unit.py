@@ -55,7 +55,7 @@ def test_rollbacks_past_the_limit_stop_the_run_and_the_state_round_trips():
     spaced.count_rollback(200)  # the first is out of the window
     spaced.applied(4.5)
     spaced.skipped(80, 120, BATCH)
-    spaced.calm_down(30, 41)
+    spaced.calm_down(30, 41, 160)
     again = Guard(GuardConfig())
     again.load_state_dict(spaced.state_dict())
     assert again.state_dict() == spaced.state_dict() and again.rollbacks == [10, 200]
@@ -107,8 +107,9 @@ def test_a_hole_in_the_stretch_ends_the_skip_early_and_the_spike_after_it_widens
 
 def test_the_lowered_learning_rate_holds_then_ramps_back_and_lowers_again_inside():
     guard = Guard(GuardConfig(calm_lr_factor=0.25, calm_steps=10, calm_ramp_steps=4))
-    assert guard.calm_down(20, 27) == 0.25
+    assert guard.calm_down(20, 27, 108) == 0.25
+    assert guard.replayed(108) and not guard.replayed(112)  # the same batch spiking again is data after all
     assert [guard.lr_factor(s) for s in (19, 20, 36)] == [1.0, 0.25, 0.25]
     ramp = [guard.lr_factor(s) for s in range(37, 42)]
     assert ramp == sorted(ramp) and 0.25 < ramp[0] < ramp[-2] < 1.0 and ramp[-1] == 1.0
-    assert guard.calm_down(30, 38) == pytest.approx(guard.cfg.calm_lr_factor * ramp[1])  # again, while ramping
+    assert guard.calm_down(30, 38, 152) == pytest.approx(guard.cfg.calm_lr_factor * ramp[1])  # again, while ramping
