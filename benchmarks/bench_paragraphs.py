@@ -145,11 +145,11 @@ from datatrove.pipeline.dedup.sentence_dedup import (SentDedupConfig, SentenceDe
 from datatrove.pipeline.readers import JsonlReader
 from datatrove.pipeline.writers import JsonlWriter
 sig, dups, out, config = "{work}/sigs", "{work}/dups", "{work}/out", SentDedupConfig()
-for steps in ([JsonlReader("{input}"), SentenceDedupSignature(output_folder=sig, config=config)],
+for step, steps in enumerate([[JsonlReader("{input}"), SentenceDedupSignature(output_folder=sig, config=config)],
               [SentenceFindDedups(data_folder=sig, output_folder=dups, config=config)],
               [JsonlReader("{input}"), SentenceDedupFilter(data_folder=dups, config=config),
-               JsonlWriter(out, compression=None)]):
-    LocalPipelineExecutor(pipeline=steps, tasks=1, workers=1, logging_dir=None).run()
+               JsonlWriter(out, compression=None)]]):
+    LocalPipelineExecutor(pipeline=steps, tasks=1, workers=1, logging_dir=f"{work}/logs/{{step}}").run()
 """
 
 
