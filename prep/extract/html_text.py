@@ -46,7 +46,7 @@ from prep.extract.encoding import html_codec
 
 # never the article: navigation, footers, image captions and credits, comment sections (by the ids and classes
 # WordPress and Disqus give them: a substring such as "comment" also names many an article's wrapper)
-NEVER_CONTENT = ("nav, footer, figcaption, [class*=caption], #comments, #respond, .comments, .comment-list, "
+NEVER_CONTENT = ("nav, footer, figcaption, [class*=caption i], #comments, #respond, .comments, .comment-list, "
                  ".commentlist, #disqus_thread")
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
@@ -69,6 +69,7 @@ WORD_BYTES[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 # unclosed tags costs no more than its length)
 RUBY = re.compile(rb"</?ruby\b[^>]{0,1024}>|<(rt|rp)\b[^>]{0,1024}>[^<]{0,1024}(?:</\1\s*>)?", re.I)
 LINKED_BLOCK = 300  # a block shorter than this that is mostly links is navigation
+PROSE_LINK_SHARE = 0.5  # ... but a sentence may link its source or a name (navigation is not sentences)
 HEADING_RUN = 2  # short blocks, at most this many, right before a removed block are its heading ...
 HEADING_CHARS = 60  # ... when each is shorter than this
 MARK = "\ue000tokenmill article body\ue000"  # a private-use character: no page's text
@@ -92,7 +93,7 @@ SENTENCE_ENDS = frozenset(".!?。！？…\"”»)")  # a block's last character
 # and the words it starts with (matched at its start alone: a search would try them at every position)
 BOILERPLATE_WORDS = (
     # related and recommended articles
-    "related", "read more", "read also", "also like", "might like", "more stories", "more from", "top stories",
+    r"\brelated", "read more", "read also", "also like", "might like", "more stories", "more from", "top stories",
     "explore further", "weitere (artikel|beiträge|themen)", "mehr zu", "lesen sie auch", "auch interessieren",
     "weiterlesen", "meist gesucht", "aktuelle news", "plus d'", "à lire", "voir aussi", "vous aimerez",
     "à découvrir", "lea más", "leer más", "le puede interesar", "te puede interesar", "mir[aá] también",
@@ -111,6 +112,9 @@ BOILERPLATE_WORDS = (
     r"\bafp\b", "reuters", "kategorie", "categor", "veröffentlicht", "aktualisiert am", "opublikowano",
 )
 CLOCK = re.compile(r"\d{1,2}:\d{2} uhr")  # a time of day in German news, searched where "uhr" is
+# a consent notice is a few sentences, longer than the short blocks the words above are looked for in
+CONSENT = re.compile(r"\b(uses?|use of|accept|allow|agree to|enable) (our |the )?cookies|cookie (policy|settings)")
+CONSENT_BLOCK = 400
 
 
 def _by_first_character(alternatives: tuple[str, ...]) -> re.Pattern:
@@ -131,10 +135,16 @@ def _by_first_character(alternatives: tuple[str, ...]) -> re.Pattern:
 
 
 BOILERPLATE = _by_first_character(BOILERPLATE_WORDS)
-BOILERPLATE_START = re.compile("|".join((
-    r"ähnliche |advert|von |by |foto|photo|bild|image|quelle|source|tags?:|posted|published|updated|last updated",
-    r"stand:|\d{4}-\d{2}-\d{2}|\d{1,2}\.\s?\d{1,2}\.\s?\d{2,4}|\w+, \d{1,2}\. \w+ \d{4}",
-    r"(january|february|march|april|may|june|july|august|september|october|november|december) \d")))
+BOILERPLATE_START = re.compile(
+    r"ähnliche |advert|von |by |foto|photo|bild|image|quelle|source|tags?:|posted|published|updated|last updated|"
+    r"stand:")
+# a short block that starts with a date is a dateline ("June 9, 2019", "09.06.2019", "Sonntag, 9. Juni 2019"),
+# unless it is one of DATED_RUN or more in a row: the items of a schedule or a timeline ("June 9 – Tampa, FL")
+DATE_START = re.compile(
+    r"\d{4}-\d{2}-\d{2}|\d{1,2}\.\s?\d{1,2}\.\s?\d{2,4}|\w+, \d{1,2}\. \w+ \d{4}|"
+    r"(january|february|march|april|may|june|july|august|september|october|november|december"
+    r"|(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?) \d")
+DATED_RUN = 3
 
 
 def _text_outside_links(node) -> int:
@@ -194,10 +204,27 @@ def _says_boilerplate(lowered: str) -> bool:
             or ("uhr" in lowered and CLOCK.search(lowered) is not None))
 
 
+def _dated(texts: list[str]) -> tuple[list[bool], list[bool]]:
+    """(whether each block is a dateline: it starts with a date and is not in a run of DATED_RUN or more such
+    blocks; whether it is in such a run: an item of a schedule or a timeline)."""
+    dated = [DATE_START.match(text.lower()) is not None for text in texts]
+    lines, items, i = [False] * len(texts), [False] * len(texts), 0
+    while i < len(texts):
+        end = i
+        while end < len(texts) and dated[end]:
+            end += 1
+        (items if end - i >= DATED_RUN else lines)[i:end] = [True] * (end - i)
+        i = end + 1
+    return lines, items
+
+
 def _kept(blocks: list[tuple[str, float]], max_link_share: float, short_block: int) -> list[str]:
     """The blocks that are not navigation or boilerplate, nor short blocks that go with them."""
-    bad = [(len(text) < LINKED_BLOCK and links > max_link_share)
-           or (len(text) < short_block and _says_boilerplate(text.lower())) for text, links in blocks]
+    bad = [(len(text) < LINKED_BLOCK and links > (max(max_link_share, PROSE_LINK_SHARE) if _is_prose(text)
+                                                  else max_link_share))
+           or (len(text) < short_block and (dateline or _says_boilerplate(text.lower())))
+           or (len(text) < CONSENT_BLOCK and "cookie" in text.lower() and CONSENT.search(text.lower()) is not None)
+           for (text, links), dateline in zip(blocks, _dated([text for text, _ in blocks])[0])]
     short = [not gone and not _is_prose(text) for gone, (text, _) in zip(bad, blocks)]
     if all(gone or is_short for gone, is_short in zip(bad, short)):  # no prose to tell the article by
         return [text for gone, (text, _) in zip(bad, blocks) if not gone]
@@ -373,7 +400,9 @@ def _main_text(page: str, tags: int, max_link_share: float, short_block: int) ->
         text = whole
     if not text and "<noscript" in page:  # pages that put their text only where scripts are off
         text = _kept(_blocks(_parsed(page, tags)[0], main_content, noscript=True), max_link_share, short_block)
-    starts = [i for i, block in enumerate(text) if _is_prose(block)]
-    if starts:  # from the article's title to its last prose block: the page's head and tail fall outside
+    schedule = _dated(text)[1]
+    starts = [i for i, block in enumerate(text) if _is_prose(block) or schedule[i]]
+    if starts:  # from the article's title to its last prose block (or schedule's item): the page's head and
+        # tail fall outside
         text = text[max(0, starts[0] - TITLE_BLOCKS):starts[-1] + 1]
     return unicodedata.normalize("NFC", ZERO_WIDTH.sub("", "\n\n".join(text)))

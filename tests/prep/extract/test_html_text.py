@@ -8,6 +8,8 @@ from resiliparse.extract.html2text import extract_plain_text
 from prep.extract.html_text import BOILERPLATE_WORDS, CLOCK, MARK, MAX_DEPTH, _fixed_tags, _says_boilerplate, main_text
 from tests.web_fixtures import Site, articles
 
+TAG = re.compile(r"<[^>]*>")
+
 SITE = Site("docs.example.org", "Debian Notes")
 
 
@@ -167,6 +169,58 @@ def test_what_boilerplate_says_in_german_french_and_spanish_goes():
                      + "".join(f"<p>{p}</p>" for p in body[2:]) + "</main>")
         text = main_text(page)
         assert all(p in text for p in body) and heading not in text, heading
+
+
+def test_a_lone_dateline_goes_and_a_schedule_of_dated_items_after_the_last_paragraph_stays():
+    body = articles(1, size=4)[0]
+    tour = [f"{day} – {city} @ {venue}" for day, city, venue in (
+        ("June 9", "West Palm Beach, FL", "Coral Sky Amphitheatre"),
+        ("June 10", "Tampa, FL", "Credit Union Amphitheatre"),
+        ("Aug. 2", "Clarkston, MI", "DTE Energy Music Theatre"),
+        ("Sept. 5", "Seattle, WA", "White River Amphitheatre"))]
+    for dateline in ("June 9, 2019", "Aug. 5, 2019 | 4:10pm", "2019-06-09"):
+        page = _page(f"<main><p>{dateline}</p>" + "".join(f"<p>{p}</p>" for p in body)
+                     + "<ul>" + "".join(f"<li>{item}</li>" for item in tour) + "</ul></main>")
+        text = main_text(page)
+        assert dateline not in text and all(p in text for p in body), dateline
+        assert text.endswith("\n\n".join(tour)), dateline  # after the last paragraph, whole and in order
+    two = _page("<main>" + "".join(f"<p>{p}</p>" for p in body) + "".join(f"<p>{item}</p>" for item in tour[:2])
+                + "</main>")
+    assert tour[0] not in main_text(two)  # two dated lines are datelines, not a schedule
+
+
+def test_a_sentence_that_links_its_source_stays_and_a_line_of_links_goes():
+    body = articles(1, size=4)[0]
+    sourced = ('The new patient hunted and ate a wild rabbit on Nov. 5, according to <a href="/x">the state-run '
+               'Xinhua News Agency</a>.')  # a third of it in the link
+    page = _page("<main>" + "".join(f"<p>{p}</p>" for p in body[:2]) + f"<p>{sourced}</p>"
+                 + "".join(f"<p>{p}</p>" for p in body[2:])
+                 + '<p><a href="/a">Origin of the plague traced to Russia</a> and <a href="/b">more</a></p></main>')
+    text = main_text(page)
+    assert 0.3 < len("the state-run Xinhua News Agency") / len(TAG.sub("", sourced)) < 0.5
+    assert "according to the state-run Xinhua News Agency." in text and all(p in text for p in body)
+    assert "Origin of the plague" not in text
+
+
+def test_a_consent_notice_goes_whatever_its_length_and_an_article_about_cookies_stays():
+    body = articles(1, size=4)[0]
+    notice = ("This website uses cookies. By continuing to use our website without changing the settings, you are "
+              "agreeing to our use of cookies. Click here for more information.")
+    baking = ("Authorities say that the cases appear to be unrelated, and the cookies baked for the fair used "
+              "butter from the same farm as the year before.")
+    page = _page(f"<p>{notice}</p><main>" + "".join(f"<p>{p}</p>" for p in body) + f"<p>{baking}</p></main>")
+    text = main_text(page)
+    assert len(notice) > 120 and notice not in text  # longer than the short blocks boilerplate words are sought in
+    assert baking in text and all(p in text for p in body)  # "unrelated" is not "related"
+
+
+def test_a_caption_is_found_by_its_class_in_any_case():
+    body, caption = articles(2, size=4)
+    page = _page("<main>" + "".join(f"<p>{p}</p>" for p in body[:2])
+                 + f'<div class="InlineImage-imageEmbedCaption">{caption[0]}</div>'
+                 + "".join(f"<p>{p}</p>" for p in body[2:]) + "</main>")
+    text = main_text(page)
+    assert all(p in text for p in body) and caption[0] not in text
 
 
 def test_the_boilerplate_words_grouped_by_first_character_match_where_the_plain_alternation_does():
