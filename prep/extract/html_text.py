@@ -218,13 +218,22 @@ def _dated(texts: list[str]) -> tuple[list[bool], list[bool]]:
     return lines, items
 
 
+def _removed(text: str, links: float, dateline: bool, max_link_share: float, short_block: int) -> bool:
+    """Whether a block is navigation or boilerplate: a short one mostly links (a sentence may hold up to
+    PROSE_LINK_SHARE), a short one that says what boilerplate says or is a dateline, a consent notice."""
+    if len(text) < LINKED_BLOCK and links > max_link_share and (links > PROSE_LINK_SHARE or not _is_prose(text)):
+        return True
+    lowered = text.lower()
+    if len(text) < short_block and (dateline or _says_boilerplate(lowered)):
+        return True
+    return len(text) < CONSENT_BLOCK and "cookie" in lowered and CONSENT.search(lowered) is not None
+
+
 def _kept(blocks: list[tuple[str, float]], max_link_share: float, short_block: int) -> list[str]:
     """The blocks that are not navigation or boilerplate, nor short blocks that go with them."""
-    bad = [(len(text) < LINKED_BLOCK and links > (max(max_link_share, PROSE_LINK_SHARE) if _is_prose(text)
-                                                  else max_link_share))
-           or (len(text) < short_block and (dateline or _says_boilerplate(text.lower())))
-           or (len(text) < CONSENT_BLOCK and "cookie" in text.lower() and CONSENT.search(text.lower()) is not None)
-           for (text, links), dateline in zip(blocks, _dated([text for text, _ in blocks])[0])]
+    datelines = _dated([text for text, _ in blocks])[0]
+    bad = [_removed(text, links, dateline, max_link_share, short_block)
+           for (text, links), dateline in zip(blocks, datelines)]
     short = [not gone and not _is_prose(text) for gone, (text, _) in zip(bad, blocks)]
     if all(gone or is_short for gone, is_short in zip(bad, short)):  # no prose to tell the article by
         return [text for gone, (text, _) in zip(bad, blocks) if not gone]
