@@ -68,6 +68,9 @@ WORD_BYTES[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 # and a reading running to the next </rt> took the article between; bounded, so that a hostile page of many
 # unclosed tags costs no more than its length)
 RUBY = re.compile(rb"</?ruby\b[^>]{0,1024}>|<(rt|rp)\b[^>]{0,1024}>[^<]{0,1024}(?:</\1\s*>)?", re.I)
+# a post quoted from Twitter/X (<blockquote class="twitter-tweet">) is part of the article quoting it, and
+# resiliparse's main-content pass drops it for its class: renamed in the page's bytes (the same length)
+EMBEDDED_POST, EMBEDDED_POST_RENAMED = b"twitter-tweet", b"embedded-post"
 LINKED_BLOCK = 300  # a block shorter than this that is mostly links is navigation
 PROSE_LINK_SHARE = 0.5  # ... but a sentence may link its source or a name (navigation is not sentences)
 HEADING_RUN = 2  # short blocks, at most this many, right before a removed block are its heading ...
@@ -101,7 +104,7 @@ BOILERPLATE_WORDS = (
     "newsletter", "subscri", "abonn", "inbox", "alerts", r"e-?mails?\b", r"\bshare\b", "teilen", "follow us",
     "folgen sie", "download", r"\bapps?\b", "login", "log in", "sign up", "sign in", "registrier", "einloggen",
     "anmelden", "kommentar", "kommentieren", r"\bcomments?\b", "réactions", "spende", "donate", "support (us|our)",
-    "únete",
+    "únete", "sharing is caring", r"affiliate (and/or referral )?links?",
     # advertising, shops, legal
     "anzeige", "advertisement", "werbung", "continue reading", "zum shop", "jetzt entdecken", "entdecken sie",
     "ohne gewähr", "©", "copyright", r"\(c\)", "all rights reserved", "alle rechte", "cookie", "impressum",
@@ -139,12 +142,14 @@ BOILERPLATE_START = re.compile(
     r"ähnliche |advert|von |by |foto|photo|bild|image|quelle|source|tags?:|posted|published|updated|last updated|"
     r"stand:")
 # a short block that starts with a date is a dateline ("June 9, 2019", "09.06.2019", "Sonntag, 9. Juni 2019"),
-# unless it is one of DATED_RUN or more in a row: the items of a schedule or a timeline ("June 9 – Tampa, FL")
+# unless it is one of ITEM_RUN or more in a row: the items of a schedule or a timeline ("June 9 – Tampa, FL")
 DATE_START = re.compile(
     r"\d{4}-\d{2}-\d{2}|\d{1,2}\.\s?\d{1,2}\.\s?\d{2,4}|\w+, \d{1,2}\. \w+ \d{4}|"
     r"(january|february|march|april|may|june|july|august|september|october|november|december"
     r"|(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?) \d")
-DATED_RUN = 3
+ITEM_RUN = 3  # blocks in a row that start with a date, or have the same punctuation, are a list's items ...
+ITEM_CHARS = 120  # ... when shorter than this (a list's items are kept after the article's last paragraph)
+PUNCTUATION_ONLY = re.compile(r"[\w\s]+")
 
 
 def _text_outside_links(node) -> int:
@@ -204,18 +209,31 @@ def _says_boilerplate(lowered: str) -> bool:
             or ("uhr" in lowered and CLOCK.search(lowered) is not None))
 
 
-def _dated(texts: list[str]) -> tuple[list[bool], list[bool]]:
-    """(whether each block is a dateline: it starts with a date and is not in a run of DATED_RUN or more such
-    blocks; whether it is in such a run: an item of a schedule or a timeline)."""
-    dated = [DATE_START.match(text.lower()) is not None for text in texts]
-    lines, items, i = [False] * len(texts), [False] * len(texts), 0
-    while i < len(texts):
-        end = i
-        while end < len(texts) and dated[end]:
+def _in_runs(keys: list[str]) -> list[bool]:
+    """Whether each block is in a run of ITEM_RUN or more in a row with the same key (not "")."""
+    runs, i = [False] * len(keys), 0
+    while i < len(keys):
+        end = i + 1
+        while end < len(keys) and keys[end] == keys[i]:
             end += 1
-        (items if end - i >= DATED_RUN else lines)[i:end] = [True] * (end - i)
-        i = end + 1
-    return lines, items
+        if keys[i] and end - i >= ITEM_RUN:
+            runs[i:end] = [True] * (end - i)
+        i = end
+    return runs
+
+
+def _datelines(texts: list[str]) -> list[bool]:
+    """Whether each block starts with a date and is not in a run of such blocks (a schedule, a timeline)."""
+    dated = ["date" if DATE_START.match(text.lower()) else "" for text in texts]
+    return [bool(date) and not run for date, run in zip(dated, _in_runs(dated))]
+
+
+def _items(texts: list[str]) -> list[bool]:
+    """Whether each block is an item of a list: in a run of short blocks that start with a date or have the same
+    punctuation (tour dates, "England (Group A): 10th appearance")."""
+    dated = _in_runs(["date" if DATE_START.match(text.lower()) else "" for text in texts])
+    shaped = _in_runs([PUNCTUATION_ONLY.sub("", text) if len(text) < ITEM_CHARS else "" for text in texts])
+    return [a or b for a, b in zip(dated, shaped)]
 
 
 def _removed(text: str, links: float, dateline: bool, max_link_share: float, short_block: int) -> bool:
@@ -231,7 +249,7 @@ def _removed(text: str, links: float, dateline: bool, max_link_share: float, sho
 
 def _kept(blocks: list[tuple[str, float]], max_link_share: float, short_block: int) -> list[str]:
     """The blocks that are not navigation or boilerplate, nor short blocks that go with them."""
-    datelines = _dated([text for text, _ in blocks])[0]
+    datelines = _datelines([text for text, _ in blocks])
     bad = [_removed(text, links, dateline, max_link_share, short_block)
            for (text, links), dateline in zip(blocks, datelines)]
     short = [not gone and not _is_prose(text) for gone, (text, _) in zip(bad, blocks)]
@@ -274,9 +292,10 @@ def _fixed_tags(page: bytes) -> tuple[bytearray, int]:
     case, the name ending there) is renamed to a paragraph's, "<p " and "</p ": resiliparse's main-content
     pass drops lists (it takes them for menus), and their items, as paragraphs, face the link-density and
     boilerplate rules like any other block. More than MAX_OPTIONS <option> and <optgroup> tags become "x-tion"
-    and "x-tgroup", which a <select> passes over. Where a tag's name starts "ru", <ruby> readings go: resiliparse
-    drops a <ruby>'s base text and keeps its reading, the reverse of what is read. One vectorized look at
-    each "<", where a regular expression over the page's text cost a tenth of the extraction. The bytes are
+    and "x-tgroup", which a <select> passes over. A quoted tweet's class is renamed (EMBEDDED_POST). Where a
+    tag's name starts "ru", <ruby> readings go: resiliparse drops a <ruby>'s base text and keeps its reading,
+    the reverse of what is read. One vectorized look at each "<", where a regular expression over the page's
+    text cost a tenth of the extraction. The bytes are
     UTF-8, or any encoding where an ASCII byte is always its ASCII character. Returns the bytes and the number
     of "<" in them (at most the page's tags)."""
     copy = bytearray(page)
@@ -293,6 +312,8 @@ def _fixed_tags(page: bytes) -> tuple[bytearray, int]:
     options = names[(first == ord("o")) & (second == ord("p"))]
     if len(options) > MAX_OPTIONS:
         data[options], data[options + 1] = ord("x"), ord("-")
+    if EMBEDDED_POST in copy:
+        copy = copy.replace(EMBEDDED_POST, EMBEDDED_POST_RENAMED)
     if ((first == ord("r")) & (second == ord("u"))).any():
         return bytearray(RUBY.sub(b"", copy)), len(opens)
     return copy, len(opens)
@@ -409,9 +430,9 @@ def _main_text(page: str, tags: int, max_link_share: float, short_block: int) ->
         text = whole
     if not text and "<noscript" in page:  # pages that put their text only where scripts are off
         text = _kept(_blocks(_parsed(page, tags)[0], main_content, noscript=True), max_link_share, short_block)
-    schedule = _dated(text)[1]
-    starts = [i for i, block in enumerate(text) if _is_prose(block) or schedule[i]]
-    if starts:  # from the article's title to its last prose block (or schedule's item): the page's head and
-        # tail fall outside
+    items = _items(text)
+    starts = [i for i, block in enumerate(text) if _is_prose(block) or items[i]]
+    if starts:  # from the article's title to its last prose block (or list's item): the page's head and tail
+        # fall outside
         text = text[max(0, starts[0] - TITLE_BLOCKS):starts[-1] + 1]
     return unicodedata.normalize("NFC", ZERO_WIDTH.sub("", "\n\n".join(text)))

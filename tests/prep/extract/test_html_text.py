@@ -164,7 +164,8 @@ def test_captions_and_comment_sections_go():
 def test_what_boilerplate_says_in_german_french_and_spanish_goes():
     body = articles(1, size=4)[0]
     for heading in ("Ähnliche Beiträge", "Das könnte Dich auch interessieren", "Vous aimerez aussi", "Mirá también",
-                    "Über den Autor", "Stand: 05. Februar 2020", "Bild: AFP/SID/Pascal Guyot"):
+                    "Über den Autor", "Stand: 05. Februar 2020", "Bild: AFP/SID/Pascal Guyot", "Sharing is caring!",
+                    "This post may contain affiliate and/or referral links. Please see my disclosure page."):
         page = _page("<main>" + "".join(f"<p>{p}</p>" for p in body[:2]) + f"<p>{heading}</p>"
                      + "".join(f"<p>{p}</p>" for p in body[2:]) + "</main>")
         text = main_text(page)
@@ -187,6 +188,30 @@ def test_a_lone_dateline_goes_and_a_schedule_of_dated_items_after_the_last_parag
     two = _page("<main>" + "".join(f"<p>{p}</p>" for p in body) + "".join(f"<p>{item}</p>" for item in tour[:2])
                 + "</main>")
     assert tour[0] not in main_text(two)  # two dated lines are datelines, not a schedule
+
+
+def test_a_list_of_items_alike_after_the_last_paragraph_stays_and_a_trailing_line_goes():
+    body = articles(1, size=4)[0]
+    teams = [f"{team} (Group {group}): {count} appearance" for team, group, count in (
+        ("England", "A", "10th"), ("Czech Republic", "A", "Seventh"), ("Ukraine", "B", "Third"),
+        ("Spain", "F", "11th"))]
+    page = _page("<main>" + "".join(f"<p>{p}</p>" for p in body) + "<h3>Qualified teams</h3><ul>"
+                 + "".join(f"<li>{team}</li>" for team in teams) + "</ul><p>Jane Doe</p></main>")
+    text = main_text(page)
+    assert all(p in text for p in body) and text.endswith("\n\n".join(teams))  # the author's name goes
+
+
+def test_a_quoted_tweet_is_part_of_the_article():
+    body = articles(1, size=4)[0]
+    tweet = ("The highest-graded player on defense was Joe Schobert, with two interceptions and a pass broken up "
+             "in coverage")
+    page = _page("<main>" + "".join(f"<p>{p}</p>" for p in body[:2])
+                 + f'<div><blockquote class="twitter-tweet"><p lang="en">{tweet}</p>— PFF (@PFF) '
+                   '<a href="https://twitter.com/PFF/status/1">November 15, 2019</a></blockquote>'
+                   '<script async src="https://platform.twitter.com/widgets.js"></script></div>'
+                 + "".join(f"<p>{p}</p>" for p in body[2:]) + "</main>")
+    text = main_text(page)
+    assert tweet in text and all(p in text for p in body)
 
 
 def test_a_sentence_that_links_its_source_stays_and_a_line_of_links_goes():
