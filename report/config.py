@@ -15,6 +15,8 @@ class ReportConfig:
     example_chars: int = 1_500  # characters of a document shown (what is marked in it is centred)
     field_chars: int = 200  # characters of an id, file, URL, error or other field shown
     kept_examples: int = 4  # documents a stage kept, shown as a sample
+    template_sites: int = 4  # extract: sites whose template lines are shown (those of the smallest host hash)
+    template_lines: int = 20  # extract: template lines shown per site, those cut from the most pages first
     largest_clusters: int = 5  # dedup: the largest clusters shown
     sampled_clusters: int = 5  # dedup: clusters shown beside them, by a hash of their head's id
     cluster_members: int = 4  # dedup: members shown per cluster beside its survivor

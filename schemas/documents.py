@@ -51,6 +51,16 @@ WEB_DOCUMENT_SCHEMA = pa.schema(
     ]
 )
 
+# What an extract job's template step cut: a row per WARC file and template line cut from its pages.
+TEMPLATE_LINE_SCHEMA = pa.schema(
+    [
+        pa.field("host", pa.string(), nullable=False),  # the site whose template the line is
+        pa.field("line", pa.string(), nullable=False),  # the line as it stood on the first page it was cut from
+        pa.field("pages", pa.int64(), nullable=False),  # the file's pages it was cut from
+        pa.field("source", pa.string(), nullable=False),  # the WARC file, relative to the --input root
+    ]
+)
+
 # An extract job's quarantine: the record's file and byte offset instead of a line.
 WEB_QUARANTINE_SCHEMA = pa.schema(
     [

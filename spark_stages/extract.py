@@ -38,7 +38,7 @@ from prep.extract.pages import NEEDS_TRAFILATURA, ExtractConfig, file_outcomes, 
 from prep.extract.templates import cut, line_keys, site_key
 from prep.ingest.inputs import InputFile, Sources, all_files
 from schemas import FORMAT_VERSION
-from schemas.documents import WEB_DOCUMENT_SCHEMA, WEB_QUARANTINE_SCHEMA
+from schemas.documents import TEMPLATE_LINE_SCHEMA, WEB_DOCUMENT_SCHEMA, WEB_QUARANTINE_SCHEMA
 from spark_stages.ingest import MAX_INPUT_PARTITIONS, map_files
 from spark_stages.outputs import SCRATCH, checksums, commit, staging_dir
 from spark_stages.runner import Stage
@@ -47,7 +47,8 @@ from spark_stages.task_outputs import TaskOutputs, fill_empty, part_name, prepar
 
 log = logging.getLogger(__name__)
 
-OUTPUTS = {"docs": WEB_DOCUMENT_SCHEMA, "quarantine": WEB_QUARANTINE_SCHEMA}
+OUTPUTS = {"docs": WEB_DOCUMENT_SCHEMA, "quarantine": WEB_QUARANTINE_SCHEMA, "templates": TEMPLATE_LINE_SCHEMA}
+CUT_OUTPUTS = {"docs": WEB_DOCUMENT_SCHEMA, "templates": TEMPLATE_LINE_SCHEMA}
 # Scratch files of the template step, a file of each per WARC file: its pages with their lines' keys
 # (prep/extract/templates.py), the pages of each site, and of each line of a site.
 PAGE_SCHEMA = WEB_DOCUMENT_SCHEMA.append(pa.field("keys", pa.list_(pa.int64()), nullable=False))
@@ -267,26 +268,35 @@ def _without_templates_in_memory(spark, staging: Path, cfg: TemplateConfig, file
 
 def cut_file(index: int, template: set[int], staging: Path) -> pa.RecordBatch:
     """Runs in a task: one WARC file's pages with their template lines cut, written to OUT/docs/ (a page
-    left with nothing is not written); returns what was cut (CUT_SCHEMA)."""
+    left with nothing is not written), and the lines cut to OUT/templates/; returns what was cut (CUT_SCHEMA)."""
     counts = Counter()
     path = staging / SCRATCH / "pages" / part_name(index)
     if path.exists():  # a file without pages has none
-        outputs = TaskOutputs(staging, {"docs": WEB_DOCUMENT_SCHEMA}, index)
+        outputs = TaskOutputs(staging, CUT_OUTPUTS, index)
+        cut_lines: dict[tuple[str, int], list] = {}  # (host, key): [the line, pages, the WARC file]
         try:
             for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
                 if template:
                     cut_texts = []
-                    for text, keys in zip(batch.column("text").to_pylist(), batch.column("keys").to_pylist(),
-                                          strict=True):
+                    for text, keys, host, source in zip(
+                            *(batch.column(name).to_pylist() for name in ("text", "keys", "host", "source")),
+                            strict=True):
                         text, removed = cut(text, keys, template)
                         cut_texts.append(text)
-                        counts.update(lines_removed=removed, pages_changed=removed > 0, pages_emptied=not text)
+                        for key, line in dict(removed).items():  # a line twice on a page: one page
+                            cut_lines.setdefault((host, key), [line, 0, source])[1] += 1
+                        counts.update(lines_removed=len(removed), pages_changed=bool(removed),
+                                      pages_emptied=not text)
                     text = pa.array(cut_texts, pa.string())
                     batch = batch.set_column(batch.schema.get_field_index("text"), "text", text)
                     batch = batch.filter(pc.not_equal(text, ""))
                 written = pc.sum(pc.binary_length(batch.column("text"))).as_py()
                 counts.update(written=batch.num_rows, bytes_out=written or 0)
                 outputs.write("docs", batch)
+            in_order = sorted(cut_lines.items(), key=lambda kv: (kv[0][0], kv[1][0], kv[0][1]))  # host, line, key
+            rows = [{"host": host, "line": line, "pages": pages, "source": source}
+                    for (host, _), (line, pages, source) in in_order]
+            outputs.write("templates", rows_to_batch(rows, TEMPLATE_LINE_SCHEMA))
             outputs.close()
         except BaseException:
             outputs.abandon()

@@ -32,11 +32,11 @@ def line_keys(host: str, text: str) -> list[int]:
             for line in lines(text)]
 
 
-def cut(text: str, keys: list[int], template: set[int]) -> tuple[str, int]:
-    """(the page's text without its template lines, the number of lines cut); the text as it was when
-    nothing is cut."""
+def cut(text: str, keys: list[int], template: set[int]) -> tuple[str, list[tuple[int, str]]]:
+    """(the page's text without its template lines, the (key, line) of each line cut, in order); the text as
+    it was when nothing is cut."""
     page_lines = lines(text)
     kept = [line for line, key in zip(page_lines, keys, strict=True) if key not in template]
     if len(kept) == len(page_lines):
-        return text, 0
-    return BLOCK_SEPARATOR.join(kept), len(page_lines) - len(kept)
+        return text, []
+    return BLOCK_SEPARATOR.join(kept), [(key, line) for line, key in zip(page_lines, keys) if key in template]

@@ -1,14 +1,21 @@
-"""The extract job's output: records by outcome, pages skipped by reason, what the template step cut,
-bytes of HTML in and of text out, the quarantined records and a sample of the text extracted."""
+"""The extract job's output: records by outcome, pages skipped by reason, what the template step cut (its
+counts, and the lines of a sample of sites), bytes of HTML in and of text out, the quarantined records and a
+sample of the text extracted."""
 
+from collections import Counter
+from pathlib import Path
+
+from report.config import ReportConfig
 from report.documents import document
 from report.layout import StageDir, read_json
 from report.model import FunnelRow, Note, Section, StageView, Table
 from report.run import Run
 from report.sample import Distributions, Smallest
+from report.scan import id_hash, scanned
 from report.stages.common import count, distributions, quarantine, read_note, reason_table, seconds, stream
 
 COLUMNS = ["id", "text", "url", "host", "charset", "content_type", "source"]
+MAX_LINES_HELD = 1_000  # distinct lines held per site shown, whatever the output holds
 
 
 def gather(run: Run, stage: StageDir) -> StageView:
@@ -24,8 +31,7 @@ def gather(run: Run, stage: StageDir) -> StageView:
         ["documents written", stats.get("written")], ["quarantined", stats.get("quarantined")],
         ["MB of HTML in", _mb(stats.get("bytes_in"))], ["MB of text out", _mb(stats.get("bytes_out"))]])
     records = count(stats, "records") or 0
-    sections = [Section("Records", [facts, Note("The lines the template step cut are counted, not written: the "
-                                                "pages are shown as they were kept.")]),
+    sections = [Section("Records", [facts]), _template_lines(folder / "templates", cfg),
                 Section("Skipped, by reason", reason_table(stats.get("skipped") or {}, records, "Records", cfg) or
                         [Note("no record was skipped")]),
                 Section("Not written", [Note("Skipped records (not HTML responses, or pages that failed a check) "
@@ -46,6 +52,43 @@ def gather(run: Run, stage: StageDir) -> StageView:
                     seconds=seconds(stats.get("seconds")))
     key = f"extract/{stage.source}" if stage.source else "extract"
     return StageView(key, "Extract", str(folder.relative_to(run.out)) if folder != run.out else ".", [row], sections)
+
+
+def _template_lines(folder: Path, cfg: ReportConfig) -> Section:
+    """The lines the template step cut (OUT/templates/: a row per WARC file and line) of the sites of the
+    smallest host hashes, each line with the pages it was cut from, summed over the files."""
+    title = "Site templates: the lines cut"
+    if not folder.is_dir():
+        return Section(title, [Note("This output has no templates/ (written since 2026-12): the lines cut are "
+                                    "counted above, not shown.")])
+    sites: dict[str, Counter] = {}
+    plan, tables = scanned(folder, ["host", "line", "pages"], cfg.read_bytes, cfg.max_files)
+    for table in tables:
+        for host, line, pages in zip(*(table.column(name).to_pylist() for name in ("host", "line", "pages"))):
+            if host not in sites:
+                if len(sites) >= cfg.template_sites:
+                    largest = max(sites, key=lambda site: (id_hash(site), site))
+                    if (id_hash(host), host) >= (id_hash(largest), largest):
+                        continue
+                    del sites[largest]
+                sites[host] = Counter()
+            shown = sites[host]
+            if line in shown or len(shown) < MAX_LINES_HELD:  # a site's template is tens of lines, not more
+                shown[line] += pages or 0
+    if not sites:
+        return Section(title, [*read_note(plan, "template lines"), Note("no template line was cut")])
+    blocks = [*read_note(plan, "template lines")]
+    for host in sorted(sites, key=lambda site: (id_hash(site), site)):
+        lines = sorted(sites[host].items(), key=lambda kv: (-kv[1], kv[0]))
+        blocks.append(Table(host[:cfg.field_chars], ["line", "pages it was cut from"],
+                            [[_short(line, cfg.field_chars), pages] for line, pages in lines[:cfg.template_lines]],
+                            f"{len(lines) - cfg.template_lines} more lines" if len(lines) > cfg.template_lines
+                            else ""))
+    return Section(title, blocks)
+
+
+def _short(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[:chars] + "…"
 
 
 def _mb(value) -> str | None:

@@ -152,6 +152,18 @@ def test_the_paragraphs_shared_by_many_documents_are_listed_with_their_counts(pi
     assert len(shown) == len(shared) and shown[0][0] == f"{max(r['documents'] for r in shared):,}"
 
 
+def test_the_template_lines_cut_are_listed_with_the_pages_they_were_cut_from(pipeline_run):
+    extract = pipeline_run / "extract" / "web"
+    cut = Counter()
+    for row in rows(extract / "templates", ["host", "line", "pages"]):
+        cut[row["host"], row["line"]] += row["pages"]
+    assert cut and sum(cut.values()) == stats(extract)["templates"]["lines_removed"]
+    shown = table_rows(html_of(pipeline_run), "docs.example.org")  # the crawl's one site
+    assert sorted((line, int(pages)) for line, pages in shown) == sorted(
+        (line, pages) for (_, line), pages in cut.items())
+    assert all(int(pages) >= 5 for _, pages in shown)  # templates.min_pages
+
+
 def test_a_comparison_counts_the_documents_whose_fate_differs_by_the_change(clean_runs):
     first, second = clean_runs
     assert main([str(first), "--compare", str(second)]) == 0

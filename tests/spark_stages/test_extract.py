@@ -80,6 +80,19 @@ def test_the_template_of_a_site_of_many_pages_is_cut_and_its_articles_kept(extra
     assert stats["templates"]["pages_changed"] == 12 and stats["templates"]["lines_removed"] >= 12
 
 
+def test_the_template_lines_cut_are_written_with_their_site_and_pages(extracted):
+    out, stats, _ = extracted
+    rows = pq.read_table(out / "templates").to_pylist()
+    assert {row["host"] for row in rows} == {"docs.example.org"}  # the small site had none cut
+    by_file = {}
+    for row in rows:
+        by_file.setdefault(row["source"], {})[row["line"]] = row["pages"]
+    assert set(by_file) == {"a.warc.gz", "b.warc.gz"}  # the site's 12 pages are in two files, 6 each
+    assert all(set(lines) <= set(BIG.template_lines()) for lines in by_file.values())
+    assert all(pages == 6 for lines in by_file.values() for pages in lines.values())
+    assert sum(pages for lines in by_file.values() for pages in lines.values()) == stats["templates"]["lines_removed"]
+
+
 def test_the_same_rows_on_another_partitioning_either_template_count_and_no_step(spark, crawl, extracted, tmp_path):
     folder, _, _ = crawl
     _, stats, _ = extracted

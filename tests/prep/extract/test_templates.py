@@ -18,6 +18,7 @@ def test_a_line_has_one_key_on_its_site_whatever_its_case_and_spacing():
 def test_only_the_template_lines_are_cut_in_their_order():
     keys = line_keys("docs.example.org", PAGE)
     text, removed = cut(PAGE, keys, {keys[0], keys[2]})
-    assert text == "The package manager keeps a list.\n\nLast line." and removed == 2
-    assert cut(PAGE, keys, {123}) == (PAGE, 0)  # nothing cut: the text as it was, blank block and all
-    assert cut(PAGE, keys, set(keys)) == ("", 4)
+    assert text == "The package manager keeps a list.\n\nLast line."
+    assert removed == [(keys[0], lines(PAGE)[0]), (keys[2], lines(PAGE)[2])]
+    assert cut(PAGE, keys, {123}) == (PAGE, [])  # nothing cut: the text as it was, blank block and all
+    assert cut(PAGE, keys, set(keys)) == ("", list(zip(keys, lines(PAGE))))
