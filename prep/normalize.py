@@ -1,5 +1,7 @@
-"""Text normalization: Unicode NFC, mojibake repair, control characters, whitespace."""
+"""Text normalization: Unicode NFC, mojibake repair, control characters, whitespace; and what it changed in a
+text, for a person to look at."""
 
+import difflib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -22,6 +24,40 @@ TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 EXOTIC_SPACE = re.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f]")
 TRAILING_SPACE = re.compile(r"[ \t]+\n")
 BLANK_LINES = re.compile(r"\n{3,}")
+
+
+MAX_CHANGES = 5  # changes of a text recorded, the first ones
+CHANGE_CHARS = 200  # characters of a change's before and after recorded
+CONTEXT_CHARS = 40  # characters of the text on either side of a change
+CHAR_DIFF_CHARS = 2_000  # lines replaced together are compared character by character up to this size
+
+
+def changes(before: str, after: str) -> list[dict]:
+    """What normalization changed (`before` into `after`): each stretch replaced, as `at` (its offset in
+    `before`), `before`, `after` (cut at CHANGE_CHARS), and `left` and `right`, the text around it; the first
+    MAX_CHANGES. Lines first, then characters inside the lines replaced together, so that the cost stays near
+    the text's length (a character diff of a whole text costs its square)."""
+    if before == after:
+        return []
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    offsets = [0]
+    for line in old:
+        offsets.append(offsets[-1] + len(line))
+    found = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        a, b, start = "".join(old[i1:i2]), "".join(new[j1:j2]), offsets[i1]
+        if max(len(a), len(b)) > CHAR_DIFF_CHARS:
+            found.append((start, a, b))
+        else:
+            found += [(start + k1, a[k1:k2], b[m1:m2]) for op, k1, k2, m1, m2 in
+                      difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op != "equal"]
+        if len(found) >= MAX_CHANGES:
+            break
+    return [{"at": at, "before": a[:CHANGE_CHARS], "after": b[:CHANGE_CHARS],
+             "left": before[max(0, at - CONTEXT_CHARS):at], "right": before[at + len(a):at + len(a) + CONTEXT_CHARS]}
+            for at, a, b in found[:MAX_CHANGES]]
 
 
 def normalize(text: str, cfg: NormalizeConfig) -> str:

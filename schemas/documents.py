@@ -51,6 +51,19 @@ WEB_DOCUMENT_SCHEMA = pa.schema(
     ]
 )
 
+# What normalization changed in a sample of a clean job's documents (by a hash of their id): a row per change.
+NORMALIZED_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("at", pa.int64(), nullable=False),  # the change's offset (characters) in the text as it was read
+        pa.field("before", pa.string(), nullable=False),  # what stood there (cut at 200 characters)
+        pa.field("after", pa.string(), nullable=False),  # what normalization put in its place
+        pa.field("left", pa.string(), nullable=False),  # the text before it (40 characters)
+        pa.field("right", pa.string(), nullable=False),  # and after it
+    ]
+)
+
 # What an extract job's template step cut: a row per WARC file and template line cut from its pages.
 TEMPLATE_LINE_SCHEMA = pa.schema(
     [

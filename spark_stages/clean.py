@@ -1,7 +1,8 @@
 """The cleaning stage: raw text in, cleaned documents, rejections and quarantine out.
 
 Writes OUT/docs/ (kept, cleaned, with lang), OUT/rejected/ (with reason), OUT/quarantine/ (with
-error, file, line, raw), OUT/report.md and OUT/stats.json, where input == kept + rejected + quarantined.
+error, file, line, raw), OUT/normalized/ (what normalization changed in a sample of the documents, for the
+report), OUT/report.md and OUT/stats.json, where input == kept + rejected + quarantined.
 """
 
 import logging
@@ -12,14 +13,18 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 from pyspark import TaskContext
 
+from prep.arrow_rows import rows_to_batch
 from prep.classify.scoring import Classifiers
 from prep.clean import CleanConfig, clean_batch
 from prep.ingest.inputs import InputFile, Sources, all_files
 from prep.ingest.records import read_records
+from prep.normalize import changes, normalize
 from prep.quality.url_filter import UrlFilter
 from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, REJECTED_SCHEMA
+from schemas.documents import NORMALIZED_SCHEMA
 from spark_stages import classifier_rules
 from spark_stages.ingest import PARTITION_BYTES, default_partitions, estimated_bytes, map_files, read_input
 from spark_stages.outputs import checksums, commit, staging_dir
@@ -33,6 +38,7 @@ log = logging.getLogger(__name__)
 OUTPUTS = {"docs": ("kept", CLEAN_DOCUMENT_SCHEMA), "rejected": ("rejected", REJECTED_SCHEMA),
            "quarantine": ("quarantined", QUARANTINE_SCHEMA)}
 OUTPUT_SCHEMAS = {name: schema for name, (_, schema) in OUTPUTS.items()}
+ALL_OUTPUTS = [*OUTPUTS, "normalized"]
 
 
 @dataclass
@@ -45,11 +51,16 @@ class Config(CleanConfig):
     # spark.sql.execution.arrow.maxRecordsPerBatch, 1,000 unless --conf says otherwise): a worker holds
     # about one batch. At 157 MB Spark's own 10,000 cost 145 MB more a worker and 20% more time.
     batch_records: int | None = None
+    # the share of documents (by a hash of their id, the same in every run) whose normalization changes are
+    # written to OUT/normalized/ (the first few of each, with the text around them) for the report
+    normalized_share: float = 0.01
 
     def __post_init__(self):
         super().__post_init__()
         if self.batch_records is not None and self.batch_records < 1:
             raise ValueError(f"batch_records must be at least 1, got {self.batch_records}")
+        if not 0 <= self.normalized_share <= 1:
+            raise ValueError(f"normalized_share must be in [0, 1], got {self.normalized_share}")
 
 
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
@@ -87,8 +98,8 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
 def output_schemas(classifiers: Classifiers) -> dict[str, pa.Schema]:
     """The outputs' schemas, with the classifiers' columns on the documents kept and rejected."""
     extra = classifiers.fields()
-    return {name: pa.schema(list(schema) + extra) if name != "quarantine" else schema
-            for name, schema in OUTPUT_SCHEMAS.items()}
+    return {**{name: pa.schema(list(schema) + extra) if name != "quarantine" else schema
+               for name, schema in OUTPUT_SCHEMAS.items()}, "normalized": NORMALIZED_SCHEMA}
 
 
 def cleaned_where_read(files: list[InputFile], cfg: Config) -> bool:
@@ -108,7 +119,7 @@ TASK_SCHEMA = pa.schema([("status", pa.string()), ("reason", pa.string()), ("cou
 PROBLEMS = ("file_error", "file_warning")
 
 
-def clean_task(batches, cfg: CleanConfig, url_filter: UrlFilter, staging: Path, partition: int,
+def clean_task(batches, cfg: Config, url_filter: UrlFilter, staging: Path, partition: int,
                classifiers: Classifiers) -> pa.RecordBatch:
     """Runs in a task: cleans its READ_SCHEMA batches (scored by the classifiers), writes them by status into
     the task's own files of the outputs (spark_stages/task_outputs.py) and returns what the stats need
@@ -118,6 +129,7 @@ def clean_task(batches, cfg: CleanConfig, url_filter: UrlFilter, staging: Path, 
     problems: list[dict] = []
     try:
         for batch in batches:
+            outputs.write("normalized", normalization_changes(batch, cfg))
             result = clean_batch(batch, cfg, url_filter, classifiers)
             status = result.column("status")
             for name, (wanted, _) in OUTPUTS.items():
@@ -133,6 +145,28 @@ def clean_task(batches, cfg: CleanConfig, url_filter: UrlFilter, staging: Path, 
         raise
     rows = [{"status": status, "reason": reason, "count": n} for (status, reason), n in counts.items()]
     return pa.RecordBatch.from_pylist(rows + [{**p, "count": 1} for p in problems], schema=TASK_SCHEMA)
+
+
+def in_sample(doc_id: str, share: float) -> bool:
+    """Whether a document is in the share whose normalization changes are written: by a hash of its id."""
+    return xxhash.xxh3_64_intdigest(doc_id.encode("utf-8", "surrogatepass")) % 1_000_000 < share * 1_000_000
+
+
+def normalization_changes(batch: pa.RecordBatch, cfg: Config) -> pa.RecordBatch:
+    """NORMALIZED_SCHEMA rows: what normalization changes in the batch's documents of the sample (normalized
+    again here: a hundredth of the documents, by default, a hundredth of the step's cost)."""
+    rows = []
+    if cfg.normalized_share:
+        for row in batch.select(["status", "id", "source", "text"]).to_pylist():
+            if row["status"] != "doc" or not row["text"] or not in_sample(row["id"] or "", cfg.normalized_share):
+                continue
+            try:
+                after = normalize(row["text"], cfg.normalize)
+            except Exception:  # noqa: BLE001  (the cleaning step quarantines it with its reason)
+                continue
+            rows += [{"id": row["id"], "source": row["source"] or "", **change}
+                     for change in changes(row["text"], after)]
+    return rows_to_batch(rows, NORMALIZED_SCHEMA)
 
 
 def _write(spark, tasks: list, files, staging: Path, out: str, started: float, ruled: dict) -> dict:
@@ -165,10 +199,10 @@ def _write(spark, tasks: list, files, staging: Path, out: str, started: float, r
         "file_warnings": [{"file": p["file"], "warning": p["error"]} for p in warnings],
         "seconds": round(time.time() - started, 1),
         **({"classifiers": ruled} if ruled else {}),
-        "checksums": checksums(spark, staging, list(OUTPUTS)),
+        "checksums": checksums(spark, staging, ALL_OUTPUTS),
     }
     (staging / "report.md").write_text(removal_report(stats), encoding="utf-8")
-    commit(staging, out, list(OUTPUTS), stats)
+    commit(staging, out, ALL_OUTPUTS, stats)
     return stats
 
 

@@ -1,8 +1,14 @@
 """The clean job's output (and the pipeline's quality step, which writes the same kind): every reason a
-document was rejected with examples, a sample of the kept ones with the PII replacements marked, the
-quarantined records, and the distributions of the kept and the rejected side by side."""
+document was rejected with examples, a sample of the kept ones with the PII replacements marked, what
+normalization changed in a sample of the documents, the quarantined records, and the distributions of the
+kept and the rejected side by side."""
 
+import re
+from pathlib import Path
+
+from prep.normalize import MAX_CHANGES
 from prep.pii import PiiConfig
+from report.config import ReportConfig
 from report.documents import clipped, document, metadata_fields, replacement_marks
 from report.layout import StageDir, read_json
 from report.model import Document, FunnelRow, Note, Section, StageView, Table
@@ -46,6 +52,8 @@ def gather(run: Run, stage: StageDir) -> StageView:
     if pii and any(d.marks for d in kept_docs):
         sections[-1].blocks.insert(0, Note("Marked: the PII replacements (" + ", ".join(pii) + ") standing in the "
                                           "text, where an address was redacted."))
+    if (folder / "normalized").is_dir():
+        sections.append(_normalized(folder / "normalized", cfg))
     if stats.get("quarantined"):
         sections.append(quarantine(folder / "quarantine", cfg, stats["quarantined"]))
     sections.append(Section("Distributions", distributions({"kept": kept, "rejected": removed})))
@@ -63,6 +71,41 @@ def gather(run: Run, stage: StageDir) -> StageView:
                     seconds=seconds(stats.get("seconds")))
     return StageView(stage.kind if not stage.source else f"{stage.kind}/{stage.source}", TITLES[stage.kind],
                      str(folder.relative_to(run.out)) if folder != run.out else ".", [row], sections)
+
+
+# what normalization changes is mostly invisible: white space and control characters are shown by a sign
+INVISIBLE = re.compile(r"[\x00-\x20\x7f-\xa0\u1680\u2000-\u200f\u2028-\u202f\u205f\ufeff]")
+SIGNS = {"\n": "⏎", "\r": "␍", "\t": "⇥", " ": "·", "\xa0": "⍽"}
+
+
+def visible(text: str) -> str:
+    return INVISIBLE.sub(lambda m: SIGNS.get(m.group(), f"<U+{ord(m.group()):04X}>"), text)
+
+
+def _normalized(folder: Path, cfg: ReportConfig) -> Section:
+    """What normalization changed in the documents of the job's sample (OUT/normalized/), those of the smallest
+    id hashes: each change in its place, white space and control characters made visible."""
+    columns = ["id", "at", "before", "after", "left", "right"]
+    # a document has several rows of one id hash: each kept as a tuple, which the sample's heap can compare
+    sample = Smallest(cfg.kept_examples * MAX_CHANGES, lambda row: tuple(row[name] for name in columns))
+    plan = stream(folder, columns, cfg, sample, None)
+    rows = [dict(zip(columns, values)) for values in sample.get()]  # the documents of the smallest id hashes first
+    first = {}
+    for row in rows:
+        first.setdefault(row["id"], len(first))
+    # the first kept_examples documents whole (a document has at most MAX_CHANGES rows), each one's changes in
+    # its text's order
+    rows = sorted((row for row in rows if first[row["id"]] < cfg.kept_examples),
+                  key=lambda row: (first[row["id"]], row["at"]))
+    if not rows:
+        return Section("Normalization: what it changed", [*read_note(plan, "normalized"), Note(
+            "no change in the documents of the sample (clean.normalized_share of them, by a hash of their id)")])
+    shown = [[clipped(row["id"], cfg.field_chars), visible(row["left"]) + " ⟦" + visible(row["before"]) + "⟧ "
+              + visible(row["right"]), visible(row["after"]) or "(removed)"] for row in rows]
+    return Section("Normalization: what it changed", [*read_note(plan, "normalized"), Table(
+        "Changes in a sample of the documents", ["document", "as read: ⟦what changed⟧ in its place", "became"],
+        shown, "White space and control characters shown as signs: · space, ⏎ line break, ␍ carriage return, "
+               "⇥ tab, ⍽ no-break space, <U+XXXX> others.")])
 
 
 def _replacements(run: Run, stage: StageDir) -> list[str]:

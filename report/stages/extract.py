@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from report.config import ReportConfig
-from report.documents import document
+from report.documents import clipped, document
 from report.layout import StageDir, read_json
 from report.model import FunnelRow, Note, Section, StageView, Table
 from report.run import Run
@@ -81,14 +81,10 @@ def _template_lines(folder: Path, cfg: ReportConfig) -> Section:
     for host in sorted(sites, key=lambda site: (id_hash(site), site)):
         lines = sorted(sites[host].items(), key=lambda kv: (-kv[1], kv[0]))
         blocks.append(Table(host[:cfg.field_chars], ["line", "pages it was cut from"],
-                            [[_short(line, cfg.field_chars), pages] for line, pages in lines[:cfg.template_lines]],
+                            [[clipped(line, cfg.field_chars), pages] for line, pages in lines[:cfg.template_lines]],
                             f"{len(lines) - cfg.template_lines} more lines" if len(lines) > cfg.template_lines
                             else ""))
     return Section(title, blocks)
-
-
-def _short(text: str, chars: int) -> str:
-    return text if len(text) <= chars else text[:chars] + "…"
 
 
 def _mb(value) -> str | None:

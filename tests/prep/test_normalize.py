@@ -1,4 +1,4 @@
-from prep.normalize import NormalizeConfig, normalize
+from prep.normalize import CHANGE_CHARS, MAX_CHANGES, NormalizeConfig, changes, normalize
 from prep.pii import PiiConfig, redact
 
 
@@ -8,6 +8,21 @@ def test_mojibake_nfc_controls_and_whitespace():
     assert normalize("cafe\u0301", cfg) == "caf\u00e9"  # NFC composes
     assert normalize("\x1b[32m《静夜思》\x1b[m\x07", cfg) == "《静夜思》"  # terminal escapes and BEL
     assert normalize("a\u00a0b  \r\nc\r\n\r\n\r\n\r\nd  ", cfg) == "a b\nc\n\nd"
+
+
+def test_each_change_is_found_where_it_stands_with_the_text_around_it():
+    text = "The cafÃ© opens at nine.\r\nIts crÃ¨me brÃ»lÃ©e\x07 is known  \r\n\r\n\r\n\r\nall over the town."
+    after = normalize(text, NormalizeConfig())
+    found = changes(text, after)
+    assert 0 < len(found) <= MAX_CHANGES and changes(after, after) == []
+    for change in found:  # each names its place: the text as read, there, is its context and what it replaced
+        at, before = change["at"], change["before"]
+        assert text[at:at + len(before)] == before and text[:at].endswith(change["left"])
+        assert text[at + len(before):].startswith(change["right"])
+    assert any("Ã©" in change["before"] and "é" in change["after"] for change in found)
+    long = "x" * 5_000 + "\r\n" + "y" * 5_000  # every line replaced at once: no character diff of the whole
+    (change,) = changes(long, normalize(long, NormalizeConfig()))
+    assert len(change["before"]) == CHANGE_CHARS and change["at"] == 0
 
 
 def test_chinese_punctuation_and_quotes_are_left_alone():

@@ -42,7 +42,8 @@ def pipeline_run(spark, inputs, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def clean_runs(spark, inputs, tmp_path_factory):
-    """The clean job on the documents, with the default settings and with longer documents required."""
+    """The clean job on the documents, with the default settings and with longer documents required (and
+    every document's normalization changes written)."""
     from spark_stages import clean
     from spark_stages.runner import run_stage
 
@@ -51,5 +52,5 @@ def clean_runs(spark, inputs, tmp_path_factory):
     runs = (root / "default", root / "stricter")
     assert run_stage(clean.STAGE, ["--input", str(inputs["docs"]), "--output", str(runs[0])]) == 0
     assert run_stage(clean.STAGE, ["--input", str(inputs["docs"]), "--output", str(runs[1]),
-                                   "--en.gopher_quality.min_doc_words", "400"]) == 0
+                                   "--en.gopher_quality.min_doc_words", "400", "--normalized_share", "1"]) == 0
     return runs

@@ -11,8 +11,11 @@ import pytest
 
 import report
 from prep.cli import command_line
+from prep.normalize import MAX_CHANGES
 from report.cli import main
 from report.config import ReportConfig
+from report.scan import id_hash
+from report.stages.clean import visible
 from spark_stages import clean, pipeline
 from spark_stages.runner import run_stage
 from tests.report import corpus
@@ -162,6 +165,20 @@ def test_the_template_lines_cut_are_listed_with_the_pages_they_were_cut_from(pip
     assert sorted((line, int(pages)) for line, pages in shown) == sorted(
         (line, pages) for (_, line), pages in cut.items())
     assert all(int(pages) >= 5 for _, pages in shown)  # templates.min_pages
+
+
+def test_what_normalization_changed_is_shown_in_place_for_the_documents_of_the_smallest_id_hashes(clean_runs):
+    written = rows(clean_runs[1] / "normalized", ["id", "at", "before", "after", "left", "right"])
+    shown = table_rows(html_of(clean_runs[1]), "Changes in a sample of the documents")
+    assert written and 0 < len(shown) <= ReportConfig().kept_examples * MAX_CHANGES
+    ids = list(dict.fromkeys(doc_id for doc_id, _, _ in shown))
+    assert ids == sorted({row["id"] for row in written}, key=lambda doc_id: (id_hash(doc_id), doc_id))[:len(ids)]
+    expected = [[row["id"], f"{visible(row['left'])} ⟦{visible(row['before'])}⟧ {visible(row['right'])}",
+                 visible(row["after"]) or "(removed)"]
+                for doc_id in ids for row in sorted((r for r in written if r["id"] == doc_id), key=lambda r: r["at"])]
+    assert len(ids) == min(ReportConfig().kept_examples, len({row["id"] for row in written}))
+    assert shown == expected  # each change as written, in its place, in the order of its text
+    assert any(sign in place for _, place, _ in shown for sign in "·⏎")  # white space made visible
 
 
 def test_a_comparison_counts_the_documents_whose_fate_differs_by_the_change(clean_runs):

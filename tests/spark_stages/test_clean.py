@@ -49,8 +49,8 @@ def test_same_input_gives_the_same_rows_in_the_same_files(spark, sample_dir, tmp
     stats_a = run(spark, files, Config(), str(a))
     with spark_settings(spark, OTHER_CLUSTER):  # and Arrow batches of 7 documents instead of 1,000
         stats_b = run(spark, files, Config(batch_records=7), str(b))
-    assert stats_a["checksums"] == stats_b["checksums"] and set(stats_a["checksums"]) == {"docs", "rejected",
-                                                                                          "quarantine"}
+    assert stats_a["checksums"] == stats_b["checksums"] and set(stats_a["checksums"]) == {
+        "docs", "rejected", "quarantine", "normalized"}
     for name in ("docs", "rejected"):
         parts_a, parts_b = sorted((a / name).glob("*.parquet")), sorted((b / name).glob("*.parquet"))
         assert [p.name for p in parts_a] == [p.name for p in parts_b]
@@ -150,6 +150,22 @@ def test_rerun_replaces_output_without_duplicates(spark, tmp_path):
     (out / "_staging" / "docs").mkdir(parents=True)  # and a failed run's staging
     stats = run(spark, single_source(str(inputs)), Config(), str(out))
     assert stats["kept"] == 1 and rows(out / "docs") == 1 and not (out / "_staging").exists()
+
+
+def test_what_normalization_changed_is_written_for_the_documents_of_the_sample(spark, tmp_path):
+    texts = {"mojibake": "The cafÃ© serves crÃ¨me brÃ»lÃ©e to everyone who asks for it.",
+             "controls": "A bell\x07 rang twice\x1b[0m in the hall.", "clean": "Nothing to change here."}
+    source = write_lines(tmp_path / "in" / "a.jsonl", [{"id": k, "text": v} for k, v in texts.items()], mkdir=True)
+    run(spark, single_source(str(source)), Config(normalized_share=1.0), str(tmp_path / "all"))
+    found = pq.read_table(tmp_path / "all" / "normalized").to_pylist()
+    assert {row["id"] for row in found} == {"mojibake", "controls"}  # a text normalization left alone has none
+    for row in found:
+        text = texts[row["id"]]
+        assert text[row["at"]:row["at"] + len(row["before"])] == row["before"] and row["source"] == "a.jsonl"
+    assert any("Ã©" in row["before"] and "é" in row["after"] for row in found)
+    assert any("\x07" in row["before"] and row["after"] == "" for row in found)
+    run(spark, single_source(str(source)), Config(normalized_share=0.0), str(tmp_path / "none"))
+    assert pq.read_table(tmp_path / "none" / "normalized").num_rows == 0
 
 
 def test_cli_help_and_clear_errors(tmp_path):
