@@ -157,8 +157,10 @@ def normalization_changes(batch: pa.RecordBatch, cfg: Config) -> pa.RecordBatch:
     again here: a hundredth of the documents, by default, a hundredth of the step's cost)."""
     rows = []
     if cfg.normalized_share:
-        for row in batch.select(["status", "id", "source", "text"]).to_pylist():
-            if row["status"] != "doc" or not row["text"] or not in_sample(row["id"] or "", cfg.normalized_share):
+        sampled = [status == "doc" and doc_id is not None and in_sample(doc_id, cfg.normalized_share)
+                   for status, doc_id in zip(batch.column("status").to_pylist(), batch.column("id").to_pylist())]
+        for row in batch.filter(pa.array(sampled)).select(["id", "source", "text"]).to_pylist():  # texts of the sample
+            if not row["text"]:
                 continue
             try:
                 after = normalize(row["text"], cfg.normalize)
