@@ -8,7 +8,7 @@ from report.config import ReportConfig
 from report.documents import clipped
 from report.layout import read_json
 from report.model import RunView
-from report.run import Run
+from report.run import STAGE_SECONDS, Run
 from report.stages import GATHERERS
 from report.stages.shards import mixture_view
 
@@ -27,6 +27,12 @@ def run_view(out: Path, cfg: ReportConfig) -> RunView:
     if not run.pipeline and isinstance(run.info.get("seconds"), (int, float)):
         for row in views[0].funnel:  # a job of its own: the runner timed it (the shards job times nothing else)
             row.seconds = float(run.info["seconds"]) if row.seconds is None else row.seconds
+    timed = run.info.get(STAGE_SECONDS)
+    for view in views if isinstance(timed, dict) else []:  # a pipeline's stages that record no time themselves
+        seconds = timed.get(view.key)
+        for row in view.funnel:
+            if row.seconds is None and isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+                row.seconds = float(seconds)
     _estimate_tokens(run, views)
     for folder in sorted({s.folder.parent for s in run.stages if s.kind == "shards" and s.source}):
         if (view := mixture_view(run, folder)) is not None:

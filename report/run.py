@@ -12,6 +12,9 @@ from report.lookup import parquet_files
 
 SETTINGS_FILE = "settings.yaml"  # the --print-config YAML of the run: `--config OUT/settings.yaml` runs it again
 RUN_FILE = "run.json"  # the job, its inputs, the version and its seconds
+# in run.json (and in the pipeline's stats): the seconds of the stages a pipeline timed that write no time of
+# their own (the shards: their index.json is the same for the same input), by the report's key ("shards/web")
+STAGE_SECONDS = "stage_seconds"
 MAX_SETTINGS_BYTES = 4 << 20
 
 

@@ -11,7 +11,7 @@ from report.config import ReportConfig
 from report.gather import run_view, version
 from report.render import report_page
 from report.render_compare import comparison_page
-from report.run import RUN_FILE, SETTINGS_FILE
+from report.run import RUN_FILE, SETTINGS_FILE, STAGE_SECONDS
 from spark_stages.outputs import record_written, write_json
 
 REPORT_FILE = "report.html"
@@ -22,9 +22,11 @@ DEFAULT = ReportConfig()
 
 
 def write_report(out, cfg: ReportConfig = DEFAULT, *, destination=None, job: str | None = None,
-                 settings: str | None = None, inputs: dict | None = None, seconds: float | None = None) -> Path:
+                 settings: str | None = None, inputs: dict | None = None, seconds: float | None = None,
+                 stage_seconds: dict | None = None) -> Path:
     """OUT/report.html (or `destination`) of the output folder `out`. With `job`, first records the run:
-    OUT/settings.yaml (`settings`) and OUT/run.json (`inputs` by source, `seconds`). The path written."""
+    OUT/settings.yaml (`settings`) and OUT/run.json (`inputs` by source, `seconds`, and the seconds of the
+    stages that record none of their own, `stage_seconds`). The path written."""
     out = Path(out)
     target = Path(destination) if destination else out / REPORT_FILE
     names = ([RUN_FILE] + ([SETTINGS_FILE] if settings is not None else []) if job else [])
@@ -34,6 +36,7 @@ def write_report(out, cfg: ReportConfig = DEFAULT, *, destination=None, job: str
     if job:
         write_json(out / RUN_FILE, {"job": job, "version": version(), "inputs": inputs or {},
                                     "seconds": None if seconds is None else round(seconds, 1),
+                                    **({STAGE_SECONDS: stage_seconds} if stage_seconds else {}),
                                     "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(
                                         timespec="seconds")})
         if settings is not None:

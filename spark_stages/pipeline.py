@@ -20,6 +20,7 @@ each source's rows: the corpus as it is), for the loader. Decontamination runs p
 
 import dataclasses
 import logging
+import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -167,6 +168,8 @@ def _documents(folder: Path, source: str, stage: str) -> list[InputFile]:
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     """Every stage in order; returns their stats by stage, by source where the stage runs per source
     (clean, shards). OUT/shards/mixture.json last, for named sources."""
+    from report.run import STAGE_SECONDS  # here: executors import this module and need no report
+
     out_path, named = Path(out), is_named(sources)
     weights = source_weights(cfg.sources, list(sources)) if named else None
     stats: dict = {"clean": {}, "shards": {}}
@@ -196,8 +199,11 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         (shards_out / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
     for name, files in deduplicated.items():
         log.info("shards %s", name)
+        started = time.time()
         stats["shards"][name] = shards_stage.run(spark, {name: files}, shards_cfg,
                                                  str(_folder(out_path, "shards", name, named)), cfg.sources.weights)
+        # the shards' index.json holds no time (it is the same for the same input): the runner's run.json does
+        stats.setdefault(STAGE_SECONDS, {})[f"shards/{name}" if named else "shards"] = round(time.time() - started, 1)
     if cfg.decontaminate.benchmarks:  # after the shards' commits, which remove what they did not write
         decontaminate_stage.record_decontamination(cfg.decontaminate, [_folder(out_path, "shards", name, named)
                                                                        for name in deduplicated])

@@ -115,17 +115,19 @@ def _run(stage: Stage, inputs, cfg, args, specs: dict[str, str]) -> int:
         return _fail(f"jobs.{stage.name}", str(e))
     log.info("%s done in %.1f s", stage.name, time.time() - started)
     print(stage.summary(stats))
-    _write_report(stage, cfg, args.output, specs, time.time() - started)
+    _write_report(stage, cfg, args.output, specs, time.time() - started, stats)
     return 0
 
 
-def _write_report(stage: Stage, cfg, out: str, specs: dict[str, str], seconds: float) -> None:
+def _write_report(stage: Stage, cfg, out: str, specs: dict[str, str], seconds: float, stats: dict) -> None:
     """OUT/report.html, with the settings and inputs of the run beside it (report/write.py). The outputs are
     committed by now: a report that cannot be written costs a warning, never the job's exit code."""
     try:
         from report import write_report  # here, not above: executors import this module and need no report
+        from report.run import STAGE_SECONDS
 
-        written = write_report(out, job=stage.name, settings=to_yaml(cfg), inputs=specs, seconds=seconds)
+        written = write_report(out, job=stage.name, settings=to_yaml(cfg), inputs=specs, seconds=seconds,
+                               stage_seconds=stats.get(STAGE_SECONDS) if isinstance(stats, dict) else None)
     except Exception as e:  # whatever it is, the job's outputs stand
         log.warning("%s: the report was not written (%s: %s); the job's outputs are complete", out,
                     type(e).__name__, e)
