@@ -61,11 +61,12 @@ class Histogram:
 
 @dataclass
 class Cluster:
-    """A dedup cluster: its survivor, and members with their estimated similarity to it."""
+    """A dedup cluster: its survivor, and members with their estimated similarity to it and whether each is an
+    exact duplicate of it (the same text once normalized as dedup normalizes it; None: a text not at hand)."""
     title: str
     size: int
     survivor: Document | None
-    members: list[tuple[Document, float | None]]
+    members: list[tuple[Document, float | None, bool | None]]
     note: str = ""
 
 

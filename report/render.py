@@ -83,8 +83,10 @@ def folded(summary: str, inner: str, cls: str, open_: bool = False) -> str:
 
 def cluster(c: Cluster, open_: bool = False) -> str:
     members = []
-    for doc, similarity in c.members:
-        label = "removed" + (f", similarity {similarity:.2f} to the survivor" if similarity is not None else "")
+    for doc, similarity, exact in c.members:
+        label = "removed" + (", an exact duplicate (the same text once normalized)" if exact else
+                             f", a near duplicate, similarity {similarity:.2f} to the survivor"
+                             if similarity is not None else "")
         members.append(document(doc, label))
     note = element("div", text(c.note), "note") if c.note else ""
     inner = element("div", element("div", document(c.survivor, "survivor (kept)")) +

@@ -6,6 +6,7 @@ import numpy as np
 
 from prep.dedup.lsh import estimated_jaccard
 from prep.dedup.minhash import MinHashConfig, signatures
+from prep.dedup.shingles import normalize_bytes
 from report.documents import clipped, document
 from report.layout import StageDir, read_json
 from report.lookup import documents_by_id
@@ -171,6 +172,12 @@ def _cluster(title: str, size: int, rows: list[tuple[str, bool]], texts: dict, m
             similarity[doc_id] = value
 
     survivor_lines = set((texts.get(survivor) or {}).get("text", "").splitlines()) if survivor else set()
+    survivor_normalized = normalize_bytes(texts[survivor]["text"] or "") if survivor in texts else None
+
+    def exact(doc_id: str) -> bool | None:
+        if survivor_normalized is None or doc_id not in texts:
+            return None
+        return normalize_bytes(texts[doc_id]["text"] or "") == survivor_normalized
 
     def shown(doc_id: str | None):
         if doc_id is None:
@@ -180,7 +187,7 @@ def _cluster(title: str, size: int, rows: list[tuple[str, bool]], texts: dict, m
         return document(row, cfg, fields=("lang", "source"), marks=marks,
                         extra={} if doc_id in texts else {"text": "not at hand"})
 
-    return Cluster(title, size, shown(survivor), [(shown(d), similarity.get(d)) for d in others],
+    return Cluster(title, size, shown(survivor), [(shown(d), similarity.get(d), exact(d)) for d in others],
                    note="" if size <= len(rows) else f"{len(rows)} of its {size} documents shown")
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import report
 from prep.cli import command_line
+from prep.dedup.shingles import normalize_bytes
 from prep.normalize import MAX_CHANGES
 from report.cli import main
 from report.config import ReportConfig
@@ -143,7 +144,13 @@ def test_clusters_show_the_largest_first_its_survivor_beside_its_members(pipelin
     assert survivor in heads and all(r["kept"] == (r["id"] == survivor) for r in clusters
                                      if r["cluster_id"] == survivor)
     assert set(members) <= {r["id"] for r in clusters if r["cluster_id"] == survivor and not r["kept"]}
-    assert members and "similarity" in page.text
+    texts = {r["id"]: r["text"] for name in ("web", "docs")  # dedup's input
+             for r in rows(pipeline_run / "clean" / name / "docs", ["id", "text"])}
+    heads = page.by_class["head"][1:]  # the survivor's first
+    assert members and len(heads) == len(members)
+    for member, head in zip(members, heads):  # exact duplicates told apart from near ones, as dedup tells them
+        exact = normalize_bytes(texts[member]) == normalize_bytes(texts[survivor])
+        assert ("an exact duplicate" in head) == exact and ("a near duplicate, similarity" in head) == (not exact)
 
 
 def test_the_paragraphs_shared_by_many_documents_are_listed_with_their_counts(pipeline_run):
