@@ -59,8 +59,8 @@ def _template_lines(folder: Path, cfg: ReportConfig) -> Section:
     smallest host hashes, each line with the pages it was cut from, summed over the files."""
     title = "Site templates: the lines cut"
     if not folder.is_dir():
-        return Section(title, [Note("This output has no templates/ (written since 2026-12): the lines cut are "
-                                    "counted above, not shown.")])
+        return Section(title, [Note("This output has no templates/ (an extract job of an earlier version): the "
+                                    "lines cut are counted above, not shown.")])
     sites: dict[str, Counter] = {}
     plan, tables = scanned(folder, ["host", "line", "pages"], cfg.read_bytes, cfg.max_files)
     for table in tables:
@@ -80,7 +80,7 @@ def _template_lines(folder: Path, cfg: ReportConfig) -> Section:
     blocks = [*read_note(plan, "template lines")]
     for host in sorted(sites, key=lambda site: (id_hash(site), site)):
         lines = sorted(sites[host].items(), key=lambda kv: (-kv[1], kv[0]))
-        blocks.append(Table(host[:cfg.field_chars], ["line", "pages it was cut from"],
+        blocks.append(Table(clipped(host, cfg.field_chars), ["line", "pages it was cut from"],
                             [[clipped(line, cfg.field_chars), pages] for line, pages in lines[:cfg.template_lines]],
                             f"{len(lines) - cfg.template_lines} more lines" if len(lines) > cfg.template_lines
                             else ""))
