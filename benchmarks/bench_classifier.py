@@ -14,7 +14,6 @@ form, and fastText's predict of tokenmill's own model (the same scores: checked)
 import argparse
 import json
 import subprocess
-import sys
 import tempfile
 import time
 import zlib
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.peer_venv import peer_python
 from prep.classify import fasttext_bin
 from prep.classify.classifier import Classifier
 from prep.classify.metrics import roc_auc
@@ -34,18 +34,11 @@ from prep.clean import CleanConfig, clean_texts
 from tests.labelled.classifier_set import HARD_KINDS, SPAM_KINDS, build, held_out
 
 REPO = Path(__file__).resolve().parent.parent
-FASTTEXT_VENV = REPO / ".bench" / "fasttext-venv"
 RUNNER = REPO / "benchmarks" / "fasttext_runner.py"
 
 
 def fasttext_python(given: str | None) -> str:
-    if given:
-        return given
-    python = FASTTEXT_VENV / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(FASTTEXT_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "fasttext-numpy2-wheel", "numpy"], check=True)
-    return str(python)
+    return peer_python("fasttext-venv", ["fasttext-numpy2-wheel", "numpy"], given)
 
 
 def web_pages(warc: str, limit: int = 600) -> list[tuple[str, str]]:

@@ -15,29 +15,22 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.peer_venv import peer_python
 from prep.clean import CleanConfig, clean_texts
 from prep.ingest.inputs import single_source
 from tests.prep.clean_reference import sample_texts
 
 REPO = Path(__file__).resolve().parent.parent
-DATATROVE_VENV = REPO / ".bench" / "datatrove-venv"
 
 
 def datatrove_python(given: str | None) -> str:
-    if given:
-        return given
-    python = DATATROVE_VENV / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(DATATROVE_VENV)], check=True)
-        # spacy: its English word tokenizer; xxhash 4 refuses the str datatrove's MinHash passes it.
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "datatrove>=0.4", "spacy", "tokenizers", "xxhash<4",
-                        "regex", "orjson"], check=True)
-    return str(python)
+    # spacy: its English word tokenizer; xxhash 4 refuses the str datatrove's MinHash passes it.
+    return peer_python("datatrove-venv", ["datatrove>=0.4", "spacy", "tokenizers", "xxhash<4", "regex", "orjson"],
+                       given)
 
 
 def time_rules_only(texts: list[str]) -> float:

@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 
 from benchmarks.bench_scale import _paragraph_pools
+from benchmarks.peer_venv import BENCH, peer_python
 
 REPO = Path(__file__).resolve().parent.parent
-BENCH = REPO / ".bench"
+
 KINDS = ["We use cookies to {x} your experience on our site. By continuing to browse you agree to our use of cookies.",
          "Subscribe to the {x} newsletter to get the latest articles delivered straight to your inbox every week.",
          "This article is licensed under a Creative Commons Attribution-ShareAlike 4.0 International License ({x}).",
@@ -87,17 +88,9 @@ def tokenmill(folder: Path, paragraphs: bool = True) -> tuple[float, dict[str, s
     return seconds, dict(zip(table["id"], table["text"]))
 
 
-def _venv(name: str, packages: list[str]) -> str:
-    python = BENCH / name / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(BENCH / name)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True)
-    return str(python)
-
-
 def dolma(folder: Path, docs: list[dict]) -> tuple[float, dict[str, str]]:
     """`dolma dedupe` with its paragraph dedup (a bloom filter), then the spans it marks removed here."""
-    python = _venv("dolma-venv", ["dolma>=1.0,<2"])
+    python = peer_python("dolma-venv", ["dolma>=1.0,<2"])
     config = {"documents": [str(folder / "dolma" / "documents" / "*.gz")],
               "dedupe": {"name": "dups", "paragraphs": {"attribute_name": "para_dups"}, "skip_empty": True},
               "bloom_filter": {"file": str(folder / "dolma" / "bloom.bin"), "read_only": False,
@@ -124,7 +117,7 @@ def dolma(folder: Path, docs: list[dict]) -> tuple[float, dict[str, str]]:
 
 def datatrove(folder: Path) -> tuple[float, dict[str, str]]:
     """datatrove's sentence dedup (signature, find, filter), one task."""
-    python = _venv("datatrove-sentences-venv", ["datatrove>=0.4", "spacy", "tokenizers", "xxhash<4", "orjson"])
+    python = peer_python("datatrove-sentences-venv", ["datatrove>=0.4", "spacy", "tokenizers", "xxhash<4", "orjson"])
     script = folder / "datatrove_run.py"
     script.write_text(DATATROVE_SCRIPT.format(input=folder / "jsonl", work=folder / "datatrove"))
     started = time.perf_counter()
