@@ -29,35 +29,45 @@ BLANK_LINES = re.compile(r"\n{3,}")
 MAX_CHANGES = 5  # changes of a text recorded, the first ones
 CHANGE_CHARS = 200  # characters of a change's before and after recorded
 CONTEXT_CHARS = 40  # characters of the text on either side of a change
-CHAR_DIFF_CHARS = 2_000  # lines replaced together are compared character by character up to this size
+WINDOW = 200  # characters after a difference compared character by character to find where it ends
+ANCHOR_CHARS = 32  # characters of `after` looked for in `before` where a deletion is longer than the window
 
 
 def changes(before: str, after: str) -> list[dict]:
     """What normalization changed (`before` into `after`): each stretch replaced, as `at` (its offset in
     `before`), `before`, `after` (cut at CHANGE_CHARS), and `left` and `right`, the text around it; the first
-    MAX_CHANGES. Lines first, then characters inside the lines replaced together, so that the cost stays near
-    the text's length (a character diff of a whole text costs its square)."""
-    if before == after:
-        return []
-    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    offsets = [0]
-    for line in old:
-        offsets.append(offsets[-1] + len(line))
-    found = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        a, b, start = "".join(old[i1:i2]), "".join(new[j1:j2]), offsets[i1]
-        if max(len(a), len(b)) > CHAR_DIFF_CHARS:
-            found.append((start, a, b))
-        else:
-            found += [(start + k1, a[k1:k2], b[m1:m2]) for op, k1, k2, m1, m2 in
-                      difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op != "equal"]
-        if len(found) >= MAX_CHANGES:
+    MAX_CHANGES. The texts are walked together: what is equal skipped by slices, each difference measured in
+    a window of WINDOW characters (a diff of the whole texts costs their square where changed and equal lines
+    alternate: 12 s for 1 MB); one that fills the window is what normalization makes long, a deletion (a run
+    of control characters, blank lines), and ends where the text that follows it in `after` stands."""
+    found, i, j = [], 0, 0  # (at, end in before, what stands there in after)
+    while len(found) < MAX_CHANGES:
+        i, j = _first_difference(before, after, i, j)
+        if i >= len(before) and j >= len(after):
             break
-    return [{"at": at, "before": a[:CHANGE_CHARS], "after": b[:CHANGE_CHARS],
-             "left": before[max(0, at - CONTEXT_CHARS):at], "right": before[at + len(a):at + len(a) + CONTEXT_CHARS]}
-            for at, a, b in found[:MAX_CHANGES]]
+        a, b = before[i:i + WINDOW], after[j:j + WINDOW]
+        _, k1, k2, m1, m2 = next(op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+                                 if op[0] != "equal")
+        if k2 == len(a) == WINDOW and (resumes := before.find(after[j:j + ANCHOR_CHARS], i)) > i:
+            k1, k2, m1, m2 = 0, resumes - i, 0, 0  # a deletion longer than the window
+        found.append((i + k1, i + k2, b[m1:m2]))
+        i, j = i + k2, j + m2
+    return [{"at": at, "before": before[at:end][:CHANGE_CHARS], "after": became[:CHANGE_CHARS],
+             "left": before[max(0, at - CONTEXT_CHARS):at], "right": before[end:end + CONTEXT_CHARS]}
+            for at, end, became in found]
+
+
+def _first_difference(before: str, after: str, i: int, j: int, step: int = 4096) -> tuple[int, int]:
+    """The first positions from (i, j) where the texts differ (their ends where one runs out)."""
+    while i < len(before) and j < len(after):
+        k = min(step, len(before) - i, len(after) - j)
+        if before[i:i + k] != after[j:j + k]:
+            if k == 1:
+                break
+            step = k // 2  # the difference is in this slice: halve it
+            continue
+        i, j, step = i + k, j + k, min(4096, 2 * step)
+    return i, j
 
 
 def normalize(text: str, cfg: NormalizeConfig) -> str:

@@ -1,4 +1,4 @@
-from prep.normalize import CHANGE_CHARS, MAX_CHANGES, NormalizeConfig, changes, normalize
+from prep.normalize import CHANGE_CHARS, CONTEXT_CHARS, MAX_CHANGES, NormalizeConfig, changes, normalize
 from prep.pii import PiiConfig, redact
 
 
@@ -20,9 +20,13 @@ def test_each_change_is_found_where_it_stands_with_the_text_around_it():
         assert text[at:at + len(before)] == before and text[:at].endswith(change["left"])
         assert text[at + len(before):].startswith(change["right"])
     assert any("Ã©" in change["before"] and "é" in change["after"] for change in found)
-    long = "x" * 5_000 + "\r\n" + "y" * 5_000  # every line replaced at once: no character diff of the whole
+    long = "x" * 5_000 + "\x07" * 100_000 + "y" * 5_000  # a deletion far longer than the window
     (change,) = changes(long, normalize(long, NormalizeConfig()))
-    assert len(change["before"]) == CHANGE_CHARS and change["at"] == 0
+    assert change["at"] == 5_000 and change["before"] == "\x07" * CHANGE_CHARS and change["after"] == ""
+    assert change["right"] == "y" * CONTEXT_CHARS
+    alternating = "".join(f"line {i}{' ' if i % 2 else ''}\n" for i in range(50_000))  # 12 s for a whole diff
+    found = changes(alternating, normalize(alternating, NormalizeConfig()))
+    assert [(c["before"], c["left"][-7:]) for c in found] == [(" ", f"\nline {i}") for i in (1, 3, 5, 7, 9)]
 
 
 def test_chinese_punctuation_and_quotes_are_left_alone():
