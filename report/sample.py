@@ -19,11 +19,13 @@ SCORE_PREFIX, BUCKET_PREFIX = "score_", "bucket_"
 
 class Smallest:
     """Per key, the `k` rows of the smallest id hashes seen, each made into what is shown (`make`) when it
-    enters, so that a long document is never held whole."""
+    enters, so that a long document is never held whole. Rows that share an id (a crawl read twice) are told
+    apart by the order they were read in: the shown objects are never compared."""
 
     def __init__(self, k: int, make: Callable[[dict], object]):
         self.k, self.make = k, make
         self.heaps: dict[str, list] = {}
+        self.offered = 0
 
     def offer(self, table: pa.Table, keys: list | None = None) -> None:
         if self.k == 0 or table.num_rows == 0:
@@ -33,13 +35,14 @@ class Smallest:
         for i, (doc_id, key) in enumerate(zip(ids, keys)):
             heap = self.heaps.setdefault(key, [])
             h = id_hash(doc_id)
-            if len(heap) < self.k or -heap[0][0] > h:
-                item = (-h, doc_id or "", self.make(table.slice(i, 1).to_pylist()[0]))
+            self.offered += 1
+            if len(heap) < self.k or -heap[0][0] > h:  # the first read of a tie stays: -offered
+                item = (-h, doc_id or "", -self.offered, self.make(table.slice(i, 1).to_pylist()[0]))
                 (heapq.heapreplace if len(heap) == self.k else heapq.heappush)(heap, item)
 
     def get(self, key: str = "") -> list:
         """The key's shown rows, the smallest hash first."""
-        return [made for _, _, made in sorted(self.heaps.get(key, []), key=lambda e: (-e[0], e[1]))]
+        return [made for _, _, _, made in sorted(self.heaps.get(key, []), key=lambda e: (-e[0], e[1], -e[2]))]
 
 
 class Distributions:

@@ -83,6 +83,20 @@ def test_the_sample_is_the_smallest_id_hashes_of_what_was_read(tmp_path):
     assert shown == [i[:len(s)] for i, s in zip(smallest_ids(ids, 5), shown)]
 
 
+def test_documents_that_share_an_id_are_all_sampled_in_a_fixed_order(tmp_path):
+    # a crawl read twice (or two sources that number alike) puts the same id in the output more than once:
+    # the sample's ties are broken by what is shown, never by comparing the shown objects
+    out = clean_output(tmp_path / "out", 16, reasons=1, files=1)
+    table = pq.read_table(out / "rejected")
+    copies = pa.array([f"copy {t}" for t in table.column("text").to_pylist()])
+    twice = pa.concat_tables([table, table.set_column(table.column_names.index("text"), "text", copies)])
+    pq.write_table(twice, out / "rejected" / "part-00000.parquet")
+    html = write_report(out, ReportConfig(examples_per_reason=4, kept_examples=0)).read_text()
+    shown = read_page(html).by_class["doc-id"]
+    assert len(shown) == 4 and shown[0] == shown[1] and shown[2] == shown[3]
+    assert html == write_report(out, ReportConfig(examples_per_reason=4, kept_examples=0)).read_text()
+
+
 def test_documents_are_escaped_text_with_control_characters_shown(tmp_path):
     assert text("<a href='javascript:x'>&\x00\x1b") == "&lt;a href=&#x27;javascript:x&#x27;&gt;&amp;␀␛"
     page = read_page(write_report(clean_output(tmp_path / "out", 40)).read_text())
