@@ -13,7 +13,7 @@ from pathlib import Path
 from report.config import ReportConfig
 from report.documents import document
 from report.layout import StageDir, read_json
-from report.lookup import documents_by_id
+from report.lookup import COPIES, documents_by_id, shared_note
 from report.model import Pair
 from report.run import Run
 from report.scan import files, id_hash, scanned
@@ -24,8 +24,9 @@ SPACE = 1 << 64
 
 @dataclass
 class Fates:
-    """What one run did to the compared documents at one stage: {id: fate}, and where each was read."""
-    fate: dict[str, str] = field(default_factory=dict)
+    """What one run did to the compared documents at one stage: {id: the fate of each document of that id}
+    (ids may repeat in an input), and where each was read."""
+    fate: dict[str, list[str]] = field(default_factory=dict)
     where: dict[str, Path] = field(default_factory=dict)  # the output folder holding the document
     whole: bool = True  # every row group of the outputs was read
 
@@ -82,8 +83,8 @@ def fates(run: Run, stage: StageDir, under: int) -> Fates:
             reasons = table.column("reason").to_pylist() if fate is None else None
             for i, doc_id in enumerate(ids):
                 if doc_id is not None and id_hash(doc_id) < under:
-                    found.fate[doc_id] = fate or f"{_removed(stage.kind)}: {reasons[i]}"
-                    found.where[doc_id] = folder
+                    found.fate.setdefault(doc_id, []).append(fate or f"{_removed(stage.kind)}: {reasons[i]}")
+                    found.where.setdefault(doc_id, folder)
     if stage.kind == "dedup":
         _duplicates(stage, found, under, cfg)
     if stage.kind == "decontaminate":
@@ -101,7 +102,7 @@ def _duplicates(stage: StageDir, found: Fates, under: int, cfg: ReportConfig) ->
     for table in tables:
         for doc_id, kept in zip(table.column("id").to_pylist(), table.column("kept").to_pylist()):
             if doc_id is not None and not kept and id_hash(doc_id) < under:
-                found.fate[doc_id] = "removed: a duplicate"
+                found.fate.setdefault(doc_id, []).append("removed: a duplicate")
 
 
 def _cut(stage: StageDir, found: Fates, cfg: ReportConfig) -> None:
@@ -109,8 +110,8 @@ def _cut(stage: StageDir, found: Fates, cfg: ReportConfig) -> None:
     _, tables = scanned(stage.folder / "matches", ["id"], cfg.read_bytes, cfg.max_files)
     for table in tables:
         for doc_id in table.column("id").to_pylist():
-            if found.fate.get(doc_id) == KEPT:
-                found.fate[doc_id] = "kept, spans cut"
+            if doc_id in found.fate:  # (which of the documents of a repeated id lost the span cannot be told)
+                found.fate[doc_id] = ["kept, spans cut" if fate == KEPT else fate for fate in found.fate[doc_id]]
 
 
 def stage_changes(a: Run, b: Run, sa: StageDir, sb: StageDir, under: int) -> StageChanges:
@@ -119,20 +120,24 @@ def stage_changes(a: Run, b: Run, sa: StageDir, sb: StageDir, under: int) -> Sta
     both = fa.fate.keys() & fb.fate.keys()
     moved: dict[tuple[str, str], list[str]] = {}
     counts: Counter = Counter()
+    compared = 0
     for doc_id in both:
-        if fa.fate[doc_id] != fb.fate[doc_id]:
-            key = (fa.fate[doc_id], fb.fate[doc_id])
-            counts[key] += 1
+        # the documents of an id that repeats: the fates both runs gave are matched first, the rest paired in order
+        mine, theirs = Counter(fa.fate[doc_id]), Counter(fb.fate[doc_id])
+        compared += min(sum(mine.values()), sum(theirs.values()))
+        pairs = list(zip(sorted((mine - theirs).elements()), sorted((theirs - mine).elements())))
+        counts.update(pairs)
+        for key in set(pairs):
             moved.setdefault(key, []).append(doc_id)
     shown = {key: sorted(ids, key=id_hash)[:cfg.compare_examples] for key, ids in moved.items()}
     texts_a = _texts(a, sa, fa, {i for ids in shown.values() for i in ids})
     texts_b = _texts(b, sb, fb, {i for ids in shown.values() for i in ids})
-    changes = [Change(before, after, n, [Pair(_shown(texts_a.get(i), i, before, cfg), _shown(texts_b.get(i), i, after,
-                                                                                             cfg))
+    changes = [Change(before, after, n, [Pair(_shown(texts_a.get(i), i, before, len(fa.fate[i]), cfg),
+                                              _shown(texts_b.get(i), i, after, len(fb.fate[i]), cfg))
                                          for i in shown[(before, after)]])
                for (before, after), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:cfg.max_reasons]]
     key = sa.kind + (f"/{sa.source}" if sa.source else "")
-    return StageChanges(key, sa.kind, len(both), changes, fa.whole and fb.whole)
+    return StageChanges(key, sa.kind, compared, changes, fa.whole and fb.whole)
 
 
 def _texts(run: Run, stage: StageDir, found: Fates, ids: set[str]) -> dict[str, dict]:
@@ -150,8 +155,10 @@ def _texts(run: Run, stage: StageDir, found: Fates, ids: set[str]) -> dict[str, 
     return rows
 
 
-def _shown(row: dict | None, doc_id: str, fate: str, cfg: ReportConfig):
-    return document(row or {"id": doc_id, "text": ""}, cfg, fields=("lang", "source"), extra={"fate": fate})
+def _shown(row: dict | None, doc_id: str, fate: str, copies: int, cfg: ReportConfig):
+    """A document of one run, `copies` the documents of its id the run's outputs hold."""
+    extra = {"fate": fate} | ({"note": shared_note({COPIES: copies})} if copies > 1 else {})
+    return document(row or {"id": doc_id, "text": ""}, cfg, fields=("lang", "source"), extra=extra)
 
 
 def matched_stages(a: Run, b: Run) -> list[tuple[StageDir, StageDir]]:

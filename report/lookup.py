@@ -10,6 +10,8 @@ import pyarrow.compute as pc
 
 from report.scan import pieces_of, plan, read
 
+COPIES = "copies"  # in a row documents_by_id gives: how many rows of the files read hold its id
+
 
 def parquet_files(specs: list[str]) -> list[Path]:
     """The Parquet files of input specifications (folders, files, globs; comma-separated as --input takes
@@ -29,15 +31,17 @@ def parquet_files(specs: list[str]) -> list[Path]:
 def documents_by_id(found: list[Path], ids: set[str], budget: int, max_files: int,
                     columns: tuple[str, ...] = ("id", "text", "lang", "source")) -> dict[str, dict]:
     """{id: row} of the documents of `ids` in the files `found`, as far as `budget` bytes of ids and then
-    of the row groups holding them reach (the first row of an id that repeats)."""
+    of the row groups holding them reach. An id that is not text (a number) is read as the jobs write it;
+    files without an id column (the jobs named their rows by file and line) are passed over. Where an id
+    names several documents the first row read is given, with COPIES: how many rows hold it."""
     if not ids or not found:
         return {}
     all_pieces = pieces_of(found, None, max_files)
     id_plan = plan(all_pieces, ["id"], budget)
     holding, spent = [], sum(p.column_bytes.get("id", 0) for p in id_plan.chosen)
     for piece in id_plan.chosen:
-        mask = pc.is_in(read(piece, ["id"]).column("id"), value_set=_array(ids))
-        if pc.any(mask).as_py():
+        piece_ids = _ids(read(piece, ["id"]))
+        if piece_ids is not None and pc.any(pc.is_in(piece_ids, value_set=_array(ids))).as_py():
             holding.append(piece)
     rows: dict[str, dict] = {}
     for piece in holding:
@@ -46,10 +50,29 @@ def documents_by_id(found: list[Path], ids: set[str], budget: int, max_files: in
             break
         spent += cost
         table = read(piece, list(columns))
+        table = table.set_column(table.column_names.index("id"), "id", _ids(table))
         table = table.filter(pc.is_in(table.column("id"), value_set=_array(ids)))
         for row in table.to_pylist():
-            rows.setdefault(row["id"], row)
+            first = rows.setdefault(row["id"], row)
+            first[COPIES] = first.get(COPIES, 0) + 1
     return rows
+
+
+def shared_note(row: dict | None) -> str | None:
+    """What to say of a row whose id names several documents (which of them is meant cannot be told)."""
+    if row is None or row.get(COPIES, 1) < 2:
+        return None
+    return f"{row[COPIES]} documents of the input have this id: the first is shown"
+
+
+def _ids(table: pa.Table) -> pa.ChunkedArray | None:
+    """The id column as text, or None where there is none or it cannot be text."""
+    if "id" not in table.column_names:
+        return None
+    try:
+        return table.column("id").cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
 
 
 def _array(ids: set[str]) -> pa.Array:

@@ -10,7 +10,7 @@ from prep.decontam.items import ItemsConfig, read_benchmark
 from prep.ingest.inputs import InputError, expand_inputs
 from report.documents import clipped, document
 from report.layout import StageDir, read_json
-from report.lookup import documents_by_id
+from report.lookup import documents_by_id, shared_note
 from report.model import FunnelRow, Mark, Match, Note, Section, StageView, Table
 from report.run import Run
 from report.sample import Distributions, Smallest
@@ -107,11 +107,13 @@ def _all_spans(stage: StageDir, ids: set[str], cfg) -> dict[str, list[tuple[int,
 
 def _span_document(span: dict, before: dict | None, spans: list[tuple[int, int]], window: int, run: Run):
     """The document before its cut with this span marked and the window cut around it; its place alone
-    when the text is not at hand."""
+    when the text is not at hand, or when its id names several documents of the input (which one the span
+    is in cannot be told)."""
     start, end = int(span["start"]), int(span["end"])
     fields = {"score": f"{span['score']:.3f}" if isinstance(span.get("score"), float) else str(span.get("score")),
               "kind": str(span.get("kind")), "span": f"characters {start:,}-{end:,}"}
-    if before is None:
+    if before is None or (note := shared_note(before)):
+        fields["text"] = "not at hand" if before is None else note
         return document({"id": span["id"], "text": ""}, run.cfg, extra=fields)
     text = before.get("text") or ""
     marks = [Mark(start, end, "span", "matched span")]

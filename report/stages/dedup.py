@@ -9,7 +9,7 @@ from prep.dedup.minhash import MinHashConfig, signatures
 from prep.dedup.shingles import normalize_bytes
 from report.documents import clipped, document
 from report.layout import StageDir, read_json
-from report.lookup import documents_by_id
+from report.lookup import documents_by_id, shared_note
 from report.model import Cluster, FunnelRow, Mark, Note, Section, StageView, Table
 from report.run import Run
 from report.sample import Distributions, Smallest
@@ -164,31 +164,41 @@ def _cluster(title: str, size: int, rows: list[tuple[str, bool]], texts: dict, m
     cfg = run.cfg
     survivor = next((doc_id for doc_id, kept in rows if kept), None)
     others = [doc_id for doc_id, kept in rows if not kept]
-    with_text = [d for d in [survivor, *others] if d in texts]
+    # an id that names several documents of the input (or the survivor's own id on a member) cannot tell
+    # which text is meant: shown with a note, and no similarity or line marks are claimed for it
+    told = {d for d in [survivor, *others] if d in texts and shared_note(texts[d]) is None}
+    told -= {d for d in others if d == survivor}
+    with_text = [d for d in [survivor, *others] if d in told]
     similarity: dict[str, float] = {}
-    if survivor in texts and len(with_text) > 1:
+    if survivor in told and len(with_text) > 1:
         sigs = signatures([texts[d]["text"] or "" for d in with_text], minhash)
         for doc_id, value in zip(with_text[1:], estimated_jaccard(sigs[1:], sigs[0][np.newaxis, :]).tolist()):
             similarity[doc_id] = value
 
-    survivor_lines = set((texts.get(survivor) or {}).get("text", "").splitlines()) if survivor else set()
-    survivor_normalized = normalize_bytes(texts[survivor]["text"] or "") if survivor in texts else None
+    survivor_lines = set(texts[survivor].get("text", "").splitlines()) if survivor in told else set()
+    survivor_normalized = normalize_bytes(texts[survivor]["text"] or "") if survivor in told else None
 
     def exact(doc_id: str) -> bool | None:
-        if survivor_normalized is None or doc_id not in texts:
+        if survivor_normalized is None or doc_id not in told:
             return None
         return normalize_bytes(texts[doc_id]["text"] or "") == survivor_normalized
 
-    def shown(doc_id: str | None):
+    def shown(doc_id: str | None, member: bool):
         if doc_id is None:
             return None
         row = texts.get(doc_id, {"id": doc_id, "text": ""})
-        marks = differing_lines(row.get("text") or "", survivor_lines) if doc_id != survivor and survivor_lines else []
-        return document(row, cfg, fields=("lang", "source"), marks=marks,
-                        extra={} if doc_id in texts else {"text": "not at hand"})
+        marks = differing_lines(row.get("text") or "", survivor_lines) if member and doc_id in told else []
+        extra = {"text": "not at hand"} if doc_id not in texts else {}
+        if note := shared_note(row) or (member and doc_id == survivor and "the survivor's id: which of the "
+                                        "documents holding it is shown cannot be told"):
+            extra["note"] = note
+        return document(row, cfg, fields=("lang", "source"), marks=marks, extra=extra)
 
-    return Cluster(title, size, shown(survivor), [(shown(d), similarity.get(d), exact(d)) for d in others],
-                   note="" if size <= len(rows) else f"{len(rows)} of its {size} documents shown")
+    notes = [] if size <= len(rows) else [f"{len(rows)} of its {size} documents shown"]
+    if (heads := sum(kept for _, kept in rows)) > 1:
+        notes.append(f"{heads} clusters have this id (ids repeat in the input): their members are shown together")
+    return Cluster(title, size, shown(survivor, False), [(shown(d, True), similarity.get(d), exact(d)) for d in others],
+                   note="; ".join(notes))
 
 
 def differing_lines(text: str, survivor_lines: set[str]) -> list[Mark]:
