@@ -14,12 +14,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from prep.ingest.inputs import InputError, InputFile, expand_inputs, is_warc
+from prep.ingest.readers import parquet_rows
 from prep.ingest.streams import StreamDamaged, decompressed_chunks, split_lines
 
 MAX_ITEM_BYTES = 10_000_000
+PARQUET_BATCH_BYTES = 64 << 20  # values read at a time (parquet_rows)
 
 
 @dataclass(frozen=True)
@@ -73,14 +74,21 @@ class NotARecord(str):
     """Why a line is not a record (a str of its own: a JSON line may well be a string)."""
 
 
+def _text_bytes(record: dict) -> int:
+    """The UTF-8 bytes of a record's text values (encoded only where 4 bytes a character could pass the limit)."""
+    texts = [v for v in record.values() if isinstance(v, str)]
+    if 4 * sum(map(len, texts)) <= MAX_ITEM_BYTES:
+        return 0
+    return sum(len(v.encode("utf-8", "replace")) for v in texts)
+
+
 def _records(file: InputFile) -> Iterator[tuple[object, str]]:
     """(record, or NotARecord saying why, position) of every record of a file."""
     if file.path.endswith(".parquet"):
-        row = 0
-        for batch in pq.ParquetFile(file.path).iter_batches(batch_size=1024):
-            for record in batch.to_pylist():
-                row += 1
-                yield record, f"{file.relative}:{row}"
+        for row, record in enumerate(parquet_rows(file.path, 1024, PARQUET_BATCH_BYTES, MAX_ITEM_BYTES), 1):
+            if isinstance(record, dict) and _text_bytes(record) > MAX_ITEM_BYTES:
+                record = f"record over {MAX_ITEM_BYTES} bytes"
+            yield NotARecord(record) if isinstance(record, str) else record, f"{file.relative}:{row}"
     elif file.path.endswith(".txt"):
         with open(file.path, "rb") as f:
             yield {"text": f.read(MAX_ITEM_BYTES).decode("utf-8", "replace")}, file.relative

@@ -24,7 +24,8 @@ RESERVED_FIELDS = ("id", "text", "source", "metadata")
 @dataclass(frozen=True)
 class ReaderConfig:
     max_record_bytes: int = 10_000_000  # larger records are quarantined, not parsed
-    parquet_batch_rows: int = 1024  # rows per Parquet batch read
+    parquet_batch_rows: int = 1024  # rows per Parquet batch read, at most ...
+    parquet_batch_bytes: int = 64 << 20  # ... and fewer where the row group's values (uncompressed) are larger
     read_bytes: int = CHUNK_BYTES  # bytes per read of a JSON Lines file (compressed bytes when compressed)
 
 
@@ -187,30 +188,62 @@ def _raw_row(row: dict) -> bytes:
 
 
 def read_parquet(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
+    """Every row of a Parquet file (parquet_rows), each a Document or quarantined with its reason."""
     row_number = 0
     try:
-        parquet = pq.ParquetFile(file.path)
-        for batch in parquet.iter_batches(batch_size=config.parquet_batch_rows):
-            for row in batch.to_pylist():
-                row_number += 1
-                text = row.get("text")
-                # The limit is in bytes; a character takes at most 4, so most texts are cleared unencoded.
-                if isinstance(text, str) and 4 * len(text) > config.max_record_bytes:
-                    if len(text.encode("utf-8", "replace")) > config.max_record_bytes:
-                        yield Quarantined(f"record over {config.max_record_bytes} bytes", file.relative,
-                                          row_number, text.encode("utf-8", "replace")[: 1 << 20])
-                        continue
-                result = to_document(row, file, row_number)
-                if isinstance(result, Document) and len(result.metadata or "") > config.max_record_bytes:
-                    # the other columns, carried as metadata (ASCII JSON: a character a byte), count too
-                    yield Quarantined(f"record over {config.max_record_bytes} bytes", file.relative, row_number,
-                                      result.metadata[: 1 << 20].encode())
-                elif isinstance(result, str):
-                    yield Quarantined(result, file.relative, row_number, _raw_row(row))
-                else:
-                    yield result
+        for row in parquet_rows(file.path, config.parquet_batch_rows, config.parquet_batch_bytes,
+                                config.max_record_bytes):
+            row_number += 1
+            yield _parquet_record(row, file, row_number, config)
     except (pa.ArrowException, OSError, ValueError) as e:
         yield FileError(file.relative, f"parquet: {e}")
+
+
+def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: int) -> Iterator[dict | str]:
+    """Every row of a Parquet file as Python values, or the reason it cannot be one. A row group is read in
+    batches of about `batch_bytes` by the sizes its footer gives (a small file may decode to gigabytes: a
+    repeated string, a dictionary); a row group of one row over twice `max_row_bytes` is passed over unread;
+    a value Python cannot hold (a date past year 9999, an unknown time zone) is its row's reason, not the
+    file's end (pyarrow converts a whole batch at once: only where that fails is each row converted alone).
+    Raises what pyarrow raises for a file that is not Parquet."""
+    parquet = pq.ParquetFile(path)
+    for group in range(parquet.metadata.num_row_groups):
+        meta = parquet.metadata.row_group(group)
+        values = max(meta.total_byte_size, 1)
+        if meta.num_rows == 1 and values > 2 * max_row_bytes:
+            yield f"record over {max_row_bytes} bytes (its row group holds {values})"
+            continue
+        rows = max(1, min(batch_rows, batch_bytes * meta.num_rows // values))
+        for batch in parquet.iter_batches(batch_size=rows, row_groups=[group]):
+            try:
+                yield from batch.to_pylist()
+                continue
+            except Exception:  # noqa: BLE001  (OverflowError, a time zone's KeyError: any value no rule foresaw)
+                pass
+            for i in range(batch.num_rows):
+                try:
+                    yield batch.slice(i, 1).to_pylist()[0]
+                except Exception as e:  # noqa: BLE001
+                    yield f"unreadable value: {type(e).__name__}: {str(e)[:200]}"
+
+
+def _parquet_record(row: dict | str, file: InputFile, row_number: int, config: ReaderConfig) -> Record:
+    if isinstance(row, str):
+        return Quarantined(row, file.relative, row_number, None)
+    text = row.get("text")
+    # The limit is in bytes; a character takes at most 4, so most texts are cleared unencoded.
+    if isinstance(text, str) and 4 * len(text) > config.max_record_bytes:
+        if len(text.encode("utf-8", "replace")) > config.max_record_bytes:
+            return Quarantined(f"record over {config.max_record_bytes} bytes", file.relative, row_number,
+                               text[: 1 << 18].encode("utf-8", "replace"))
+    result = to_document(row, file, row_number)
+    if isinstance(result, Document) and len(result.metadata or "") > config.max_record_bytes:
+        # the other columns, carried as metadata (ASCII JSON: a character a byte), count too
+        return Quarantined(f"record over {config.max_record_bytes} bytes", file.relative, row_number,
+                           result.metadata[: 1 << 20].encode())
+    if isinstance(result, str):
+        return Quarantined(result, file.relative, row_number, _raw_row(row))
+    return result
 
 
 def read_file(file: InputFile, config: ReaderConfig = ReaderConfig()) -> Iterator[Record]:

@@ -54,6 +54,16 @@ def test_parquet_gzip_and_text_files_are_benchmarks_too(tmp_path):
                      ("d.txt", "a whole file is one item")]
 
 
+def test_a_parquet_item_too_large_or_holding_a_value_python_cannot_hold_is_skipped_with_its_reason(tmp_path):
+    texts = ["one item text", "x" * 12_000_000, "three item text", "four item text"]
+    at = pa.array([0, 0, 2**62, 0], pa.int64()).cast(pa.timestamp("us"))  # the third: past year 9999
+    pq.write_table(pa.table({"id": ["a", "b", "c", "d"], "text": texts, "at": at}), tmp_path / "b.parquet")
+    benchmark = read_benchmark("x", str(tmp_path / "b.parquet"), ItemsConfig())
+    assert benchmark.items == [("a", "one item text"), ("d", "four item text")]
+    assert set(benchmark.skipped) == {"record over 10000000 bytes", "unreadable value: OverflowError: date value "
+                                      "out of range"} and sum(benchmark.skipped.values()) == 2
+
+
 def test_a_benchmark_without_items_or_a_damaged_file_is_an_error(tmp_path):
     write_lines(tmp_path / "wrong.jsonl", [{"question": "q", "answer": "a"}])
     with pytest.raises(InputError, match="no item in .*missing field 'text' \\(1\\).*set items.text_fields"):

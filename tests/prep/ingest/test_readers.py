@@ -122,6 +122,35 @@ def test_parquet_text_over_the_byte_limit_is_quarantined_even_under_it_in_charac
     assert isinstance(second, Document) and second.text == under
 
 
+@pytest.mark.parametrize("column", [
+    pa.array([0] * 5 + [2**62] + [0] * 2994, pa.int64()).cast(pa.timestamp("us")),  # past year 9999
+    pa.array([0] * 5 + [2**31 - 1] + [0] * 2994, pa.int32()).cast(pa.date32()),
+    pa.array([0] * 5 + [2**62] + [0] * 2994, pa.int64()).cast(pa.duration("s")),
+    pa.array([0] * 3000, pa.int64()).cast(pa.timestamp("us", tz="Mars/Olympus")),  # no such time zone
+], ids=["timestamp", "date", "duration", "time zone"])
+def test_a_parquet_value_python_cannot_hold_quarantines_its_row_and_the_others_are_read(tmp_path, column):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": [f"document {i}" for i in range(3000)], "at": column}), path)
+    records = read(path)
+    bad = [r for r in records if isinstance(r, Quarantined)]
+    assert len(records) == 3000 and not any(isinstance(r, FileError) for r in records)
+    assert bad and all(r.error.startswith("unreadable value: ") for r in bad)
+    zone = getattr(column.type, "tz", None)  # an unknown time zone fails every row; a value out of range its own
+    assert len(bad) == (3000 if zone else 1) and (zone or bad[0].line == 6)
+
+
+def test_parquet_batches_are_sized_by_the_row_groups_bytes_and_a_huge_single_row_is_not_read(tmp_path):
+    path = tmp_path / "in.parquet"
+    # 40 rows of 3 MB each, in a file of kilobytes: read in batches of 64 MB, never the 120 MB at once
+    pq.write_table(pa.table({"text": ["word " * 600_000 + str(i) for i in range(40)]}), path, row_group_size=40)
+    docs = read(path)
+    assert [d.text[-2:] for d in docs] == [f" {i}"[-2:] for i in range(40)]
+    single = tmp_path / "single.parquet"
+    pq.write_table(pa.table({"text": ["word " * 5_000_000]}), single)  # 25 MB, one row: over 2 x 10 MB
+    (over,) = read(single)
+    assert isinstance(over, Quarantined) and over.error.startswith("record over 10000000 bytes (its row group holds")
+
+
 def test_parquet_without_text_column_quarantines_every_row(tmp_path):
     path = tmp_path / "in.parquet"
     pq.write_table(pa.table({"body": ["a", "b"]}), path)
