@@ -31,6 +31,9 @@ class ExtractConfig:
     # a page whose extraction takes longer is stopped and quarantined (the evaluation pages take at most 0.3 s;
     # a hostile page of 1 MB took 54 s): prep/extract/page_worker.py
     page_seconds: float = 10.0
+    # ... and one whose extraction takes more heap than this (the 1,171 evaluation pages of both benchmarks grew
+    # a child's resident memory by 6 MB at most; a hostile page of 170 KB by 5 GB in its 10 s)
+    page_memory_bytes: int = 1 << 30
     max_html_bytes: int = 5_000_000  # a larger HTML page is quarantined, not parsed (the evaluation's largest: 1.6 MB)
     warc: WarcConfig = field(default_factory=WarcConfig)
 
@@ -39,9 +42,9 @@ class ExtractConfig:
             raise ValueError(f"extractor must be one of {', '.join(EXTRACTORS)}, got {self.extractor!r}")
         if self.fallback_below < 0:
             raise ValueError(f"fallback_below must be at least 0, got {self.fallback_below}")
-        if not self.page_seconds > 0 or self.max_html_bytes < 1:
-            raise ValueError(f"page_seconds and max_html_bytes must be positive, got {self.page_seconds}, "
-                             f"{self.max_html_bytes}")
+        if not self.page_seconds > 0 or self.max_html_bytes < 1 or self.page_memory_bytes < 1:
+            raise ValueError(f"page_seconds, page_memory_bytes and max_html_bytes must be positive, got "
+                             f"{self.page_seconds}, {self.page_memory_bytes}, {self.max_html_bytes}")
 
 
 def host_of(url: str) -> str:
@@ -71,8 +74,8 @@ def _trafilatura(decoded: str, fast: bool) -> str:
 
 
 def page_worker(cfg: ExtractConfig) -> PageWorker:
-    """A child process that extracts pages by `cfg`, each within cfg.page_seconds."""
-    return PageWorker(functools.partial(page_text, cfg=cfg), cfg.page_seconds)
+    """A child process that extracts pages by `cfg`, each within cfg.page_seconds and cfg.page_memory_bytes."""
+    return PageWorker(functools.partial(page_text, cfg=cfg), cfg.page_seconds, cfg.page_memory_bytes)
 
 
 def file_outcomes(file: InputFile, cfg: ExtractConfig, worker: PageWorker | None = None) -> Iterator[dict]:

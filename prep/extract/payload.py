@@ -14,6 +14,7 @@ import numpy as np
 import zstandard
 
 CHUNK = 1 << 16  # compressed bytes fed to a decoder at a time
+MAX_ENCODINGS = 3  # Content-Encodings undone at most (servers send one; a chain of 10,000 cost 10 s a record)
 # The magic numbers of what servers most often label text/html by mistake, at the first byte: (prefix, name);
 # none of them is the way a page of text starts
 MAGIC = ((b"\x89PNG\r\n\x1a\n", "png"), (b"\xff\xd8\xff", "jpeg"), (b"GIF87a", "gif"), (b"GIF89a", "gif"),
@@ -35,6 +36,9 @@ WIDE_TEXT = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 and UTF-32 byte order marks: th
 WIDE = ("utf16", "utf32", "ucs2", "ucs4", "unicode")  # charset labels of the same
 
 
+ENDS_EARLY = "compressed payload ends early (cut short)"
+
+
 class PayloadError(ValueError):
     """A payload that cannot be decoded; the message says why."""
 
@@ -45,9 +49,13 @@ class TooLarge(ValueError):
 
 def decoded(body: bytes, encodings: str | None, limit: int) -> bytes:
     """`body` with its Content-Encoding (`gzip, br`: applied in that order, undone in reverse) undone, at most
-    `limit` bytes; TooLarge past it, PayloadError for an encoding that is damaged or not one of gzip, deflate,
-    br, zstd and identity."""
-    for name in reversed([e.strip().lower() for e in (encodings or "").split(",") if e.strip()]):
+    `limit` bytes; TooLarge past it, PayloadError for an encoding that is damaged, ends early (a stream cut
+    short is a page cut short, as a record cut short is), is not one of gzip, deflate, br, zstd and identity,
+    or is one of more than MAX_ENCODINGS."""
+    names = [e.strip().lower() for e in (encodings or "").split(",") if e.strip()]
+    if len([name for name in names if name not in ("identity", "none")]) > MAX_ENCODINGS:
+        raise PayloadError(f"{len(names)} Content-Encodings (at most {MAX_ENCODINGS} are undone)")
+    for name in reversed(names):
         if name in ("identity", "none"):
             continue
         if name in ("gzip", "x-gzip"):
@@ -55,8 +63,11 @@ def decoded(body: bytes, encodings: str | None, limit: int) -> bytes:
         elif name == "deflate":  # zlib-wrapped as the standard says, or raw as some servers send it
             try:
                 body = _inflate(body, zlib.MAX_WBITS, limit)
-            except PayloadError:
-                body = _inflate(body, -zlib.MAX_WBITS, limit)
+            except PayloadError as wrapped:
+                try:
+                    body = _inflate(body, -zlib.MAX_WBITS, limit)
+                except PayloadError as raw:  # a stream cut short, read either way, is said to be so
+                    raise (raw if str(raw) == ENDS_EARLY else wrapped) from None
         elif name == "br":
             body = _unbrotli(body, limit)
         elif name == "zstd":
@@ -76,6 +87,8 @@ def _inflate(body: bytes, wbits: int, limit: int) -> bytes:
         raise PayloadError(f"damaged compressed payload: {e}") from None
     if len(out) > limit:
         raise TooLarge(f"decodes past {limit} bytes")
+    if not decoder.eof:
+        raise PayloadError(ENDS_EARLY)
     return out
 
 
@@ -94,6 +107,8 @@ def _unbrotli(body: bytes, limit: int) -> bytes:
                 piece = decoder.process(b"", output_buffer_limit=limit + 1 - size)
     except brotli.error as e:
         raise PayloadError(f"damaged compressed payload: {e}") from None
+    if not decoder.is_finished():
+        raise PayloadError(ENDS_EARLY)
     return b"".join(out)
 
 
@@ -105,6 +120,15 @@ def _unzstd(body: bytes, limit: int) -> bytes:
         raise PayloadError(f"damaged compressed payload: {e}") from None
     if len(out) > limit:
         raise TooLarge(f"decodes past {limit} bytes")
+    # the reader ends quietly where its input does: whether the frame did is asked of a decoder that is given
+    # the whole body, bounded now by the `limit` bytes just read
+    whole = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        whole.decompress(body)
+    except zstandard.ZstdError as e:
+        raise PayloadError(f"damaged compressed payload: {e}") from None
+    if not whole.eof:
+        raise PayloadError(ENDS_EARLY)
     return out
 
 

@@ -44,6 +44,24 @@ def test_a_page_that_never_ends_or_crashes_costs_itself_alone():
         assert worker(b"last", None) == ("last", None)
 
 
+def test_a_page_that_takes_more_memory_than_its_budget_costs_itself_alone():
+    from prep.extract.html_text import html_main_text
+
+    # a thousand open formatting elements that differ by an attribute, then "<p>x" over and over: the parser
+    # clones all thousand at every paragraph (31 KB of markup, 1.9 GB of nodes unbounded)
+    hostile = b"<html><body><p>" + b"".join(b"<b id=%d>" % i for i in range(1000)) + b"<p>x" * 5000
+    page = b"<html><body><p>" + " ".join(articles(1, size=3)[0]).encode() + b"</p></body></html>"
+    with PageWorker(lambda body, declared: html_main_text(body, declared), seconds=600,
+                    memory_bytes=256 << 20) as worker:
+        try:
+            worker(hostile, None)
+            raise AssertionError("no error")
+        except (PageOverBudget, ExtractionFailed) as e:
+            assert "at its memory budget, 256 MB" in str(e) or "died" in str(e), e
+        text, _ = worker(page, None)
+        assert text == " ".join(articles(1, size=3)[0])
+
+
 def test_the_child_dies_with_its_parent(tmp_path):
     # the parent is a process of its own, killed outright; its child must not linger
     import multiprocessing

@@ -41,6 +41,26 @@ def test_a_damaged_or_unknown_encoding_is_a_clear_error(name, body):
         decoded(body, name, 1_000_000)
 
 
+@pytest.mark.parametrize("name, encode", [
+    ("gzip", gzip.compress), ("deflate", zlib.compress), ("deflate", lambda b: zlib.compress(b)[2:-4]),
+    ("br", brotli.compress), ("zstd", zstandard.ZstdCompressor().compress)])
+def test_a_stream_cut_short_is_a_payload_cut_short_not_a_shorter_page(name, encode):
+    whole = encode(PAGE * 40)
+    with pytest.raises(PayloadError, match="ends early"):
+        decoded(whole[:len(whole) // 2], name, 10 * len(PAGE) * 40)
+
+
+def test_a_chain_of_encodings_is_undone_to_a_few_and_no_further():
+    layered = PAGE
+    for _ in range(4):
+        layered = gzip.compress(layered, compresslevel=0)
+    assert decoded(gzip.compress(gzip.compress(PAGE)), "gzip, gzip, identity", 10 * len(PAGE)) == PAGE
+    with pytest.raises(PayloadError, match="4 Content-Encodings"):
+        decoded(layered, "gzip," * 4, 10 * len(layered))
+    with pytest.raises(PayloadError, match="10000 Content-Encodings"):  # 50 KB of header, refused before any work
+        decoded(layered, ",".join(["gzip"] * 10_000), 10 * len(layered))
+
+
 def test_bytes_that_are_not_text_are_told_whatever_they_are_called():
     assert binary_kind(b"\x89PNG\r\n\x1a\n" + bytes(100)) == "png"
     assert binary_kind(b"%PDF-1.7\n...") == "pdf"
