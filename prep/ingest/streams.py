@@ -13,7 +13,7 @@ frames), as `gzip -d` and `zstd -d` read them:
 
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -102,26 +102,32 @@ class _Zstd:
 FORMATS = {".gz": _Gzip, ".zst": _Zstd}
 
 
-def _output_before_damage(raw: BinaryIO, fmt, frame_start: int, chunk_start: int, chunk: bytes,
-                          chunk_bytes: int) -> tuple[bytes, int]:
-    """(what the chunk that failed decompresses to before the damage, the file offset of the damage).
+def _output_before_damage(raw: BinaryIO, fmt, frame_start: int, chunk_start: int, chunk: bytes, chunk_bytes: int,
+                          handed_out: int) -> Generator[bytes, None, int]:
+    """Yields what the chunk that failed decompresses to before the damage, past the `handed_out` bytes of it
+    already handed out; returns the file offset of the damage.
 
     The frame is decompressed again up to that chunk, a chunk at a time and its output dropped (it was
-    handed out already: memory stays a chunk, however far into the file the damage is), then the
-    chunk byte by byte, so nothing that precedes the damage is lost to the size of a read."""
+    handed out already), then the chunk byte by byte, so nothing that precedes the damage is lost to the size
+    of a read. Memory stays a piece of output, however far into the file the damage is and however much the
+    chunk decodes to (a 16 KB chunk of zstd blocks that repeat one byte stands for 500 MB)."""
     decompressor = fmt.new()
     raw.seek(frame_start)
     for start in range(frame_start, chunk_start, chunk_bytes):
         for _ in fmt.feed(decompressor, raw.read(min(chunk_bytes, chunk_start - start)), chunk_bytes):
             pass
-    out = bytearray()  # not a list of pieces: a byte of input may give none, and a piece costs ~40 bytes
+    skip = handed_out
     for i in range(len(chunk)):
         try:
             for piece in fmt.feed(decompressor, chunk[i:i + 1], chunk_bytes):
-                out += piece
+                if skip >= len(piece):
+                    skip -= len(piece)
+                    continue
+                yield piece[skip:]
+                skip = 0
         except fmt.errors:
-            return bytes(out), chunk_start + i
-    return bytes(out), chunk_start + len(chunk)
+            return chunk_start + i
+    return chunk_start + len(chunk)
 
 
 def _frames(raw: BinaryIO, fmt, warnings: list[str], chunk_bytes: int) -> Iterator[bytes]:
@@ -145,8 +151,7 @@ def _frames(raw: BinaryIO, fmt, warnings: list[str], chunk_bytes: int) -> Iterat
                 handed_out += len(out)
                 yield out
         except fmt.errors as e:
-            out, at = _output_before_damage(raw, fmt, frame_start, offset, data, chunk_bytes)
-            yield out[handed_out:]
+            at = yield from _output_before_damage(raw, fmt, frame_start, offset, data, chunk_bytes, handed_out)
             raise StreamDamaged(f"{fmt.name}: {fmt.frame} {frames} is corrupt at byte {at}: {e}") from e
         if decompressor.eof:
             rest = decompressor.unused_data

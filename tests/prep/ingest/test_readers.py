@@ -79,6 +79,27 @@ def test_truncated_compressed_file_keeps_records_before_the_damage(tmp_path, com
     assert [d.text for d in docs[:3]] == [line["text"] for line in lines[:3]]
 
 
+def test_what_a_damaged_chunk_decodes_to_before_its_damage_is_recovered_in_bounded_memory(tmp_path):
+    import tracemalloc
+
+    def block(last: int, kind: int, size: int) -> bytes:
+        return (last | kind << 1 | size << 3).to_bytes(3, "little")
+
+    # 4,000 zstd blocks of 4 bytes that each repeat one byte 128 KiB times (500 MB from 16 KB), then a block of
+    # the reserved type: the damage is in the first chunk read, and what comes before it is a line too long
+    frame = b"\x28\xb5\x2f\xfd\x00" + bytes([7 << 3]) + (block(0, 1, 128 << 10) + b"a") * 4000 + block(1, 3, 1) + b"x"
+    path = tmp_path / "in.jsonl.zst"
+    path.write_bytes(frame)
+    tracemalloc.start()
+    try:
+        records = read(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(records[-1], FileError) and "corrupt at byte 16008" in records[-1].error
+    assert peak < 128 << 20, peak  # 65 MB whatever the size (16,000 blocks: 2 GB); it once held all 500 MB, twice
+
+
 @pytest.mark.parametrize("compress", ["gz", "zst"])
 def test_bytes_after_a_complete_stream_keep_every_record_and_warn(tmp_path, compress):
     lines = [{"text": f"{PROSE} {i}"} for i in range(30)]
