@@ -25,6 +25,10 @@ INDEX_VERSION = "1"
 INDEX_FILE = "index.json"
 # A shard's entry is a few hundred bytes: 64 MiB lists ~150,000 shards, tens of petabytes of them.
 MAX_INDEX_BYTES = 64 << 20
+# Sizes a loader or a model allocates by: bounded before they are used (a batch is seq_len tokens a row; an
+# embedding vocab_size rows). Far past what is trained today (1M-token contexts, 256K-piece vocabularies).
+MAX_SEQ_LEN = 1 << 22
+MAX_VOCAB_SIZE = 1 << 24
 
 
 class IndexProblem(ValueError):
@@ -152,12 +156,15 @@ def index_problems(index, counts: bool = True) -> list[str]:
     if not isinstance(index["checksum_algorithm"], str) or index["checksum_algorithm"] not in CHECKSUM_ALGORITHMS:
         problems.append(f"checksum_algorithm must be one of {', '.join(CHECKSUM_ALGORITHMS)}")
     vocab, embedding, seq_len = index["vocab_size"], index["embedding_size"], index["seq_len"]
-    if not (_count(vocab) and vocab > 0 and _count(embedding) and embedding >= vocab and embedding % ROW_MULTIPLE == 0):
-        problems.append(f"vocab_size {vocab!r} and embedding_size {embedding!r} must be positive integers, the "
-                        f"embedding size at least the vocabulary and a multiple of {ROW_MULTIPLE}")
+    if not (_count(vocab) and 0 < vocab <= MAX_VOCAB_SIZE):
+        problems.append(f"vocab_size {vocab!r} must be a positive integer up to {MAX_VOCAB_SIZE}")
         return problems
-    if not (_count(seq_len) and seq_len > 0 and seq_len % ROW_MULTIPLE == 0):
-        problems.append(f"seq_len {seq_len!r} must be a positive multiple of {ROW_MULTIPLE}")
+    if embedding != round_up(vocab):
+        problems.append(f"embedding_size {embedding!r} must be vocab_size rounded up to a multiple of {ROW_MULTIPLE} "
+                        f"({round_up(vocab)})")
+        return problems
+    if not (_count(seq_len) and 0 < seq_len <= MAX_SEQ_LEN and seq_len % ROW_MULTIPLE == 0):
+        problems.append(f"seq_len {seq_len!r} must be a positive multiple of {ROW_MULTIPLE} up to {MAX_SEQ_LEN}")
         return problems
     problems += [f"{key} {index[key]!r} is not an id below vocab_size {vocab}" for key in ("pad_id", "bos_id", "eos_id")
                  if not (_count(index[key]) and index[key] < vocab)]

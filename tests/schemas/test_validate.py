@@ -119,6 +119,19 @@ def test_index_problems(tmp_path):
     assert "keys missing: pad_id" in validate(tmp_path)[0]
 
 
+@pytest.mark.parametrize("key, value, words", [
+    ("seq_len", 128 << 20, "seq_len 134217728 must be a positive multiple of 128 up to 4194304"),
+    ("vocab_size", 1 << 30, "vocab_size 1073741824 must be a positive integer up to 16777216"),
+    ("embedding_size", 1 << 40, "embedding_size 1099511627776 must be vocab_size rounded up to a multiple of 128"),
+])
+def test_sizes_that_would_size_an_allocation_are_bounded(tmp_path, key, value, words):
+    # a loader's batch is seq_len tokens a row and a model's embedding vocab_size rows: a number from elsewhere
+    # is checked before either is allocated (seq_len 128 x 2^20 once asked for 4 GiB a batch)
+    write_shards(tmp_path)
+    rewrite_index(tmp_path, lambda index: index.update({key: value}))
+    assert any(words in problem for problem in validate(tmp_path)), validate(tmp_path)
+
+
 def test_schema_must_be_the_shard_schema(tmp_path):
     write_shards(tmp_path)
     table = pa.table({"tokens": pa.array([[1] * 128], pa.list_(pa.int64())), "cu_seqlens": pa.array([[0, 128]])})
