@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from prep.cli import command_line
 from prep.config import to_yaml
@@ -111,12 +112,24 @@ def _run(stage: Stage, inputs, cfg, args, specs: dict[str, str]) -> int:
     started = time.time()
     try:
         stats = stage.run(spark, inputs, cfg, args.output)
-    except InputError as e:  # found only on the way (a source that dedup empties)
+    except InputError as e:  # found only on the way (a source that dedup empties): what ran is reported
+        if _holds_outputs(args.output):
+            _write_report(stage, cfg, args.output, specs, time.time() - started, {})
         return _fail(f"jobs.{stage.name}", str(e))
     log.info("%s done in %.1f s", stage.name, time.time() - started)
     print(stage.summary(stats))
     _write_report(stage, cfg, args.output, specs, time.time() - started, stats)
     return 0
+
+
+def _holds_outputs(out: str) -> bool:
+    """Whether a stage of a run that stopped wrote its outputs there (the report is of those)."""
+    from report.layout import LayoutError, stage_dirs
+
+    try:
+        return bool(stage_dirs(Path(out)))
+    except LayoutError:
+        return False
 
 
 def _write_report(stage: Stage, cfg, out: str, specs: dict[str, str], seconds: float, stats: dict) -> None:

@@ -23,7 +23,7 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 
-from prep.ingest.inputs import Sources
+from prep.ingest.inputs import InputError, Sources
 from prep.tokenizer.base import BOS, EOS, PAD
 from prep.tokenizer.lattice import expected_counts, trie
 from prep.tokenizer.pretokenize import from_symbols
@@ -220,6 +220,9 @@ def run(spark, sources: Sources, cfg: Config, out: str, weights: dict[str, Fract
         rates = source_rates(training, [weights[n] for n in sources]) if weights else [1.0] * len(sources)
         training = training.withColumn("keep", F.element_at(F.array(*map(F.lit, rates)), F.col(SOURCE) + 1))
         sample, training_bytes, rate = _sample(training, cfg.sample_bytes, kept)
+        if not training_bytes:  # every document removed before this stage (or held out): no text to learn from
+            raise InputError("no text to train the tokenizer on: every document of the input was removed or held "
+                             "out before it")
         training = training.where(F.col("v") < F.col("keep"))
         log.info("training on %d bytes of text; the driver's sample takes %.2f%% of it", training_bytes, 100 * rate)
         # only the hybrid needs them

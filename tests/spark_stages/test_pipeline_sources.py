@@ -151,3 +151,17 @@ def test_a_source_is_cleaned_with_its_own_settings_and_the_others_with_the_pipel
     web = [d["text"] for name in ("debian-faq.en", "debian-reference.en") for d in read_sample(sample_dir, name)]
     assert json.loads((out / "clean" / "web" / "stats.json").read_text())["kept"] == sum(
         clean_text(t, CleanConfig()).reason is None for t in web)
+
+
+def test_a_pipeline_whose_every_document_is_rejected_stops_naming_why_and_reports_what_ran(spark, tmp_path, capsys):
+    del spark  # the session the run finds
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"id": f"r{i}", "text": "lorem ipsum"}) + "\n"
+                                               for i in range(50)))
+    out = tmp_path / "out"
+    assert run_stage(pipeline.STAGE, ["--input", str(tmp_path / "in.jsonl"), "--output", str(out),
+                                      "--vocab-size", "4096"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "no text to train the tokenizer on" in line]
+    assert len(errors) == 1, errors
+    # the clean stage's rejections are what the user needs to see: its report is written
+    assert json.loads((out / "clean" / "stats.json").read_text())["rejected"] == 50
+    assert (out / "report.html").is_file() and "lorem ipsum" in (out / "report.html").read_text()
