@@ -27,7 +27,8 @@ def gather(run: Run, stage: StageDir) -> StageView:
         ["peak memory (GiB)", round(report["peak_memory_bytes"] / 2**30, 2)
          if isinstance(report.get("peak_memory_bytes"), int) else None],
         ["vocabulary used (held out)", trained.get("vocab_used_share")],
-        ["Rényi efficiency", trained.get("renyi_efficiency")], ["warning", report.get("warning")]])
+        ["Rényi efficiency", trained.get("renyi_efficiency")],
+        *([["warning", report["warning"]]] if report.get("warning") else [])])
     row = FunnelRow("Train tokenizer", stage.source or "", None, None, None, None,
                     seconds=seconds(report.get("job_seconds")))
     return StageView("tokenizer", "Tokenizer", str(stage.folder.relative_to(run.out)) if stage.folder != run.out
