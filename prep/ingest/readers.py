@@ -121,7 +121,7 @@ def _document(fields: dict, file: InputFile, line: int | None) -> Document | str
     return Document(doc_id, fields["text"], source, metadata_json)
 
 
-def _parse_json_line(data: bytes, number: int, file: InputFile) -> Document | Quarantined:
+def _parse_json_line(data: bytes, number: int, file: InputFile, max_bytes: int) -> Document | Quarantined:
     def quarantine(error: str) -> Quarantined:
         return Quarantined(error, file.relative, number, data)
 
@@ -140,7 +140,18 @@ def _parse_json_line(data: bytes, number: int, file: InputFile) -> Document | Qu
     if not isinstance(fields, dict):
         return quarantine(f"line is a JSON {type(fields).__name__}, not an object")
     result = to_document(fields, file, number)
-    return quarantine(result) if isinstance(result, str) else result
+    if isinstance(result, str):
+        return quarantine(result)
+    return _metadata_sized(result, file, number, max_bytes)
+
+
+def _metadata_sized(document: Document, file: InputFile, number: int, max_bytes: int) -> Document | Quarantined:
+    """The document, or quarantined where its other fields, carried as metadata (ASCII JSON, where a character
+    outside ASCII takes six), are over the record limit."""
+    if len(document.metadata or "") > max_bytes:
+        return Quarantined(f"record over {max_bytes} bytes", file.relative, number,
+                           document.metadata[: 1 << 20].encode())
+    return document
 
 
 def read_jsonl(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
@@ -156,7 +167,7 @@ def read_jsonl(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
             data = data.removesuffix(b"\r")
             if not data.strip():
                 continue  # blank lines are not records
-            yield _parse_json_line(data, line.number, file)
+            yield _parse_json_line(data, line.number, file, config.max_record_bytes)
     except (StreamDamaged, OSError) as e:
         yield FileError(file.relative, str(e))
     for warning in warnings:
@@ -237,13 +248,9 @@ def _parquet_record(row: dict | str, file: InputFile, row_number: int, config: R
             return Quarantined(f"record over {config.max_record_bytes} bytes", file.relative, row_number,
                                text[: 1 << 18].encode("utf-8", "replace"))
     result = to_document(row, file, row_number)
-    if isinstance(result, Document) and len(result.metadata or "") > config.max_record_bytes:
-        # the other columns, carried as metadata (ASCII JSON: a character a byte), count too
-        return Quarantined(f"record over {config.max_record_bytes} bytes", file.relative, row_number,
-                           result.metadata[: 1 << 20].encode())
     if isinstance(result, str):
         return Quarantined(result, file.relative, row_number, _raw_row(row))
-    return result
+    return _metadata_sized(result, file, row_number, config.max_record_bytes)
 
 
 def read_file(file: InputFile, config: ReaderConfig = ReaderConfig()) -> Iterator[Record]:

@@ -46,6 +46,16 @@ def test_bad_line_is_quarantined_with_reason_file_and_line(tmp_path, line, error
     assert (bad.file, bad.line, bad.raw) == ("in.jsonl", 2, line)
 
 
+def test_a_line_whose_other_fields_grow_past_the_limit_as_metadata_is_quarantined(tmp_path):
+    # 900 bytes of JSON, 1,800 once carried as ASCII metadata ("é" is \\u00e9): over a limit of 1,000
+    records = ({"text": "x", "note": "é" * 300}, {"text": "x", "note": "é"})
+    lines = [json.dumps(record, ensure_ascii=False) for record in records]
+    path = write_lines(tmp_path / "in.jsonl", lines)
+    over, under = read(path, max_record_bytes=1000)
+    assert isinstance(over, Quarantined) and over.error == "record over 1000 bytes" and over.line == 1
+    assert isinstance(under, Document) and json.loads(under.metadata) == {"note": "é"}
+
+
 def test_record_over_the_size_limit_is_quarantined_without_parsing(tmp_path):
     path = write_lines(tmp_path / "in.jsonl", [{"text": "x" * 5000}, {"text": PROSE}])
     first, second = read(path, max_record_bytes=1000)
