@@ -167,7 +167,8 @@ def _cluster(title: str, size: int, rows: list[tuple[str, bool]], texts: dict, m
     # an id that names several documents of the input (or the survivor's own id on a member) cannot tell
     # which text is meant: shown with a note, and no similarity or line marks are claimed for it
     told = {d for d in [survivor, *others] if d in texts and shared_note(texts[d]) is None}
-    told -= {d for d in others if d == survivor}
+    if survivor in others:
+        told.discard(survivor)
     with_text = [d for d in [survivor, *others] if d in told]
     similarity: dict[str, float] = {}
     if survivor in told and len(with_text) > 1:
@@ -175,7 +176,7 @@ def _cluster(title: str, size: int, rows: list[tuple[str, bool]], texts: dict, m
         for doc_id, value in zip(with_text[1:], estimated_jaccard(sigs[1:], sigs[0][np.newaxis, :]).tolist()):
             similarity[doc_id] = value
 
-    survivor_lines = set(texts[survivor].get("text", "").splitlines()) if survivor in told else set()
+    survivor_lines = set((texts[survivor].get("text") or "").splitlines()) if survivor in told else set()
     survivor_normalized = normalize_bytes(texts[survivor]["text"] or "") if survivor in told else None
 
     def exact(doc_id: str) -> bool | None:
@@ -189,8 +190,10 @@ def _cluster(title: str, size: int, rows: list[tuple[str, bool]], texts: dict, m
         row = texts.get(doc_id, {"id": doc_id, "text": ""})
         marks = differing_lines(row.get("text") or "", survivor_lines) if member and doc_id in told else []
         extra = {"text": "not at hand"} if doc_id not in texts else {}
-        if note := shared_note(row) or (member and doc_id == survivor and "the survivor's id: which of the "
-                                        "documents holding it is shown cannot be told"):
+        note = shared_note(row)
+        if note is None and member and doc_id == survivor:
+            note = "the survivor's id: which of the documents holding it is shown cannot be told"
+        if note:
             extra["note"] = note
         return document(row, cfg, fields=("lang", "source"), marks=marks, extra=extra)
 
