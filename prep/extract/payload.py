@@ -14,6 +14,8 @@ import numpy as np
 import zstandard
 
 CHUNK = 1 << 16  # compressed bytes fed to a decoder at a time
+MAX_CHUNK_LINE = 1024  # bytes a chunk's size line (hex size, extensions) may take
+HEX_DIGITS = b"0123456789abcdefABCDEF"
 MAX_ENCODINGS = 3  # Content-Encodings undone at most (servers send one; a chain of 10,000 cost 10 s a record)
 # The magic numbers of what servers most often label text/html by mistake, at the first byte: (prefix, name);
 # none of them is the way a page of text starts
@@ -77,6 +79,29 @@ def decoded(body: bytes, encodings: str | None, limit: int) -> bytes:
         if len(body) > limit:
             raise TooLarge(f"decodes past {limit} bytes")
     return body
+
+
+def dechunked(body: bytes) -> bytes:
+    """The body of an HTTP response in chunked transfer encoding, its chunks joined (crawlers that write the
+    response as it came keep them: wget's WARCs); the body as it is where it does not start with a chunk's
+    size line (a crawler that joined the chunks and left the header). PayloadError where a chunk runs past the
+    body or a size line is not one. Linear, and never longer than the body."""
+    out, at = [], 0
+    while True:
+        end = body.find(b"\n", at, at + MAX_CHUNK_LINE)
+        size_field = body[at:end].split(b";", 1)[0].strip() if end >= 0 else b""
+        if not size_field or size_field.strip(HEX_DIGITS):
+            if at == 0:
+                return body
+            raise PayloadError("damaged chunked transfer encoding: a chunk's size line is not one")
+        size = int(size_field, 16)
+        if size == 0:
+            return b"".join(out)
+        if end + 1 + size > len(body):
+            raise PayloadError(ENDS_EARLY)
+        out.append(body[end + 1:end + 1 + size])
+        at = end + 1 + size
+        at += 2 if body.startswith(b"\r\n", at) else 1 if body.startswith(b"\n", at) else 0
 
 
 def _inflate(body: bytes, wbits: int, limit: int) -> bytes:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 from isal import isal_zlib
 
-from prep.extract.payload import PayloadError, TooLarge, binary_kind, decoded
+from prep.extract.payload import PayloadError, TooLarge, binary_kind, dechunked, decoded
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -286,6 +286,8 @@ def _outcome(record, cfg: WarcConfig, offset: int) -> Outcome:
         return Quarantined(f"a payload of {len(payload)} bytes, {record.content_length} declared (cut short)",
                            offset, cut=True)
     try:
+        if "chunked" in (record.http_headers.get("Transfer-Encoding") or "").lower():
+            payload = dechunked(payload)
         payload = decoded(payload, record.http_headers.get("Content-Encoding"), cfg.max_payload_bytes)
     except TooLarge:
         return Skipped("too_large")

@@ -184,3 +184,35 @@ def test_a_compressed_payload_is_held_to_the_limit_as_it_is_decoded_and_not_meas
     outcomes = list(read_warc(str(path), WarcConfig(max_payload_bytes=limit)))
     assert kinds(outcomes) == ["Page", "Skipped:too_large", "Page"]
     assert outcomes[0].payload == small and outcomes[2].payload == tiny
+
+
+def _chunked(body: bytes, size: int) -> bytes:
+    return b"".join(b"%x;ext=1\r\n" % len(body[i:i + size]) + body[i:i + size] + b"\r\n"
+                    for i in range(0, len(body), size)) + b"0\r\n\r\n"
+
+
+def test_a_payload_in_chunked_transfer_encoding_is_joined_and_one_already_joined_read_as_it_is(tmp_path):
+    # crawlers that write the response as it came (wget --warc-file) keep its chunks; others join them and
+    # leave the header; a chunk that runs past the record is a page cut short
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    pages = [r.body for r in responses(4)]
+    gzipped = gzip.compress(pages[3])
+    bodies = [(pages[0], _chunked(pages[0], 100), ()), (pages[1], pages[1], ()),
+              (None, _chunked(pages[2], 100)[:-300], ()),
+              (pages[3], _chunked(gzipped, 64), (("Content-Encoding", "gzip"),))]
+    path = tmp_path / "chunked.warc.gz"
+    with open(path, "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        for i, (_, body, extra) in enumerate(bodies):
+            headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked"),
+                                                  *extra], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(f"http://docs.example.org/{i}", "response",
+                                                          payload=BytesIO(body), http_headers=headers))
+    outcomes = list(read_warc(str(path)))
+    assert kinds(outcomes) == ["Page", "Page", "Quarantined", "Page"]
+    assert [o.payload for o in outcomes if isinstance(o, Page)] == [pages[0], pages[1], pages[3]]
+    assert "ends early" in outcomes[2].error
