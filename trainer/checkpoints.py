@@ -32,6 +32,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
 
 from schemas.trust import TooLarge, UntrustedPath, bounded_json, check_private, plain_file_name
@@ -66,9 +67,7 @@ class Checkpoints:
         dist.barrier()
 
     def complete(self) -> list[Path]:
-        """The complete checkpoints in the folder, newest first."""
-        return sorted((p for p in self.folder.glob("step-*") if p.is_dir() and not p.name.endswith(".partial")),
-                      reverse=True)
+        return complete_checkpoints(self.folder)
 
     def lineage_of(self, checkpoint: Path) -> str | None:
         try:
@@ -81,7 +80,7 @@ class Checkpoints:
         ours = self.ours_on_disk()
         if ours is None:
             return []
-        return [ours] + [p for p in self.complete() if p.name < ours.name and self.lineage_of(p) == lineage]
+        return [ours] + [p for p in self.complete() if step_of(p) < step_of(ours) and self.lineage_of(p) == lineage]
 
     def save(self, state: dict, step: int, lineage: str) -> None:
         self.wait()
@@ -115,7 +114,7 @@ class Checkpoints:
         try:
             digests = part.result()
         except Exception as e:  # noqa: BLE001 - raised below on every rank alike, not here alone
-            digests = {"": {"failed": f"rank {self.rank}: {_first_line(e)}"}}
+            digests = {"": {"failed": f"rank {self.rank}: {first_line(e)}"}}
         parts: list = [None] * self.world
         dist.all_gather_object(parts, digests, group=self.group)
         self.pending = None
@@ -148,7 +147,7 @@ class Checkpoints:
         try:
             metadata, found = dcp.FileSystemReader(str(checkpoint)).read_metadata(), None
         except Exception as e:  # noqa: BLE001 - whatever unpickling a damaged metadata file raises
-            metadata, found = None, ("damaged", f"its DCP metadata cannot be read: {_first_line(e)}")
+            metadata, found = None, ("damaged", f"its DCP metadata cannot be read: {first_line(e)}")
         if metadata is not None:
             if not any(key.startswith(f"rng_rank{self.rank}.") for key in metadata.state_dict_metadata):
                 state.pop(f"rng_rank{self.rank}", None)  # a rank the saving run did not have (a larger world now)
@@ -157,14 +156,15 @@ class Checkpoints:
             try:
                 planner.create_local_plan()  # the checks of DCP's own load (keys, shapes), without reading
             except (RuntimeError, ValueError) as e:
-                found = ("unfit", f"{checkpoint} does not fit this run (another model or data?): {_first_line(e)}")
+                found = ("unfit", f"{checkpoint} does not fit this run (another model or data?): {first_line(e)}")
         if (problem := self._agreed(found)) is not None:
             return problem
         try:
             dcp.load(state, checkpoint_id=str(checkpoint))
             found = None
-        except Exception as e:  # noqa: BLE001 - DCP raises its CheckpointException on every rank
-            found = ("damaged", f"DCP's load failed: {_first_line(e)}")
+        except (Exception, CheckpointException) as e:  # noqa: BLE001 - DCP's CheckpointException, on every rank,
+            # is a BaseException: `except Exception` alone let a real failed load end the run
+            found = ("damaged", f"DCP's load failed: {first_line(e)}")
         return self._agreed(found)
 
     def _agreed(self, found: tuple[str, str] | None) -> str | None:
@@ -176,6 +176,11 @@ class Checkpoints:
                 raise error(lines[0])
         problems = list(dict.fromkeys(line for _, line in filter(None, everyone)))
         return "; ".join(problems) or None
+
+    def moved_aside(self) -> list[Path]:
+        """The checkpoints moved to DIR/checkpoints/damaged/ (by this run or an earlier one)."""
+        aside = self.folder / DAMAGED
+        return sorted(p for p in aside.iterdir() if p.is_dir()) if aside.is_dir() else []
 
     def move_aside(self, checkpoint: Path, problem: str) -> Path:
         """The damaged checkpoint moved to DIR/checkpoints/damaged/ by rank 0 (every rank returns where)."""
@@ -202,9 +207,33 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
+def first_line(error: BaseException) -> str:
+    """The error's type and the first line of its message; for DCP's CheckpointException (whose message is a
+    list of ranks, then tracebacks), the first failing rank's error."""
+    failures = getattr(error, "failures", None) if isinstance(error, CheckpointException) else None
+    if isinstance(failures, dict) and failures:
+        rank, wrapped = min(failures.items(), key=lambda item: str(item[0]))
+        inner = wrapped[0] if isinstance(wrapped, tuple) and wrapped else wrapped
+        if isinstance(inner, BaseException):
+            return f"CheckpointException on rank {rank}: {first_line(inner)}"[:300]
+    try:
+        text = str(error).strip().splitlines()
+    except Exception:  # noqa: BLE001 - a message that cannot be made is no reason to lose the error
+        text = []
     return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+
+
+def complete_checkpoints(folder: Path) -> list[Path]:
+    """The complete checkpoints in a folder (step-N, N digits: no .partial), newest first by their step's
+    number, not their name: step-10000000 comes after step-9999990."""
+    found = [p for p in folder.glob("step-*") if step_of(p) is not None and p.is_dir()]
+    return sorted(found, key=step_of, reverse=True)
+
+
+def step_of(checkpoint: Path) -> int | None:
+    """The step a checkpoint folder's name gives (step-N, N digits), or None for any other name."""
+    digits = checkpoint.name.removeprefix("step-")
+    return int(digits) if checkpoint.name.startswith("step-") and digits.isascii() and digits.isdigit() else None
 
 
 def read_manifest(checkpoint: Path) -> dict:
@@ -241,9 +270,12 @@ def _damage(checkpoint: Path, rank: int, world: int, checksums: bool) -> tuple[s
     except FileNotFoundError as e:
         return "damaged", f"{e.filename} vanished"
     try:
-        files = read_manifest(checkpoint)["files"]
+        manifest = read_manifest(checkpoint)
     except ValueError as e:
         return "damaged", str(e)
+    if manifest["step"] != step_of(checkpoint):  # a checkpoint copied or renamed under another step's name
+        return "damaged", f"its manifest is of step {manifest['step']}, its name of step {step_of(checkpoint)}"
+    files = manifest["files"]
     for i, (name, entry) in enumerate(sorted(files.items())):
         try:
             size = (checkpoint / name).stat().st_size

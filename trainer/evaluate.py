@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
 
 from loaders.mixture import sources_of
@@ -29,7 +30,7 @@ from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.encode import TokenizerFile, encode_documents
 from schemas.trust import UntrustedPath
-from trainer.checkpoints import intact
+from trainer.checkpoints import complete_checkpoints, first_line, intact
 from trainer.loop import TrainConfig, build_model
 
 
@@ -61,8 +62,7 @@ def held_out_loss(model, tokens: list, seq_len: int) -> tuple[float, int]:
 def newest_intact(run_dir: Path) -> Path:
     """The newest complete checkpoint whose files match its manifest (a damaged one is named on stderr and
     passed over, left where it is); SystemExit with one line when there is none, or one is not the user's."""
-    checkpoints = sorted((p for p in (run_dir / "checkpoints").glob("step-*")
-                          if p.is_dir() and not p.name.endswith(".partial")), reverse=True)
+    checkpoints = complete_checkpoints(run_dir / "checkpoints")
     for checkpoint in checkpoints:
         try:
             problem = intact(checkpoint)
@@ -87,7 +87,10 @@ def evaluate(cfg: EvalConfig) -> dict:
         try:
             model = build_model(TrainConfig(model=cfg.model), index.embedding_size, torch.device("cpu"))
             state = {"model": get_model_state_dict(model)}
-            dcp.load(state, checkpoint_id=str(checkpoint))
+            try:
+                dcp.load(state, checkpoint_id=str(checkpoint))
+            except CheckpointException as e:  # a BaseException: its files matched the manifest, yet DCP refused
+                raise SystemExit(f"jobs.evaluate: error: {checkpoint} cannot be loaded: {first_line(e)}") from None
             set_model_state_dict(model, state["model"])
             model.eval()
             nats, predicted = held_out_loss(model, encode_documents(tokenizer, texts), index.seq_len)

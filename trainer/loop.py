@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 
 from loaders import ShardLoader
+from loaders.shard_reader import ShardError
 from schemas.mixture import parse_weights
 from trainer import nccl
 from trainer.config import TrainConfig, learning_rate
@@ -62,5 +63,8 @@ def _train(cfg: TrainConfig, device: torch.device) -> None:
                              num_workers=cfg.num_workers, device=device, weights=parse_weights(cfg.weights) or None)
         try:
             Trainer(cfg, device, loader, run_dir).train()
+        except ShardError as e:  # a row that fails its checks as it is read (an id past the vocabulary): the
+            # shards are damaged, which no skip of positions repairs; `python -m schemas.validate` finds them all
+            raise RunStopped(f"{e} (the shards are damaged: python -m schemas.validate {cfg.shards})", 2) from None
         finally:
             loader.close()

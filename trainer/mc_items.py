@@ -20,12 +20,14 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from prep.ingest.readers import parquet_rows
 from prep.ingest.streams import StreamDamaged, decompressed_chunks, split_lines
 from schemas.trust import TooLarge, bounded_json
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".csv", ".parquet")
 MAX_FILE_BYTES = 256 << 20  # MMLU's test set is 7 MB as Parquet, 10 MB as JSON Lines
 MAX_RECORD_BYTES = 1 << 20
+PARQUET_BATCH_BYTES = 64 << 20  # values read at a time (parquet_rows)
 MAX_TEXT_CHARS = 20_000  # a question or a choice; MMLU's longest question is about 4,700 characters
 MAX_CHOICES = 26  # one per letter
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -96,8 +98,11 @@ def item_of(record) -> Item | str:
     if question is None:
         return "no question (or over the size limit)"
     raw = record.get("choices")
-    if raw is None:  # C-Eval, CMMLU: a column per letter
-        raw = [record[letter] for letter in LETTERS if letter in record]
+    if raw is None:  # C-Eval, CMMLU: a column per letter, from A on without a gap (else "C" names D's text)
+        present = [letter for letter in LETTERS if letter in record]
+        if present != list(LETTERS[:len(present)]):
+            return "choice columns not A, B, C, ... in a row"
+        raw = [record[letter] for letter in present]
     if not isinstance(raw, list | tuple) or not 2 <= len(raw) <= MAX_CHOICES:
         return "not 2 to 26 choices"
     choices = tuple(_text(c) for c in raw)
@@ -109,14 +114,16 @@ def item_of(record) -> Item | str:
     return Item(question, choices, answer)
 
 
+class Unreadable(str):
+    """Why a record of a file could not be read (a type of its own: a JSON line may well hold a string)."""
+
+
 def _records(path: str) -> Iterator[object]:
     if os.path.getsize(path) > MAX_FILE_BYTES:
         raise ItemsError(f"{path}: over {MAX_FILE_BYTES} bytes, the most a benchmark file may hold")
     if path.endswith(".parquet"):
-        import pyarrow.parquet as pq
-
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
-            yield from batch.to_pylist()
+        for row in parquet_rows(path, 1024, PARQUET_BATCH_BYTES, MAX_RECORD_BYTES):
+            yield Unreadable(row) if isinstance(row, str) else row
     elif path.endswith(".csv"):
         with open(path, encoding="utf-8-sig", newline="") as f:
             yield from csv.DictReader(io.StringIO(f.read(MAX_FILE_BYTES)))
@@ -127,12 +134,12 @@ def _records(path: str) -> Iterator[object]:
     else:
         for line in split_lines(decompressed_chunks(path), MAX_RECORD_BYTES):
             if line.too_long:
-                yield "record over the size limit"
+                yield Unreadable("record over the size limit")
             elif line.data.strip():
                 try:
                     yield bounded_json(line.data, MAX_RECORD_BYTES)
                 except (UnicodeDecodeError, ValueError, RecursionError):
-                    yield "malformed JSON"
+                    yield Unreadable("malformed JSON")
 
 
 def read_items(name: str, spec: str) -> tuple[list[Item], dict[str, int]]:
@@ -142,7 +149,7 @@ def read_items(name: str, spec: str) -> tuple[list[Item], dict[str, int]]:
     for path in benchmark_files(spec):
         try:
             for record in _records(path):
-                found = item_of(record) if not isinstance(record, str) else record
+                found = record if isinstance(record, Unreadable) else item_of(record)
                 if isinstance(found, str):
                     skipped[found] = skipped.get(found, 0) + 1
                 else:

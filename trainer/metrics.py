@@ -15,7 +15,8 @@ from trainer.dashboards import DashboardConfig, Dashboards
 from trainer.errors import RunStopped
 
 log = logging.getLogger(__name__)
-DASHBOARD_EVENTS = ("nonfinite", "spike", "rollback", "stopped", "checkpoint_damaged")  # tokenmill_guard_events
+# counted in tokenmill_guard_events
+DASHBOARD_EVENTS = ("nonfinite", "spike", "rollback", "stopped", "checkpoint_damaged", "empty_batch")
 
 
 class Metrics:

@@ -28,7 +28,7 @@ from schemas.mixture import MixtureError
 from schemas.trust import UntrustedPath
 from trainer import contamination
 from trainer.benchmarks import Benchmarks
-from trainer.checkpoints import Checkpoints, Unfit, rng_state, set_rng_state
+from trainer.checkpoints import DAMAGED, Checkpoints, Unfit, rng_state, set_rng_state
 from trainer.config import TrainConfig
 from trainer.errors import RunStopped
 from trainer.guard import Guard, TooManyRollbacks
@@ -50,7 +50,7 @@ class Step(NamedTuple):
     source_rows: list[int]  # rows of each source in the global batch
     source_tokens: list[int]  # real tokens of each source in the global batch
     source_loss: list[float | None]  # their mean loss (None: the source had no token in this batch)
-    event: str | None  # why nothing was applied: "nonfinite" or "spike" (trainer/guard.py); None: applied
+    event: str | None  # why nothing was applied: "nonfinite", "spike" (trainer/guard.py) or "empty"; None: applied
 
 
 class Trainer:
@@ -126,6 +126,9 @@ class Trainer:
             self.metrics.start(self.start.ranks, self.start.warnings + self.notes)
             if self.cfg.resume:
                 self.resume()
+            elif found := self.checkpoints.complete():  # a new run would overwrite them at its first save
+                raise RunStopped(f"{self.checkpoints.folder} holds this run folder's checkpoints (the newest "
+                                 f"{found[0].name}): --resume goes on from them; a new run takes another folder", 2)
             while self.step < self.cfg.steps:
                 started = time.perf_counter()  # before next(): the data wait is part of the step
                 batch = next(self.loader)
@@ -140,6 +143,8 @@ class Trainer:
                 if result.event == "nonfinite":
                     self.guard.not_applied()
                     self.metrics.event("nonfinite", self.step, loss=result.loss, grad_norm=result.grad_norm)
+                elif result.event == "empty":
+                    self.metrics.event("empty_batch", self.step, then="not applied: no token to predict")
                 else:
                     self.guard.applied(result.loss)
                 saving = time.perf_counter()
@@ -174,7 +179,9 @@ class Trainer:
         dist.all_reduce(counts)  # one reduction for the step's figures and every source's
         real_tokens = max(1.0, counts[0].item())
         loss = counts[1].item() / real_tokens
-        event = self.guard.verdict(loss)
+        # a batch without one token to predict (rows of one-token documents) has no loss: neither applied nor
+        # counted among the guard's recent losses, whose median a run of zeros would drag down
+        event = "empty" if counts[0].item() == 0 else self.guard.verdict(loss)
         # FSDP averages gradients over ranks: scale so the result is the gradient of the global mean. The
         # backward runs whatever the verdict: FSDP's hooks expect it after a forward.
         (loss_sum * self.world / real_tokens).backward()
@@ -288,6 +295,10 @@ class Trainer:
         """From the newest checkpoint in the folder that loads (the damaged ones moved aside, each named)."""
         candidates = self.checkpoints.complete()
         if not candidates:
+            if aside := self.checkpoints.moved_aside():  # an earlier resume found them all damaged: not a new run
+                raise RunStopped(f"no checkpoint in {self.checkpoints.folder} to resume from: {len(aside)} were "
+                                 f"moved to {DAMAGED}/ as damaged (each says why in damaged.txt); move one back, or "
+                                 f"start a new run in another folder", 2)
             return
         if (loaded := self._restore(candidates, rollback=False)) is None:
             raise RunStopped(f"no checkpoint in {self.checkpoints.folder} loads: each was moved to damaged/", 2)

@@ -161,8 +161,10 @@ def fail_load(name: str) -> None:
     real = trainer.checkpoints.dcp.load
 
     def load(state, checkpoint_id=None, **kwargs):
-        if str(checkpoint_id).endswith(name):
-            raise RuntimeError(f"injected: DCP cannot load {name}")
+        if str(checkpoint_id).endswith(name):  # what DCP raises: a BaseException, not an Exception
+            from torch.distributed.checkpoint.api import CheckpointException, _wrap_exception
+
+            raise CheckpointException(f"DCP cannot load {name}", {0: _wrap_exception(RuntimeError("injected"))})
         return real(state, checkpoint_id=checkpoint_id, **kwargs)
 
     trainer.checkpoints.dcp.load = load

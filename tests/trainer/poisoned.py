@@ -22,8 +22,10 @@ def poisoned_positions(stretches: list[tuple[int, int]], batch: int) -> set[int]
     return {p for first, length in stretches for p in range(first * batch, (first + length) * batch)}
 
 
-def write_shards(folder: Path, stretches: list[tuple[int, int]], batch: int, seq_len: int = 256) -> dict:
-    """Shards of FILES with the rows at `stretches` random (none for []), and held-out shards in heldout/."""
+def write_shards(folder: Path, stretches: list[tuple[int, int]], batch: int, seq_len: int = 256,
+                 one_token_documents: bool = False) -> dict:
+    """Shards of FILES with the rows at `stretches` random (none for []), or with `one_token_documents` rows of
+    documents of one token each (nothing to predict), and held-out shards in heldout/."""
     def poison(tokens, cu, bounds):
         rows = [entry_rows for entry_rows in np.diff(bounds)]
         positions = sorted(poisoned_positions(stretches, batch))
@@ -34,8 +36,12 @@ def write_shards(folder: Path, stretches: list[tuple[int, int]], batch: int, seq
         for position, s, r in zip(range(positions[0], positions[-1] + 1), shard.tolist(), row.tolist()):
             if position in positions:
                 g = bounds[s] + r
-                tokens[g] = rng.integers(19, 1024, len(tokens[g])).astype(np.uint32)
-                cu[g] = np.array([0, len(tokens[g])], np.int32)
+                if one_token_documents:  # a row of 128 of them (a row holds a multiple of 128 tokens)
+                    tokens[g] = np.full(128, 500, np.uint32)
+                    cu[g] = np.arange(129, dtype=np.int32)
+                else:
+                    tokens[g] = rng.integers(19, 1024, len(tokens[g])).astype(np.uint32)
+                    cu[g] = np.array([0, len(tokens[g])], np.int32)
 
     index = write_text_shards(folder, seq_len=seq_len, files=FILES, edit_rows=poison)
     write_text_shards(folder / "heldout", seq_len=seq_len, files=HELDOUT_FILES,

@@ -37,13 +37,16 @@ def test_the_mmlu_ceval_and_cmmlu_layouts_and_answers_as_letters_or_indexes():
                      ({"question": QUESTION, "choices": CHOICES, "answer": "E"}, "no answer"),
                      ({"question": QUESTION, "choices": CHOICES, "answer": True}, "no answer"),
                      ({"question": QUESTION, "choices": [*CHOICES[:3], {"x": 1}], "answer": 0}, "not text"),
-                     ({"question": "x" * 20_001, "choices": CHOICES, "answer": 0}, "no question"), ([1], "not a")]:
+                     ({"question": "x" * 20_001, "choices": CHOICES, "answer": 0}, "no question"), ([1], "not a"),
+                     # C-Eval's columns with C missing: "C" would name D's text
+                     ({"question": QUESTION, "A": "apt", "B": "pacman", "D": "brew", "answer": "C"}, "in a row")]:
         assert why in item_of(bad), bad
 
 
 def write_layouts(folder: Path) -> dict[str, Path]:
     rows = [{"question": f"{QUESTION} ({i})", "choices": CHOICES, "answer": i % 4} for i in range(6)]
-    (folder / "mmlu.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + "{not json\n")
+    # a line that is JSON but no record, a string: counted as "not a record", never as a reason of its own text
+    (folder / "mmlu.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{not json\n"a string"\n')
     pq.write_table(pa.Table.from_pylist(rows), folder / "mmlu.parquet")
     (folder / "mmlu.json").write_text(json.dumps(rows))
     with open(folder / "cmmlu.csv", "w", newline="", encoding="utf-8-sig") as f:
@@ -57,7 +60,7 @@ def test_every_file_kind_gives_the_same_items_and_a_bad_record_is_counted(tmp_pa
     files = write_layouts(tmp_path)
     found = {name: read_items("b", str(path)) for name, path in files.items()}
     assert all(items == found["mmlu.parquet"][0] for items, _ in found.values())
-    assert found["mmlu.jsonl"][1] == {"malformed JSON": 1} and found["cmmlu.csv"][1] == {}
+    assert found["mmlu.jsonl"][1] == {"malformed JSON": 1, "not a record": 1} and found["cmmlu.csv"][1] == {}
     together, _ = read_items("b", f"{tmp_path}/*.json*")  # a glob, comma-separated parts, folders
     assert len(together) == 12 and len(read_items("b", str(tmp_path))[0]) == 24
 

@@ -119,5 +119,43 @@ def test_metadata_dcp_cannot_read_is_damage(saved):
 
     data = json.loads(manifest)
     data["files"][".metadata"] = {"bytes": size, "sha256": digest}  # the files agree with it: DCP's own read fails
+    data["step"] = 20
     (copy / MANIFEST).write_text(json.dumps(data))
     assert "its DCP metadata cannot be read" in checkpoints.load(copy, {"model": {"w": torch.zeros(4096)}})
+
+
+def _copied(checkpoint: Path, step: int, manifest_step: int | None = None) -> Path:
+    """The checkpoint copied under another step's name, its manifest saying `manifest_step` (that step)."""
+    import json
+
+    copy = checkpoint.with_name(f"step-{step:07d}")
+    shutil.copytree(checkpoint, copy)
+    data = json.loads((copy / MANIFEST).read_text())
+    data["step"] = step if manifest_step is None else manifest_step
+    (copy / MANIFEST).write_text(json.dumps(data))
+    return copy
+
+
+def test_the_newest_checkpoint_is_the_highest_step_not_the_last_name(saved):
+    checkpoints, _, checkpoint = saved
+    for step in (9_999_990, 10_000_000):
+        _copied(checkpoint, step)
+    (checkpoints.folder / "step-000000x").mkdir()  # not a step: not a checkpoint
+    assert [p.name for p in checkpoints.complete()] == ["step-10000000", "step-9999990", "step-0000010"]
+
+
+def test_a_checkpoint_under_another_steps_name_is_damage(saved):
+    checkpoints, _, checkpoint = saved
+    renamed = _copied(checkpoint, 30, manifest_step=10)
+    assert checkpoints.load(renamed, {"model": {"w": torch.zeros(4096)}, "loader": {}}) == \
+        "its manifest is of step 10, its name of step 30"
+
+
+def test_a_load_dcp_refuses_is_damage_not_the_end_of_the_run(saved):
+    # without checksums DCP's load is the last check, and what it raises is a BaseException (CheckpointException)
+    checkpoints, _, checkpoint = saved
+    data = checkpoint / "__0_0.distcp"
+    data.write_bytes(bytes(255 - b for b in data.read_bytes()))  # the same size: only the load can tell
+    checkpoints.checksums = False
+    problem = checkpoints.load(checkpoint, {"model": {"w": torch.zeros(4096)}, "loader": {"position": 0, "skips": []}})
+    assert problem.startswith("DCP's load failed: CheckpointException"), problem

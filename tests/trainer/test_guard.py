@@ -205,3 +205,16 @@ def test_more_rollbacks_than_allowed_stop_the_run_with_one_line(shards, tmp_path
     assert "jobs.train: error: 1 loss spikes rolled the run back within 1000 steps (at steps 30)" in output
     steps, events, _ = records(run_dir)
     assert max(steps) == 29 and events[-1]["event"] == "stopped"
+
+
+def test_batches_with_no_token_to_predict_are_passed_over_and_blame_no_clean_batch(tmp_path):
+    # rows of one-token documents predict nothing: a loss of 0 among the guard's recent losses made the next
+    # clean batch a "spike", blamed on the optimizer, then on the data, until the run stopped (exit 3)
+    stretch = [(30, 5)]
+    write_shards(tmp_path / "shards", stretch, BATCH, one_token_documents=True)
+    run_dir = tmp_path / "run"
+    run(2, tmp_path / "shards", run_dir, steps=60)
+    steps, events, _ = records(run_dir)
+    empty = [e["at_step"] for e in events if e["event"] == "empty_batch"]
+    assert empty == list(range(31, 36)) and not any(e["event"] in ("rollback", "spike") for e in events), events
+    assert sorted(steps) == list(range(1, 61)) and not any(steps[s]["applied"] for s in empty)

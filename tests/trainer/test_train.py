@@ -164,24 +164,34 @@ def flip_a_byte(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def invert_every_byte(path: Path) -> None:
+    path.write_bytes(bytes(255 - b for b in path.read_bytes()))  # the same size: only a load can tell
+
+
 DAMAGE = {"truncated": lambda f: os.truncate(f, f.stat().st_size // 2), "missing": Path.unlink,
-          "corrupt": flip_a_byte}
+          "corrupt": flip_a_byte, "garbled": invert_every_byte}
 
 
-@pytest.mark.parametrize("damages, faults, problems", [
+@pytest.mark.parametrize("damages, options, problems", [
     ({"step-0000024": ("__1_0.distcp", "truncated"), "step-0000016": ("__0_0.distcp", "missing")}, (),
      ["__1_0.distcp is truncated", "__0_0.distcp is missing"]),
     ({"step-0000024": ("__0_0.distcp", "corrupt")}, ("--fail-load", "step-0000016"),
-     ["__0_0.distcp is corrupt: its checksum differs", "DCP's load failed: RuntimeError: injected"]),
-], ids=["truncated-missing", "corrupt-dcp-fails"])
+     ["__0_0.distcp is corrupt: its checksum differs", "DCP's load failed: CheckpointException on rank 0: "
+                                                        "RuntimeError: injected"]),
+    # without checksums DCP's own load is the last check: what it raises (a BaseException) is a damaged
+    # checkpoint like any other, not the run's end
+    ({"step-0000024": ("__0_0.distcp", "garbled"), "step-0000016": ("__1_0.distcp", "garbled")},
+     ("--checkpoint-checksums", "false"), ["DCP's load failed: CheckpointException"] * 2),
+], ids=["truncated-missing", "corrupt-dcp-fails", "garbled-without-checksums"])
 def test_damaged_newest_checkpoints_fall_back_to_the_one_before_and_the_run_goes_on_bit_for_bit(
-        shards, uninterrupted, tmp_path, damages, faults, problems):
+        shards, uninterrupted, tmp_path, damages, options, problems):
     run_dir = tmp_path / "damaged"
     run_dir.mkdir()
     subprocess.run(["cp", "-r", str(uninterrupted / "checkpoints"), str(run_dir)], check=True)
     for name, (file, how) in damages.items():
         DAMAGE[how](run_dir / "checkpoints" / name / file)
-    output = train(2, shards, run_dir, "--resume", faults=faults)
+    faults = options if options and options[0] == "--fail-load" else ()
+    output = train(2, shards, run_dir, "--resume", *(() if faults else options), faults=faults)
     lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     damaged = [line for line in lines if line.get("event") == "checkpoint_damaged"]
     assert [d["checkpoint"] for d in damaged] == ["step-0000024", "step-0000016"], damaged  # newest first
@@ -194,3 +204,29 @@ def test_damaged_newest_checkpoints_fall_back_to_the_one_before_and_the_run_goes
     assert sorted(resumed) == list(range(9, STEPS + 1))  # from step-0000008, the newest that loads
     for step in resumed:
         assert all(resumed[step][k] == expected[step][k] for k in ("loss", "grad_norm", "lr", "token_sum")), step
+
+
+def stopped(shards: Path, run_dir: Path, *extra: str) -> str:
+    """A run of one process (jobs/train.py without torchrun, whose own exit code would be 1) that must stop
+    at its start: exit code 2 and one error line, which is returned."""
+    launch = command(1, shards, run_dir, *extra)
+    at = launch.index(str(REPO / "jobs" / "train.py"))
+    done = subprocess.run([sys.executable, *launch[at:]], cwd=REPO, capture_output=True, text=True, timeout=180)
+    errors = sorted({line for line in done.stderr.splitlines() if line.startswith("jobs.train: error:")})
+    assert done.returncode == 2 and len(errors) == 1, done.stderr[-3000:]
+    return errors[0]
+
+
+def test_a_new_run_on_a_folder_of_checkpoints_and_a_resume_after_all_were_moved_aside_stop_naming_why(
+        shards, uninterrupted, tmp_path):
+    run_dir = tmp_path / "again"
+    run_dir.mkdir()
+    subprocess.run(["cp", "-r", str(uninterrupted / "checkpoints"), str(run_dir)], check=True)
+    # without --resume, the first save met a folder of the same name (OSError, a traceback on each rank)
+    assert "--resume goes on from them" in stopped(shards, run_dir)
+    for checkpoint in (run_dir / "checkpoints").glob("step-*"):
+        invert_every_byte(checkpoint / "__0_0.distcp")
+    assert "no checkpoint in" in stopped(shards, run_dir, "--resume")  # each moved aside, named
+    # a second --resume once trained from step 1 over them, silently
+    line = stopped(shards, run_dir, "--resume")
+    assert "to resume from: 3 were moved to damaged/" in line, line
