@@ -53,11 +53,12 @@ shards: install
 	$(PY) -m jobs.pipeline --input $(SAMPLE) --output $(OUT) --vocab-size $(SAMPLE_VOCAB)
 	$(PY) -m schemas.validate $(OUT)/shards
 
-# The bundled training loop: two CPU processes (gloo), the tiny model, 200 steps on make shards' output.
+# The bundled training loop: two CPU processes (gloo), the tiny model, 200 steps on make shards' output
+# (--resume: run again, it goes on from out/train's newest checkpoint; a new run takes another --run-dir).
 train: install
 	test -f $(OUT)/shards/index.json || $(MAKE) shards
 	$(VENV)/bin/torchrun --standalone --nproc_per_node=2 jobs/train.py --shards $(OUT)/shards --run-dir out/train \
-		--model tiny --steps 200 --global-batch-size 2 --warmup-steps 20 --lr 3e-3 --checkpoint-every 50
+		--model tiny --steps 200 --global-batch-size 2 --warmup-steps 20 --lr 3e-3 --checkpoint-every 50 --resume
 
 clean-out:
 	rm -rf out
