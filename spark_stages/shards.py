@@ -39,7 +39,7 @@ from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
 from prep.tokenizer.encode import TokenizerFile, encode_flat
 from schemas.index import INDEX_FILE, ShardEntry, new_index
-from schemas.mixture import MIXTURE_FILE, MixtureError, new_mixture, parse_weights
+from schemas.mixture import MIXTURE_FILE, new_mixture, parse_weights
 from schemas.shards import shard_name
 from spark_stages.ingest import (
     default_partitions,
@@ -288,9 +288,9 @@ def _split(spark, sources: Sources, cfg: Config, out: str, weights: str) -> dict
     values = split_values(spark, [f.path for f in files], cfg.split_by)
     folders = {folder_name(value, cfg.split_by): value for value in values}
     chosen = parse_weights(weights)
-    if chosen and set(chosen) != set(folders):
-        raise MixtureError(f"--weights names {', '.join(chosen)}; the values of {cfg.split_by} are "
-                           f"{', '.join(folders)}")
+    if chosen and set(chosen) != set(folders):  # found only once the column is read: the user's input, exit 2
+        raise InputError(f"--weights names {', '.join(chosen)}; the values of {cfg.split_by} are "
+                         f"{', '.join(folders)}")
     out_path = Path(out)
     record_written(out_path, [MIXTURE_FILE, *folders])  # a folder of tokenmill's holding the split's folders
     (out_path / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten

@@ -179,9 +179,12 @@ def test_quality_buckets_become_shards_folders_the_loader_mixes_exactly(scored, 
     out, _, _ = scored
     texts = pq.read_table(out / "docs", columns=["text"]).column("text").to_pylist()
     train_bpe(texts, 1024).save(str(tmp_path / "tokenizer.json"))
-    assert run_stage(shards.STAGE, ["--input", str(out / "docs"), "--output", str(tmp_path / "shards"),
-                                    "--tokenizer", str(tmp_path / "tokenizer.json"), "--seq-len", "256",
-                                    "--split-by", "bucket_q", "--weights", "b0=1,b1=1,b2=2"]) == 0
+    split = ["--input", str(out / "docs"), "--tokenizer", str(tmp_path / "tokenizer.json"), "--seq-len", "256",
+             "--split-by", "bucket_q"]
+    # weights that leave a bucket out or name one the column lacks: one line and exit code 2, not a traceback
+    for weights in ("b0=1,b1=1", "b0=1,b1=1,b2=2,b9=1"):
+        assert run_stage(shards.STAGE, [*split, "--output", str(tmp_path / "bad"), "--weights", weights]) == 2
+    assert run_stage(shards.STAGE, [*split, "--output", str(tmp_path / "shards"), "--weights", "b0=1,b1=1,b2=2"]) == 0
     mixture = json.loads((tmp_path / "shards" / "mixture.json").read_text())
     assert list(mixture["sources"]) == ["b0", "b1", "b2"]
     assert [s["weight"] for s in mixture["sources"].values()] == [1.0, 1.0, 2.0]
