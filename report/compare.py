@@ -13,7 +13,7 @@ from pathlib import Path
 from report.config import ReportConfig
 from report.documents import document
 from report.layout import StageDir, read_json
-from report.lookup import COPIES, documents_by_id, shared_note
+from report.lookup import copies_note, documents_by_id
 from report.model import Pair
 from report.run import Run
 from report.scan import files, id_hash, scanned
@@ -157,7 +157,7 @@ def _texts(run: Run, stage: StageDir, found: Fates, ids: set[str]) -> dict[str, 
 
 def _shown(row: dict | None, doc_id: str, fate: str, copies: int, cfg: ReportConfig):
     """A document of one run, `copies` the documents of its id the run's outputs hold."""
-    extra = {"fate": fate} | ({"note": shared_note({COPIES: copies})} if copies > 1 else {})
+    extra = {"fate": fate} | ({"note": note} if (note := copies_note(copies)) else {})
     return document(row or {"id": doc_id, "text": ""}, cfg, fields=("lang", "source"), extra=extra)
 
 

@@ -60,9 +60,12 @@ def documents_by_id(found: list[Path], ids: set[str], budget: int, max_files: in
 
 def shared_note(row: dict | None) -> str | None:
     """What to say of a row whose id names several documents (which of them is meant cannot be told)."""
-    if row is None or row.get(COPIES, 1) < 2:
-        return None
-    return f"{row[COPIES]} documents of the input have this id: the first is shown"
+    return copies_note(row.get(COPIES, 1) if row else 1)
+
+
+def copies_note(copies: int) -> str | None:
+    """What to say of a document whose id `copies` documents have, or None where it is one."""
+    return f"{copies} documents of the input have this id: the first is shown" if copies > 1 else None
 
 
 def _ids(table: pa.Table) -> pa.ChunkedArray | None:
