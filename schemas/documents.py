@@ -47,6 +47,8 @@ WEB_DOCUMENT_SCHEMA = pa.schema(
         pa.field("warc_date", pa.string(), nullable=False),
         pa.field("content_type", pa.string(), nullable=False),
         pa.field("charset", pa.string(), nullable=False),  # the codec that decoded the page
+        # the headline, taken out of the text, else the title the page gives itself; "" where it has none
+        pa.field("title", pa.string(), nullable=False),
         pa.field("source", pa.string(), nullable=False),  # the WARC file, relative to the --input root
     ]
 )

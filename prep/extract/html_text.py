@@ -13,12 +13,15 @@ heading of a removed list: "Related posts", "Most read").
 Where the page marks its article body the way content management systems do (`itemprop=articleBody`,
 `entry-content`, `post-content`, ..., `<article>` last: the most specific mark found), that element alone
 is read the same way (its blocks told apart within the page's one pass by a paragraph put at each of its
-ends: a second pass over the body alone cost a fifth of the extraction), with the lead paragraphs right
-before it, unless it holds little of the page's prose:
+ends: a second pass over the body alone cost a fifth of the extraction), with the block right before it
+(a headline or a standfirst), unless it holds little of the page's prose:
 author boxes, related posts, teasers of other articles and comment sections around the article fall
 outside. The text is then trimmed to the stretch from the article's title (the block before its first prose
-block) to its last block of prose (a long line, or a sentence of eight words). Paragraphs, headings, list
-items and table rows come out as blocks separated by blank lines, in Unicode NFC.
+block) to its last block of prose (a long line, or a sentence of eight words). A block among the first
+three that the page names its title (its <title>, og:title or an <h1>, whole or as the headline within
+"Headline | Site") is the headline: it comes out as the page's title, not as text, as trafilatura and
+Zyte's article schema keep the two apart (html_article). Paragraphs, headings, list items and table rows
+come out as blocks separated by blank lines, in Unicode NFC.
 
 Two second chances: when the main-content pass keeps a small share of the page's prose (it took the
 article's wrapper for a sidebar, by a class such as "share" or "promoted"), the whole page goes
@@ -56,8 +59,15 @@ ARTICLE_BODY = ('[itemprop="articleBody"]', '[class*="entry-content"]', '[class*
                 '[class*="article-body"]', '[class*="articleBody"]', '[class*="story-body"]', '[class*="post-body"]',
                 '[class*="article-content"]', "article")
 ARTICLE_BODY_SHARE = 0.3  # ... and replaces the page when it holds at least this share of the page's prose
-LEAD_BLOCKS = 2  # prose blocks right before the article body that are kept with it (a standfirst, a lead)
 TITLE_BLOCKS = 1  # blocks right before the first prose block that are kept (the article's title)
+# the headline is the page's title, not its article's text (trafilatura and Zyte's schema keep it apart, and so
+# does FineWeb's text): one of the text's first blocks that the page names its title (<title>, og:title,
+# twitter:title, an <h1>) comes out as the title, the text starting after it
+HEADLINE_BLOCKS = 3  # ... looked for among the text's first blocks
+HEADLINE_MIN_CHARS = 16  # ... and a block within a longer title ("Headline | Site") at least this long
+TITLE_META = 'meta[property="og:title"], meta[name="og:title"], meta[name="twitter:title"], ' \
+             'meta[property="twitter:title"]'
+WORDS = re.compile(r"\w+")
 RESCUE_BELOW = 2000  # characters of prose under which the main-content pass is checked against the whole page
 RESCUE_SHARE = 0.1  # ... and replaced by the whole page when it kept less than this share of the prose
 ZERO_WIDTH = re.compile("[\u200b\ufeff]")  # zero-width space and BOM: invisible, and they split words
@@ -354,13 +364,10 @@ def _article_body(body):
 
 
 def _with_lead(page_blocks: list[str], article: list[str]) -> list[str]:
-    """The article body's blocks after those that come right before it on the page: the prose blocks (at
-    most LEAD_BLOCKS: a standfirst or lead that sites put above the body's container) and the title."""
+    """The article body's blocks after the TITLE_BLOCKS that come right before it on the page (its headline, or
+    a standfirst: more lead paragraphs, up to 2, lost on both evaluation sets)."""
     at = page_blocks.index(article[0]) if article and article[0] in page_blocks else 0
-    start = at
-    while start > 0 and at - start < LEAD_BLOCKS and _is_prose(page_blocks[start - 1]):
-        start -= 1
-    return page_blocks[max(0, start - TITLE_BLOCKS):at] + article
+    return page_blocks[max(0, at - TITLE_BLOCKS):at] + article
 
 
 def _marked(tree: HTMLTree, body) -> None:
@@ -382,29 +389,78 @@ def _split(blocks: list[tuple[str, float]]) -> tuple[list[tuple[str, float]], li
     return page, blocks[at[0] + 1:at[1]]
 
 
+def _words(text: str) -> str:
+    return " ".join(WORDS.findall(text.lower()))
+
+
+def page_titles(tree: HTMLTree) -> list[str]:
+    """What the page names its title, most specific first: og:title and twitter:title, its first <h1>
+    elements, its <title>; white space collapsed, the empty left out."""
+    found = []
+    if tree.head is not None:
+        found += [meta.getattr("content") or "" for meta in tree.head.query_selector_all(TITLE_META).values()]
+    if tree.body is not None:
+        found += [h1.text for h1 in tree.body.query_selector_all("h1").values()[:HEADLINE_BLOCKS]]
+    found.append(tree.title or "")
+    return [title for title in (" ".join(t.split()) for t in found) if title]
+
+
+def title_of(page: str) -> str:
+    """The title a decoded page gives itself (the first of page_titles), or ""."""
+    return next(iter(page_titles(HTMLTree.parse(page))), "")
+
+
+def _headline(blocks: list[str], titles: list[str]) -> int | None:
+    """The index of the first of the text's first HEADLINE_BLOCKS blocks that the page names its title (the
+    whole of one, or a stretch of words within one, such as the headline of "Headline | Site"), or None; never
+    the text's only block."""
+    titles = [_words(title) for title in titles]
+    for at, block in enumerate(blocks[:min(HEADLINE_BLOCKS, len(blocks) - 1)]):
+        words = _words(block)
+        if words and any(words == title or (len(words) >= HEADLINE_MIN_CHARS and f" {words} " in f" {title} ")
+                         for title in titles):
+            return at
+    return None
+
+
 def main_text(page: str, max_link_share: float = 0.3, short_block: int = 120) -> str:
     """The main text of a decoded HTML page ("" when it has none)."""
+    return article(page, max_link_share, short_block)[0]
+
+
+def article(page: str, max_link_share: float = 0.3, short_block: int = 120) -> tuple[str, str]:
+    """(the main text, its title: _main_text) of a decoded HTML page."""
     fixed, tags = _fixed_tags(page.encode("utf-8", "replace"))
     return _main_text(_decoded(fixed, "utf-8"), tags, max_link_share, short_block)
 
 
 def html_main_text(body: bytes, declared: str | None = None, max_link_share: float = 0.3,
                    short_block: int = 120) -> tuple[str, str]:
-    """(the main text, the codec that decoded the page) of an HTML page's bytes, decoded as decode_html
-    decodes them. Where the codec allows, the list tags are renamed in the page's own bytes and the page is
-    decoded once: a decoded page is encoded again to be renamed, and the two cost a tenth of the extraction."""
+    """(the main text, the codec that decoded the page) of an HTML page's bytes (html_article)."""
+    text, _, codec = html_article(body, declared, max_link_share, short_block)
+    return text, codec
+
+
+def html_article(body: bytes, declared: str | None = None, max_link_share: float = 0.3,
+                 short_block: int = 120) -> tuple[str, str, str]:
+    """(the main text, its title, the codec that decoded the page) of an HTML page's bytes, decoded as
+    decode_html decodes them. Where the codec allows, the list tags are renamed in the page's own bytes and
+    the page is decoded once: a decoded page is encoded again to be renamed, and the two cost a tenth of the
+    extraction."""
     codec = html_codec(body, declared)
     if not _ascii_compatible(codec):
-        return main_text(str(body, codec, "replace"), max_link_share, short_block), codec
+        return *article(str(body, codec, "replace"), max_link_share, short_block), codec
     fixed, tags = _fixed_tags(body)
-    return _main_text(_decoded(fixed, codec), tags, max_link_share, short_block), codec
+    return *_main_text(_decoded(fixed, codec), tags, max_link_share, short_block), codec
 
 
-def _main_text(page: str, tags: int, max_link_share: float, short_block: int) -> str:
-    """The main text of a decoded page with its tags fixed (_fixed_tags: `tags`, its count of "<")."""
+def _main_text(page: str, tags: int, max_link_share: float, short_block: int) -> tuple[str, str]:
+    """(the main text, its title) of a decoded page with its tags fixed (_fixed_tags: `tags`, its count of
+    "<"). The title is the headline block taken out of the text (_headline), else the first of page_titles
+    as the page gives it ("" where it has none)."""
     tree, deep = _parsed(page, tags)
     if tree.body is None:
-        return ""
+        return "", ""
     main_content = not deep  # else the whole-page pass
     body = _article_body(tree.body)
     if body is not None:
@@ -435,4 +491,7 @@ def _main_text(page: str, tags: int, max_link_share: float, short_block: int) ->
     if starts:  # from the article's title to its last prose block (or list's item): the page's head and tail
         # fall outside
         text = text[max(0, starts[0] - TITLE_BLOCKS):starts[-1] + 1]
-    return unicodedata.normalize("NFC", ZERO_WIDTH.sub("", "\n\n".join(text)))
+    titles = page_titles(tree)
+    at = _headline(text, titles)
+    title = text.pop(at) if at is not None else next(iter(titles), "")
+    return tuple(unicodedata.normalize("NFC", ZERO_WIDTH.sub("", part)) for part in ("\n\n".join(text), title))

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1
-Extract = Callable[[bytes, "str | None"], tuple[str, str]]
+Extract = Callable[[bytes, "str | None"], tuple]
 
 
 class PageOverBudget(Exception):
@@ -40,7 +40,7 @@ class PageWorker:
         self.extract, self.seconds, self.memory_bytes = extract, seconds, memory_bytes
         self._process, self._conn = None, None
 
-    def __call__(self, body: bytes, declared: str | None) -> tuple[str, str]:
+    def __call__(self, body: bytes, declared: str | None) -> tuple:
         if self._process is None:
             self._start()
         self._conn.send_bytes(body)

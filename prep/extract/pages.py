@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from prep.extract.encoding import decode_html
-from prep.extract.html_text import html_main_text
+from prep.extract.html_text import html_article, title_of
 from prep.extract.page_worker import ExtractionFailed, PageOverBudget, PageWorker
 from prep.extract.warc import FileProblem, Page, Quarantined, Skipped, WarcConfig, read_warc
 from prep.ingest.inputs import InputFile
@@ -54,18 +54,19 @@ def host_of(url: str) -> str:
         return ""
 
 
-def page_text(body: bytes, declared: str | None, cfg: ExtractConfig) -> tuple[str, str]:
-    """(the main text by the configured extractor, the codec that decoded the page) of an HTML page's bytes
-    and the charset its HTTP header declares."""
+def page_text(body: bytes, declared: str | None, cfg: ExtractConfig) -> tuple[str, str, str]:
+    """(the main text by the configured extractor, the codec that decoded the page, the page's title: the
+    headline taken out of the text, else the title the page gives itself; html_text.html_article) of an
+    HTML page's bytes and the charset its HTTP header declares."""
     if cfg.extractor == "trafilatura":
         decoded, codec = decode_html(body, declared)
-        return _trafilatura(decoded, fast=False), codec
-    text, codec = html_main_text(body, declared)
+        return _trafilatura(decoded, fast=False), codec, title_of(decoded)
+    text, title, codec = html_article(body, declared)
     if cfg.extractor == "hybrid" and len(text) < cfg.fallback_below:
         # a short text is where the rules miss most (an article they could not tell from its page): trafilatura
         # reads those pages, ~8% of the evaluation's, in its fast mode (docs/benchmarks.md, "The extract job")
-        return _trafilatura(str(body, codec, "replace"), fast=True), codec  # decoded as the rules' page was
-    return text, codec
+        return _trafilatura(str(body, codec, "replace"), fast=True), codec, title  # decoded as the rules' page was
+    return text, codec, title
 
 
 def _trafilatura(decoded: str, fast: bool) -> str:
@@ -96,14 +97,15 @@ def _outcomes(file: InputFile, cfg: ExtractConfig, worker: PageWorker) -> Iterat
             skipped[outcome.reason] += 1
         elif isinstance(outcome, Page):
             try:
-                text, charset = _text(outcome, cfg, worker)
+                text, charset, title = _text(outcome, cfg, worker)
             except (ExtractionFailed, PageOverBudget) as e:
                 reason = "extraction failed" if isinstance(e, ExtractionFailed) else "over budget"
                 yield {**base, "status": "quarantined", "reason": reason, "error": str(e), "id": outcome.id}
                 continue
             yield {**base, "status": "page" if text else "empty", "id": outcome.id, "text": text, "url": outcome.url,
                    "host": host_of(outcome.url), "warc_date": outcome.date, "content_type": outcome.content_type,
-                   "charset": charset, "source": file.relative, "bytes_in": len(outcome.payload)}
+                   "charset": charset, "title": title, "source": file.relative,
+                   "bytes_in": len(outcome.payload)}
         elif isinstance(outcome, Quarantined):
             yield {**base, "status": "quarantined", "reason": "malformed record", "error": outcome.error,
                    "offset": outcome.offset}
@@ -113,10 +115,11 @@ def _outcomes(file: InputFile, cfg: ExtractConfig, worker: PageWorker) -> Iterat
         yield {"file": file.relative, "status": "skipped", "reason": reason, "count": count}
 
 
-def _text(page: Page, cfg: ExtractConfig, worker: PageWorker) -> tuple[str, str]:
-    """(main text, the charset the page was decoded with); PageOverBudget for a page over its size or time."""
+def _text(page: Page, cfg: ExtractConfig, worker: PageWorker) -> tuple[str, str, str]:
+    """(main text, the charset the page was decoded with, its title: page_text); PageOverBudget for a page
+    over its size or time. A text/plain page has no title."""
     if page.is_text:
-        return page.payload.decode("utf-8", errors="replace").strip(), "utf-8"
+        return page.payload.decode("utf-8", errors="replace").strip(), "utf-8", ""
     if len(page.payload) > cfg.max_html_bytes:
         raise PageOverBudget(f"{len(page.payload)} bytes of HTML, more than extract.max_html_bytes "
                              f"({cfg.max_html_bytes})")

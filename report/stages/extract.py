@@ -14,7 +14,7 @@ from report.sample import Distributions, Smallest
 from report.scan import id_hash, scanned
 from report.stages.common import count, distributions, quarantine, read_note, reason_table, seconds, stream
 
-COLUMNS = ["id", "text", "url", "host", "charset", "content_type", "source"]
+COLUMNS = ["id", "text", "title", "url", "host", "charset", "content_type", "source"]
 MAX_LINES_HELD = 1_000  # distinct lines held per site shown, whatever the output holds
 
 
@@ -37,7 +37,8 @@ def gather(run: Run, stage: StageDir) -> StageView:
                 Section("Not written", [Note("Skipped records (not HTML responses, or pages that failed a check) "
                                              "are counted by reason, not written: there is no text to show.")])]
     kept = Distributions()
-    sample = Smallest(cfg.kept_examples * 2, lambda row: document(row, cfg, fields=("url", "charset", "source")))
+    shown = ("title", "url", "charset", "source")
+    sample = Smallest(cfg.kept_examples * 2, lambda row: document(row, cfg, fields=shown))
     plan = stream(folder / "docs", COLUMNS, cfg, sample, kept)
     sections.append(Section("Extracted: a sample", [*read_note(plan, "documents"), *sample.get()] or
                             [Note("no document was written")]))

@@ -55,7 +55,7 @@ def test_every_record_is_counted_by_outcome_and_reason(extracted):
     assert json.loads((out / "stats.json").read_text()) == stats and (out / "report.md").is_file()
 
 
-def test_documents_carry_the_record_id_the_url_the_site_and_the_charset(extracted, crawl):
+def test_documents_carry_the_record_id_the_url_the_site_the_charset_and_the_title(extracted, crawl):
     _, _, docs = extracted
     _, bodies, chinese = crawl
     by_url = {d["url"]: d for d in docs}
@@ -63,6 +63,8 @@ def test_documents_carry_the_record_id_the_url_the_site_and_the_charset(extracte
     assert first["id"].startswith("<urn:uuid:") and first["host"] == "docs.example.org"
     assert first["charset"] == "utf-8" and first["content_type"].startswith("text/html") and first["warc_date"]
     assert all(p in first["text"] for p in bodies[0])
+    # the headline is the title, not the text (the page's <h1> and <title> name it)
+    assert first["title"] == "Article 0" and not first["text"].startswith("Article 0")
     zh = by_url["https://blog.example.net/zh"]
     assert zh["charset"] == "gb18030" and all(p in zh["text"] for p in chinese)
 

@@ -58,10 +58,10 @@ def test_html_of_any_shape_is_read_or_stopped_at_its_budget_and_nothing_escapes(
         @given(tag_soup(), st.sampled_from([None, "utf-8", "gbk", "shift_jis", "utf-16", "base64", "x-bogus"]))
         def check(page, declared):
             try:
-                text, codec = worker(page, declared)  # an exception in the extractor would be ExtractionFailed
+                text, codec, title = worker(page, declared)  # an exception in the extractor: ExtractionFailed
             except PageOverBudget:
                 return
-            assert isinstance(text, str) and isinstance(codec, str)
+            assert isinstance(text, str) and isinstance(codec, str) and isinstance(title, str)
 
         check()
 

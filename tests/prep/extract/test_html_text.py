@@ -5,7 +5,17 @@ import re
 
 from resiliparse.extract.html2text import extract_plain_text
 
-from prep.extract.html_text import BOILERPLATE_WORDS, CLOCK, MARK, MAX_DEPTH, _fixed_tags, _says_boilerplate, main_text
+from prep.extract.html_text import (
+    BOILERPLATE_WORDS,
+    CLOCK,
+    MARK,
+    MAX_DEPTH,
+    _fixed_tags,
+    _says_boilerplate,
+    article,
+    html_article,
+    main_text,
+)
 from tests.web_fixtures import Site, articles
 
 TAG = re.compile(r"<[^>]*>")
@@ -91,15 +101,16 @@ def test_text_comes_out_in_nfc_without_zero_width_spaces():
     assert "Café crème brûlée, aword joined" in text and "\u200b" not in text
 
 
-def test_the_marked_article_body_is_read_alone_with_its_lead_and_the_author_box_after_it_goes():
+def test_the_marked_article_body_is_read_alone_with_the_block_before_it_and_the_author_box_after_it_goes():
     lead, *body = articles(1, size=5)[0]
     bio = ("Jane Doe has written about free software for twenty years and maintains several packages in "
            "Debian; she lives in Lyon with two cats and far too many keyboards.")
     page = _page(f'<main><h1>About packages</h1><p class="standfirst">{lead}</p>'
                  '<div class="entry-content">' + "".join(f"<p>{p}</p>" for p in body) + "</div>"
                  f'<div class="about-writer"><h3>About the writer</h3><p>{bio}</p></div></main>')
-    text = main_text(page)
-    assert text.startswith("About packages") and all(p in text for p in (lead, *body)) and bio not in text
+    text, title = article(page)
+    # one block before the body is kept (a headline or a standfirst), and the headline is the title
+    assert title == "About packages" and text.startswith(lead) and all(p in text for p in body) and bio not in text
     # without the mark the page is read whole, bio included: the mark is what cut it
     assert bio in main_text(page.replace("entry-content", "column"))
 
@@ -297,3 +308,34 @@ def test_a_page_nested_deeper_than_the_main_content_pass_can_afford_is_read_by_t
             text = main_text(_page(f"<{tag}>" * depth + article + f"</{tag}>" * depth))
             assert set(passes) == {shallow} and (len(measured) == depth if tag == "aside" and shallow else not measured)
             assert text == ("" if tag == "aside" and shallow else "\n\n".join(body)), (depth, tag)
+
+
+def test_the_headline_comes_out_as_the_title_and_the_text_starts_with_the_article():
+    body = articles(1, size=4)[0]
+    paragraphs = "".join(f"<p>{p}</p>" for p in body)
+    headline = "Debian packages explained for new users"
+    for head, marked in [(f"<title>{headline} | Debian Notes</title>", f"<h1>{headline}</h1>"),  # within a title
+                         (f'<meta property="og:title" content="{headline}">', f"<h2>{headline}</h2>"),
+                         ("<title>Debian Notes</title>", f"<h1>{headline}</h1>")]:  # an <h1> is a title too
+        page = f"<html><head>{head}</head><body><main>{marked}{paragraphs}</main></body></html>"
+        text, title = article(page)
+        assert title == headline and text.startswith(body[0]) and headline not in text, (head, text[:80])
+        assert html_article(page.encode("utf-16-le"), "utf-16le") == (text, title, "utf-16-le")
+
+
+def test_a_heading_the_page_does_not_name_its_title_stays_in_the_text_and_the_title_is_the_pages():
+    body = articles(1, size=4)[0]
+    kicker = "A short history of the package manager"
+    page = (f"<html><head><title>Debian Notes: packages</title></head><body><main><h2>{kicker}</h2>"
+            + "".join(f"<p>{p}</p>" for p in body) + "</main></body></html>")
+    text, title = article(page)
+    assert text.startswith(kicker) and title == "Debian Notes: packages"
+    # "Debian" alone within the title is too short to be its headline; a page without any title has ""
+    assert article(page.replace(kicker, "Debian"))[0].startswith("Debian\n\n")
+    assert article(page.replace("<title>Debian Notes: packages</title>", ""))[1] == ""
+
+
+def test_a_headline_that_is_the_whole_text_stays_text():
+    sentence = "Packages are installed with apt, which resolves their dependencies for you."
+    text, title = article(f"<html><head><title>{sentence}</title></head><body><p>{sentence}</p></body></html>")
+    assert text == sentence and title == sentence

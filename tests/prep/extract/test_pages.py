@@ -11,7 +11,7 @@ SITE = Site("docs.example.org", "Debian Notes")
 
 
 def _text(page: str, extractor: str, **settings) -> str:
-    text, codec = page_text(page.encode(), None, ExtractConfig(extractor=extractor, **settings))
+    text, codec, _ = page_text(page.encode(), None, ExtractConfig(extractor=extractor, **settings))
     assert codec == "utf-8"
     return text
 
@@ -45,5 +45,5 @@ def test_hybrid_hands_trafilatura_the_page_as_the_rules_decoded_it():
     # (cp932, no label of the web), it went to detection and came to trafilatura as windows-1252 mojibake
     sentence = "The committee met on Tuesday at the カフェ and agreed to publish its report."
     body = SITE.page("Notes", [sentence]).encode("cp932")
-    text, codec = page_text(body, "shift_jis", ExtractConfig(extractor="hybrid"))
+    text, codec, _ = page_text(body, "shift_jis", ExtractConfig(extractor="hybrid"))
     assert codec == "cp932" and sentence in text, text
