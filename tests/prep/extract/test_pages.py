@@ -34,6 +34,9 @@ def test_hybrid_keeps_the_rules_text_where_it_is_long_and_asks_trafilatura_where
 def test_trafilatura_alone_and_a_bad_setting():
     body = articles(1, size=3)[0]
     assert all(p in _text(SITE.page("About", body), "trafilatura") for p in body)
+    # trafilatura's text holds no headline either: the title is the one the page gives itself (its <h1>)
+    page = SITE.page("About packages", body).encode()
+    assert page_text(page, None, ExtractConfig(extractor="trafilatura"))[2] == "About packages"
     with pytest.raises(ValueError, match="extractor must be one of"):
         ExtractConfig(extractor="readability")
     with pytest.raises(ValueError, match="fallback_below"):
@@ -45,5 +48,5 @@ def test_hybrid_hands_trafilatura_the_page_as_the_rules_decoded_it():
     # (cp932, no label of the web), it went to detection and came to trafilatura as windows-1252 mojibake
     sentence = "The committee met on Tuesday at the カフェ and agreed to publish its report."
     body = SITE.page("Notes", [sentence]).encode("cp932")
-    text, codec, _ = page_text(body, "shift_jis", ExtractConfig(extractor="hybrid"))
-    assert codec == "cp932" and sentence in text, text
+    text, codec, title = page_text(body, "shift_jis", ExtractConfig(extractor="hybrid"))
+    assert codec == "cp932" and sentence in text and title == "Notes", text
