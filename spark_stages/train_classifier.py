@@ -37,6 +37,7 @@ from prep.normalize import NormalizeConfig, normalize
 from schemas import FORMAT_VERSION
 from spark_stages.ingest import load_documents
 from spark_stages.outputs import commit, staging_dir
+from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
 from spark_stages.session import spark_schema
 
@@ -99,6 +100,8 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     held, lines, labels, stats = examples["heldout"], examples["line"], examples["label"], examples["stats"]
     training = [i for i in range(len(lines)) if not held[i]]
     log.info("training on %d documents (%d held out)", len(training), len(lines) - len(training))
+    if examples["read"]["without_label"] or examples["read"]["quarantined"]:
+        log.warning("%s", left_out(examples["read"]))
     model, loss = train_classifier(
         [lines[i] for i in training], stats[training], [labels[i] for i in training],
         np.array([examples["key"][i] & 1 for i in training]), cfg.train)
@@ -113,6 +116,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     report = {
         "format_version": FORMAT_VERSION,
         "labels": model.labels,
+        "read": examples["read"],
         "training": _counts(labels, training, lines),
         "heldout": {**_counts(labels, [i for i in range(len(lines)) if held[i]], lines),
                     **evaluation(model.labels, truth, scores)},
@@ -129,55 +133,77 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
 
 
 def _examples(spark, sources: Sources, cfg: Config) -> dict[str, list]:
-    """label, line (text form), heldout of each document read, in the order of the examples' hash."""
+    """label, line (text form), heldout of each document read, in the order of the examples' hash; and `read`:
+    what was read and not taken (_read_counts)."""
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
-    frames = []
-    for name, files in sources.items():
-        docs, _ = load_documents(spark, files)
-        if name.startswith(LABEL_SOURCE):
-            label, limit = F.lit(name[len(LABEL_SOURCE):]), cfg.max_per_label
-        elif name == POSITIVE:
-            label, limit = F.lit(cfg.positive_label), cfg.max_per_label
-        elif name == NEGATIVE_FROM:
-            label, limit = F.lit(cfg.negative_label), cfg.negatives
-        else:
-            field_ = F.col(cfg.label_field) if cfg.label_field in docs.columns else None
-            label, limit = _label_field(docs, cfg.label_field, field_), cfg.max_per_label
-        frames.append(docs.select("id", "text", label.cast("string").alias("label"), F.lit(limit).alias("limit")))
-    docs = frames[0]
-    for frame in frames[1:]:
-        docs = docs.unionByName(frame)
-    docs = docs.where(F.col("label").isNotNull() & (F.length("label") > 0))
-    key = F.xxhash64(F.lit(cfg.split_seed), "id", "text")
-    ranked = docs.withColumn("key", key).withColumn(
-        "rank", F.row_number().over(Window.partitionBy("label").orderBy("key", "id")))
-    chosen = ranked.where(F.col("rank") <= F.col("limit")).withColumn(
-        "heldout", F.pmod("key", F.lit(HELD_OUT_PARTS)) < F.lit(int(cfg.heldout * HELD_OUT_PARTS)))
-    max_tokens = cfg.train.max_tokens
+    with persisted() as kept:
+        frames, quarantined = [], []
+        for name, files in sources.items():
+            docs, unreadable = load_documents(spark, files, kept)
+            quarantined.append(unreadable.select("error", "file", "line"))
+            if name.startswith(LABEL_SOURCE):
+                label, limit = F.lit(name[len(LABEL_SOURCE):]), cfg.max_per_label
+            elif name == POSITIVE:
+                label, limit = F.lit(cfg.positive_label), cfg.max_per_label
+            elif name == NEGATIVE_FROM:
+                label, limit = F.lit(cfg.negative_label), cfg.negatives
+            else:
+                field_ = F.col(cfg.label_field) if cfg.label_field in docs.columns else None
+                label, limit = _label_field(docs, cfg.label_field, field_), cfg.max_per_label
+            frames.append(docs.select("id", "text", label.cast("string").alias("label"),
+                                      F.lit(limit).alias("limit")))
+        docs, unreadable = frames[0], quarantined[0]
+        for frame, more in zip(frames[1:], quarantined[1:]):
+            docs, unreadable = docs.unionByName(frame), unreadable.unionByName(more)
+        labelled = F.col("label").isNotNull() & (F.length("label") > 0)
+        read = docs.agg(F.count(F.lit(1)).alias("documents"),
+                        F.sum(F.when(labelled, 0).otherwise(1)).alias("without_label")).first()
+        docs = docs.where(labelled)
+        key = F.xxhash64(F.lit(cfg.split_seed), "id", "text")
+        ranked = docs.withColumn("key", key).withColumn(
+            "rank", F.row_number().over(Window.partitionBy("label").orderBy("key", "id")))
+        chosen = ranked.where(F.col("rank") <= F.col("limit")).withColumn(
+            "heldout", F.pmod("key", F.lit(HELD_OUT_PARTS)) < F.lit(int(cfg.heldout * HELD_OUT_PARTS)))
+        max_tokens = cfg.train.max_tokens
 
-    def text_form(batches):
-        for batch in batches:
-            # normalized as the clean job normalizes what it scores: a difference of form between the labels
-            # (raw positives, cleaned negatives) must not be what the classifier learns
-            texts = [normalize(text, NORMALIZE) for text in batch.column("text").to_pylist()]
-            lines = [model_line(text, max_tokens) for text in texts]
-            yield pa.record_batch([batch.column("key"), batch.column("id"), batch.column("label"),
-                                   batch.column("heldout"), pa.array(lines, pa.string()),
-                                   pa.array(list(document_stats(texts)), pa.list_(pa.float32()))],
-                                  schema=EXAMPLE_SCHEMA)
+        def text_form(batches):
+            for batch in batches:
+                # normalized as the clean job normalizes what it scores: a difference of form between the labels
+                # (raw positives, cleaned negatives) must not be what the classifier learns
+                texts = [normalize(text, NORMALIZE) for text in batch.column("text").to_pylist()]
+                lines = [model_line(text, max_tokens) for text in texts]
+                yield pa.record_batch([batch.column("key"), batch.column("id"), batch.column("label"),
+                                       batch.column("heldout"), pa.array(lines, pa.string()),
+                                       pa.array(list(document_stats(texts)), pa.list_(pa.float32()))],
+                                      schema=EXAMPLE_SCHEMA)
 
-    rows = chosen.select("key", "id", "label", "heldout", "text").mapInArrow(
-        text_form, spark_schema(EXAMPLE_SCHEMA)).orderBy("key", "id").collect()
+        rows = chosen.select("key", "id", "label", "heldout", "text").mapInArrow(
+            text_form, spark_schema(EXAMPLE_SCHEMA)).orderBy("key", "id").collect()
+        counts = _read_counts(read, unreadable, len(rows))
     labels = sorted({row["label"] for row in rows})
     if len(labels) < 2:
         raise InputError(f"a classifier needs documents of two labels at least; found {labels or 'none'}")
     return {"label": [row["label"] for row in rows], "line": [row["line"] for row in rows],
             "heldout": [row["heldout"] for row in rows], "key": [row["key"] for row in rows],
-            "stats": np.array([row["stats"] for row in rows], np.float32).reshape(len(rows), len(STAT_NAMES))}
+            "stats": np.array([row["stats"] for row in rows], np.float32).reshape(len(rows), len(STAT_NAMES)),
+            "read": counts}
 
 
+def _read_counts(read, unreadable, taken: int) -> dict:
+    """What was read and not taken, none of it dropped unseen: documents without a label (or with an empty
+    one), documents over their label's limit (max_per_label, negatives: the last by the examples' hash), and
+    records that could not be read (the first QUARANTINE_EXAMPLES named by file and line)."""
+    quarantined = unreadable.count()
+    examples = unreadable.orderBy("file", "line").limit(QUARANTINE_EXAMPLES).collect() if quarantined else []
+    documents, without_label = read["documents"], read["without_label"] or 0
+    return {"documents": documents, "taken": taken, "without_label": without_label,
+            "over_the_limit": documents - without_label - taken, "quarantined": quarantined,
+            "quarantine_examples": [{"error": r["error"], "file": r["file"], "line": r["line"]} for r in examples]}
+
+
+QUARANTINE_EXAMPLES = 5
 EXAMPLE_SCHEMA = pa.schema([("key", pa.int64()), ("id", pa.string()), ("label", pa.string()),
                             ("heldout", pa.bool_()), ("line", pa.string()), ("stats", pa.list_(pa.float32()))])
 NORMALIZE = NormalizeConfig()
@@ -202,11 +228,21 @@ def _counts(labels: list[str], chosen: list[int], lines: list[str]) -> dict:
     return {"documents": len(chosen), "by_label": dict(sorted(by_label.items())), "sha256": digest.hexdigest()}
 
 
+def left_out(read: dict) -> str:
+    """What was read and not taken, in words (_read_counts)."""
+    line = (f"{read['documents']} documents read, {read['taken']} taken: {read['without_label']} without a label, "
+            f"{read['over_the_limit']} over their label's limit (max_per_label, negatives); "
+            f"{read['quarantined']} records could not be read")
+    named = [f"{q['file']}" + (f":{q['line']}" if q["line"] is not None else "") + f" ({q['error']})"
+             for q in read["quarantine_examples"]]
+    return line + (f", the first: {'; '.join(named)}" if named else "")
+
+
 def classifier_report(report: dict) -> str:
     held = report["heldout"]
     lines = ["# Classifier", "", f"Labels: {', '.join(report['labels'])}. Trained on {report['training']['documents']} "
              f"documents ({_by_label(report['training'])}); {held['documents']} held out "
-             f"({_by_label(held)}): accuracy {held.get('accuracy', 0):.4f}.", "",
+             f"({_by_label(held)}): accuracy {held.get('accuracy', 0):.4f}.", "", left_out(report["read"]) + ".", "",
              "| label | documents held out | precision | recall | F1 | ROC AUC |", "|---|---|---|---|---|---|"]
     for label, figures in held.get("labels", {}).items():
         auc = "" if figures["roc_auc"] is None else f"{figures['roc_auc']:.4f}"
@@ -233,8 +269,11 @@ def summary(report: dict) -> str:
     held = report["heldout"]
     aucs = ", ".join(f"{label} {f['roc_auc']}" for label, f in held.get("labels", {}).items()
                      if f["roc_auc"] is not None)
+    read = report["read"]
+    missing = (f"; {read['without_label']} documents without a label and {read['quarantined']} unreadable records "
+               "left out (report.md)") if read["without_label"] or read["quarantined"] else ""
     return (f"trained on {report['training']['documents']} documents, {held['documents']} held out: accuracy "
-            f"{held.get('accuracy', 0)}{', ROC AUC ' + aucs if aucs else ''} ({report['seconds']} s)")
+            f"{held.get('accuracy', 0)}{', ROC AUC ' + aucs if aucs else ''}{missing} ({report['seconds']} s)")
 
 
 def check(cfg: Config, sources: Sources) -> None:

@@ -29,10 +29,15 @@ def gather(run: Run, stage: StageDir) -> StageView:
                                     {str(k): v for k, v in histogram.items() if isinstance(v, list)}))
     training = report.get("training") if isinstance(report.get("training"), dict) else {}
     model = report.get("model") if isinstance(report.get("model"), dict) else {}
+    read = report.get("read") if isinstance(report.get("read"), dict) else {}
     blocks.append(Table("Training", ["", "value"], [
+        ["documents read", read.get("documents")], ["without a label (left out)", read.get("without_label")],
+        ["over their label's limit (not taken)", read.get("over_the_limit")],
+        ["records that could not be read", read.get("quarantined")],
         ["documents", training.get("documents")], ["by label", training.get("by_label")],
         ["sha256 of the training lines", training.get("sha256")], ["words", model.get("words")],
         ["dimensions", model.get("dim")], ["model bytes", model.get("bytes")], ["seconds", report.get("seconds")]]))
+    # not a stage the corpus flows through (it reads examples): its counts are in its Training table
     row = FunnelRow("Train classifier", stage.source or "", None, None, None, None,
                     seconds=seconds(report.get("seconds")))
     return StageView("classifier", "Classifier", str(stage.folder.relative_to(run.out)) if stage.folder != run.out

@@ -96,6 +96,27 @@ def test_a_label_field_and_the_dclm_recipe_give_their_labels(labelled, tmp_path)
     assert report["training"]["by_label"]["negative"] + report["heldout"]["by_label"]["negative"] == 100
 
 
+def test_documents_without_a_label_and_unreadable_lines_are_counted_and_named_not_dropped(labelled, tmp_path):
+    _, records = labelled
+    write_lines(tmp_path / "in" / "labelled.jsonl", records + [{"id": "nolabel-1", "text": "A document nobody labelled."},
+                                                              {"id": "nolabel-2", "text": "Another.", "label": ""}],
+                mkdir=True)
+    with open(tmp_path / "in" / "labelled.jsonl", "a") as f:
+        f.write('{"id": "broken", "text": "cut short\n')
+    out = tmp_path / "out"
+    assert run_stage(train_classifier.STAGE, ["--input", str(tmp_path / "in"), "--output", str(out), "--max-per-label",
+                                              "100", *FAST]) == 0
+    report = json.loads((out / "report.json").read_text())
+    read = report["read"]
+    by_label = {label: sum(r["label"] == label for r in records) for label in ("good", "junk")}
+    taken = sum(min(100, n) for n in by_label.values())
+    assert read["documents"] == len(records) + 2 and read["without_label"] == 2 and read["taken"] == taken
+    assert read["over_the_limit"] == len(records) - taken > 0 and read["quarantined"] == 1
+    assert read["quarantine_examples"][0]["file"].endswith("labelled.jsonl")
+    assert read["quarantine_examples"][0]["line"] == len(records) + 3
+    assert "2 without a label" in (out / "report.md").read_text()
+
+
 @pytest.mark.parametrize("make_args, message", [
     (lambda f: ["--label", f"good={f / 'good'}"], "--label needs two labels or more"),
     (lambda f: ["--label", f"good={f / 'good'}", "--label", f"junk={f / 'junk'}", "--positive", str(f)],
