@@ -5,7 +5,6 @@
 Prints one JSON object. During training the loop measures its held-out shards itself (trainer/heldout.py).
 """
 
-import json
 import os
 import sys
 
@@ -13,7 +12,8 @@ if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from prep.cli import command_line
+    from schemas import strict_json
     from trainer.evaluate import EvalConfig, evaluate
 
     _, config = command_line(EvalConfig, None, prog="jobs.evaluate", description=__doc__.split("\n")[0])
-    print(json.dumps(evaluate(config)))
+    print(strict_json.dumps(evaluate(config)))

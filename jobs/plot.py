@@ -8,6 +8,7 @@ record; the guard's rollbacks and skipped steps are marked.
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ def read(run_dir: Path) -> tuple[dict[int, dict], dict[int, dict], list[dict]]:
     """(each step's last record, held-out figures by step, guard events)."""
     steps, heldout, events = {}, {}, []
     for line in (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
+        record = json.loads(line, object_hook=_nulls_as_nan)
         if "step" in record:
             steps[record["step"]] = record
         elif "heldout_at_step" in record:
@@ -24,6 +25,11 @@ def read(run_dir: Path) -> tuple[dict[int, dict], dict[int, dict], list[dict]]:
         elif "event" in record:
             events.append(record)
     return steps, heldout, events
+
+
+def _nulls_as_nan(record: dict) -> dict:
+    """metrics.jsonl writes a figure that is not a number as null (schemas/strict_json.py): NaN to plot."""
+    return {key: math.nan if value is None else value for key, value in record.items()}
 
 
 def plot(run_dir: Path, output: Path) -> None:

@@ -29,6 +29,8 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from schemas import strict_json
+
 SCRATCH = "_scratch"
 STAGING = "_staging"
 PREVIOUS = "_previous"  # the previous output, moved aside while the new one is renamed into place
@@ -193,5 +195,5 @@ def commit(staging: Path, out: str, names: list[str], stats: dict, marker: str =
 def write_json(path: Path, data: dict) -> None:
     """Whole or not at all: written beside, then renamed over `path`."""
     tmp = path.with_name(f"{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(strict_json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)

@@ -7,10 +7,10 @@ and settings, host, driver); `heldout_at_step`, `benchmarks_at_step` and `ranks_
 time and data wait) with their figures.
 """
 
-import json
 import logging
 from pathlib import Path
 
+from schemas import strict_json
 from trainer.dashboards import DashboardConfig, Dashboards
 from trainer.errors import RunStopped
 
@@ -44,7 +44,7 @@ class Metrics:
 
     def _line(self, record: dict) -> None:
         if self.file is not None:
-            self.file.write(json.dumps(record) + "\n")
+            self.file.write(strict_json.dumps(record) + "\n")
             self.file.flush()
 
     def start(self, ranks: list[dict], warnings: list[str]) -> None:

@@ -98,9 +98,9 @@ def test_a_label_field_and_the_dclm_recipe_give_their_labels(labelled, tmp_path)
 
 def test_documents_without_a_label_and_unreadable_lines_are_counted_and_named_not_dropped(labelled, tmp_path):
     _, records = labelled
-    write_lines(tmp_path / "in" / "labelled.jsonl", records + [{"id": "nolabel-1", "text": "A document nobody labelled."},
-                                                              {"id": "nolabel-2", "text": "Another.", "label": ""}],
-                mkdir=True)
+    unlabelled = [{"id": "nolabel-1", "text": "A document nobody labelled."},
+                  {"id": "nolabel-2", "text": "Another.", "label": ""}]
+    write_lines(tmp_path / "in" / "labelled.jsonl", records + unlabelled, mkdir=True)
     with open(tmp_path / "in" / "labelled.jsonl", "a") as f:
         f.write('{"id": "broken", "text": "cut short\n')
     out = tmp_path / "out"

@@ -4,6 +4,7 @@ each rank's busy time and the guard's events; a Prometheus endpoint serving them
 no torchrun)."""
 
 import json
+import math
 import socket
 import subprocess
 import sys
@@ -82,6 +83,20 @@ def test_tensorboard_prometheus_and_the_plot(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "jobs.plot", str(tmp_path)], cwd=REPO, capture_output=True,
                              text=True)
     assert missing.returncode == 2 and "missing" in missing.stderr
+
+
+def test_the_plot_reads_figures_that_are_not_numbers(tmp_path):
+    from jobs.plot import plot
+    from trainer.metrics import Metrics
+
+    with Metrics(tmp_path / "metrics.jsonl", flops_per_token=1.0, peak=None, world=1) as metrics:
+        metrics._line({"step": 1, "loss": 3.0, "lr": 1e-4, "tokens_per_s": 100.0})
+        metrics._line({"step": 2, "loss": math.nan, "lr": 1e-4, "tokens_per_s": 100.0})
+        metrics.heldout(2, {"default": {"rows": 1, "tokens": 10, "loss": 2.9, "loss_se": math.nan}})
+        metrics.event("rollback", 2, loss=math.inf)
+    assert "NaN" not in (tmp_path / "metrics.jsonl").read_text()
+    plot(tmp_path, tmp_path / "metrics.png")
+    assert (tmp_path / "metrics.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_the_grafana_dashboard_shows_what_the_endpoint_serves():
