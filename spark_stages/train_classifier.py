@@ -127,6 +127,8 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         "settings": asdict(cfg),
         "seconds": round(time.time() - started, 1),
     }
+    for warning in report["heldout"]["warnings"]:
+        log.warning("%s", warning)
     (staging / "report.md").write_text(classifier_report(report), encoding="utf-8")
     commit(staging, out, [], report, marker="report.json")
     return report
@@ -254,6 +256,8 @@ def classifier_report(report: dict) -> str:
                   "| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         lines += [f"| {name} | " + " | ".join(map(str, row)) + " |"
                   for name, row in zip(names, held["confusion"]["matrix"])]
+    if held.get("warnings"):
+        lines += ["", "Warnings:", "", *(f"- {w}" for w in held["warnings"])]
     model = report["model"]
     lines += ["", f"Model: {model['words']} words, {model['ngram_buckets_kept']} n-gram buckets, dimension "
               f"{model['dim']}, {model['bytes']} bytes (sha256 {model['sha256'][:16]}); training loss "
@@ -272,6 +276,7 @@ def summary(report: dict) -> str:
     read = report["read"]
     missing = (f"; {read['without_label']} documents without a label and {read['quarantined']} unreadable records "
                "left out (report.md)") if read["without_label"] or read["quarantined"] else ""
+    missing += f"; {len(held['warnings'])} warnings (report.md)" if held.get("warnings") else ""
     return (f"trained on {report['training']['documents']} documents, {held['documents']} held out: accuracy "
             f"{held.get('accuracy', 0)}{', ROC AUC ' + aucs if aucs else ''}{missing} ({report['seconds']} s)")
 

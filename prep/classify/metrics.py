@@ -19,6 +19,9 @@ def roc_auc(positive: np.ndarray, negative: np.ndarray) -> float | None:
     return float(ranked / (len(positive) * len(negative)))
 
 
+FEW_HELD_OUT = 30  # held-out documents of a label under which its figures are rough
+
+
 def evaluation(labels: list[str], truth: np.ndarray, probabilities: np.ndarray) -> dict:
     """The figures of held-out documents: `truth` their label's index, `probabilities` [documents, labels]."""
     predicted = probabilities.argmax(axis=1) if len(probabilities) else np.zeros(0, np.int64)
@@ -39,7 +42,25 @@ def evaluation(labels: list[str], truth: np.ndarray, probabilities: np.ndarray) 
                             "score_histogram": histogram}
     accuracy = float(np.trace(confusion) / confusion.sum()) if confusion.sum() else 0.0
     return {"documents": int(len(truth)), "accuracy": round(accuracy, 4), "labels": per_label,
-            "confusion": {"rows_true_columns_predicted": labels, "matrix": confusion.tolist()}}
+            "confusion": {"rows_true_columns_predicted": labels, "matrix": confusion.tolist()},
+            "warnings": _warnings(labels, confusion)}
+
+
+def _warnings(labels: list[str], confusion: np.ndarray) -> list[str]:
+    """What makes a label's figures unreliable: few held-out documents, or none predicted (a precision of 0/0,
+    written 0 as scikit-learn's zero_division does)."""
+    found = []
+    for i, label in enumerate(labels):
+        true, said = int(confusion[i].sum()), int(confusion[:, i].sum())
+        if true == 0:
+            found.append(f"label {label}: no document held out, so no figures (a larger heldout share)")
+        elif true < FEW_HELD_OUT:
+            found.append(f"label {label}: only {true} documents held out, so its figures are rough (give it more "
+                         "documents or a larger heldout share)")
+        if said == 0 and true:
+            found.append(f"label {label}: no held-out document was predicted {label}: its precision is undefined "
+                         "(written 0) and the model may never choose it")
+    return found
 
 
 def _rounded(value: float | None) -> float | None:

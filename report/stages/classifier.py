@@ -2,7 +2,7 @@
 documents, the confusion matrix, the score distributions and what it was trained on."""
 
 from report.layout import StageDir, read_json
-from report.model import FunnelRow, Histogram, Section, StageView, Table
+from report.model import FunnelRow, Histogram, Note, Section, StageView, Table
 from report.run import Run
 from report.stages.common import seconds
 
@@ -16,6 +16,8 @@ def gather(run: Run, stage: StageDir) -> StageView:
     blocks: list = [Table("Held-out documents, per label", ["label", *(m.replace("_", " ") for m in METRICS)],
                           [[name, *(m.get(k) for k in METRICS)] for name, m in labels.items() if isinstance(m, dict)],
                           note=f"accuracy {held.get('accuracy')} on {held.get('documents')} documents")]
+    warnings = held.get("warnings") if isinstance(held.get("warnings"), list) else []
+    blocks += [Note(f"Warning: {w}") for w in warnings if isinstance(w, str)]
     confusion = held.get("confusion") if isinstance(held.get("confusion"), dict) else {}
     names, matrix = confusion.get("rows_true_columns_predicted") or [], confusion.get("matrix") or []
     if names and len(matrix) == len(names):

@@ -68,6 +68,20 @@ def test_a_label_never_said_nor_held_out():
     assert found["labels"]["c"] == {**found["labels"]["c"], "documents": 0, "precision": 0.0, "recall": 0.0,
                                     "f1": 0.0, "roc_auc": None}
     assert found["accuracy"] == 1.0
+    assert any(w.startswith("label c: no document held out") for w in found["warnings"])
+
+
+def test_a_label_of_few_held_out_documents_or_never_predicted_is_warned_of():
+    truth = np.array([0] * 40 + [1] * 5)
+    never_b = np.tile([0.9, 0.1], (45, 1))
+    warnings = evaluation(["a", "b"], truth, never_b)["warnings"]
+    assert len(warnings) == 2 and "only 5 documents held out" in warnings[0] and "never choose it" in warnings[1]
+    assert all("label b" in w for w in warnings)
+    right = np.where(truth[:, None] == np.arange(2), 0.9, 0.1)
+    assert evaluation(["a", "b"], truth, right)["warnings"] == [warnings[0]]
+    assert evaluation(["a", "b"], np.array([0] * 40 + [1] * 30), np.tile([0.4, 0.6], (70, 1)))["warnings"] == [
+        "label a: no held-out document was predicted a: its precision is undefined (written 0) and the model may "
+        "never choose it"]
 
 
 def test_no_documents_held_out():
