@@ -18,7 +18,7 @@ ends: a second pass over the body alone cost a fifth of the extraction), with th
 author boxes, related posts, teasers of other articles and comment sections around the article fall
 outside. The text is then trimmed to the stretch from the article's title (the block before its first prose
 block) to its last block of prose (a long line, or a sentence of eight words). A block among the first
-three that the page names its title (its <title>, og:title or an <h1>, whole or as the headline within
+three that the page names its title (its <title>, og:title or first <h1>, whole or as the headline within
 "Headline | Site") is the headline: it comes out as the page's title, not as text, as trafilatura and
 Zyte's article schema keep the two apart (html_article). Paragraphs, headings, list items and table rows
 come out as blocks separated by blank lines, in Unicode NFC.
@@ -62,9 +62,11 @@ ARTICLE_BODY_SHARE = 0.3  # ... and replaces the page when it holds at least thi
 TITLE_BLOCKS = 1  # blocks right before the first prose block that are kept (the article's title)
 # the headline is the page's title, not its article's text (trafilatura and Zyte's schema keep it apart, and so
 # does FineWeb's text): one of the text's first blocks that the page names its title (<title>, og:title,
-# twitter:title, an <h1>) comes out as the title, the text starting after it
+# twitter:title, its first <h1>) comes out as the title, the text starting after it
 HEADLINE_BLOCKS = 3  # ... looked for among the text's first blocks
 HEADLINE_MIN_CHARS = 16  # ... and a block within a longer title ("Headline | Site") at least this long
+MAX_TITLE_CHARS = 1000  # a longer block is not a headline, and a longer title the page gives is cut here (a
+# hostile page's megabyte <title> would otherwise ride along in every document's metadata)
 TITLE_META = 'meta[property="og:title"], meta[name="og:title"], meta[name="twitter:title"], ' \
              'meta[property="twitter:title"]'
 WORDS = re.compile(r"\w+")
@@ -394,15 +396,17 @@ def _words(text: str) -> str:
 
 
 def page_titles(tree: HTMLTree) -> list[str]:
-    """What the page names its title, most specific first: og:title and twitter:title, its first <h1>
-    elements, its <title>; white space collapsed, the empty left out."""
-    found = []
-    if tree.head is not None:
-        found += [meta.getattr("content") or "" for meta in tree.head.query_selector_all(TITLE_META).values()]
+    """What the page names its title, most specific first: its og:title or twitter:title, its first <h1>,
+    its <title>; white space collapsed, cut at MAX_TITLE_CHARS, the empty left out. One element of each kind
+    (query_selector stops at the first: a page of a million <h1> costs no more)."""
+    found = [tree.title or ""]
     if tree.body is not None:
-        found += [h1.text for h1 in tree.body.query_selector_all("h1").values()[:HEADLINE_BLOCKS]]
-    found.append(tree.title or "")
-    return [title for title in (" ".join(t.split()) for t in found) if title]
+        h1 = tree.body.query_selector("h1")
+        found.insert(0, h1.text if h1 is not None else "")
+    if tree.head is not None:
+        meta = tree.head.query_selector(TITLE_META)
+        found.insert(0, meta.getattr("content") or "" if meta is not None else "")
+    return [title[:MAX_TITLE_CHARS] for title in (" ".join(t.split()) for t in found) if title]
 
 
 def title_of(page: str) -> str:
@@ -416,7 +420,7 @@ def _headline(blocks: list[str], titles: list[str]) -> int | None:
     the text's only block."""
     titles = [_words(title) for title in titles]
     for at, block in enumerate(blocks[:min(HEADLINE_BLOCKS, len(blocks) - 1)]):
-        words = _words(block)
+        words = _words(block) if len(block) <= MAX_TITLE_CHARS else ""
         if words and any(words == title or (len(words) >= HEADLINE_MIN_CHARS and f" {words} " in f" {title} ")
                          for title in titles):
             return at

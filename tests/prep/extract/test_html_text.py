@@ -10,6 +10,7 @@ from prep.extract.html_text import (
     CLOCK,
     MARK,
     MAX_DEPTH,
+    MAX_TITLE_CHARS,
     _fixed_tags,
     _says_boilerplate,
     article,
@@ -339,3 +340,15 @@ def test_a_headline_that_is_the_whole_text_stays_text():
     sentence = "Packages are installed with apt, which resolves their dependencies for you."
     text, title = article(f"<html><head><title>{sentence}</title></head><body><p>{sentence}</p></body></html>")
     assert text == sentence and title == sentence
+
+
+def test_a_title_of_a_megabyte_is_cut_and_a_long_block_equal_to_it_stays_text():
+    body = articles(1, size=3)[0]
+    huge = "A title that goes on " + "and on " * 150_000
+    page = (f"<html><head><title>{huge}</title></head><body>" + "<h1>x</h1>" * 1000
+            + f"<p>{huge}</p>" + "".join(f"<p>{p}</p>" for p in body) + "</body></html>")
+    text, title = article(page)
+    assert title == "x" and len(text) > len(huge) - 10 and all(p in text for p in body)
+    text, title = article(page.replace("<h1>x</h1>", ""))
+    assert title == " ".join(huge.split())[:MAX_TITLE_CHARS] and len(title) == MAX_TITLE_CHARS
+    assert text.startswith("A title that goes on")  # a block too long to be a headline is the article's
