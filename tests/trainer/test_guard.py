@@ -130,7 +130,8 @@ def test_a_non_finite_gradient_is_not_applied_and_a_resume_after_it_is_bit_exact
         faults=("--nonfinite-grad", "6:1"))
     steps, events, _ = records(run_dir)
     assert [(e["event"], e["at_step"]) for e in events] == [("nonfinite", 6)] and not steps[6]["applied"]
-    assert all(steps[s]["applied"] for s in (1, 2, 3, 4, 5, 7)) and np.isinf(steps[6]["grad_norm"])
+    # the infinite norm is null in metrics.jsonl (strict JSON: schemas/strict_json.py)
+    assert all(steps[s]["applied"] for s in (1, 2, 3, 4, 5, 7)) and steps[6]["grad_norm"] is None
     before, at, after = (_model(run_dir / "checkpoints" / f"step-000000{s}", tmp_path) for s in (5, 6, 7))
     assert all((before[k] == at[k]).all() for k in before)  # step 6 changed nothing
     assert any((at[k] != after[k]).any() for k in at)  # step 7 did
