@@ -15,7 +15,10 @@ class PiiConfig:
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b")
 IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
-IPV6 = re.compile(r"(?<![0-9A-Za-z_:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Za-z_:])")
+# an IPv6 address, its last 32 bits in IPv4's dotted form where it is written so (::ffff:8.8.4.4): one address,
+# never an IPv6 head ("::ffff:8") before an IPv4 tail; a full stop after it ends a sentence, not the address
+IPV6 = re.compile(r"(?<![0-9A-Za-z_:])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9A-Fa-f]{0,4})"
+                  r"(?![0-9A-Za-z_:]|\.\d)")
 # Where an address can start. The address patterns test a look-behind at every character; these
 # start with a literal, which the regular expression engine finds ~50x faster. An IPv4 match has its
 # first ".d." at most 3 characters after its start, an IPv6 match its first "::" or ":h:" at most 4.
@@ -59,7 +62,7 @@ def redact(text: str, cfg: PiiConfig) -> str:
     if "@" in text:
         text = EMAIL.sub(cfg.email_replacement, text)
     replace = _ip_replacer(cfg)
-    text = _sub_near_hints(IPV4, IPV4_HINT, IPV4_REACH, replace, text)
+    # IPv6 first: an IPv4 address inside one is judged with it, not replaced alone
     if "::" in text or text.count(":") >= 7:  # no IPv6 address without one or the other
         text = _sub_near_hints(IPV6, IPV6_HINT, IPV6_REACH, replace, text)
-    return text
+    return _sub_near_hints(IPV4, IPV4_HINT, IPV4_REACH, replace, text)

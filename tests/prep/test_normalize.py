@@ -50,3 +50,14 @@ def test_pii_redaction():
     # names of code are not addresses: "::ce" inside Tcl's ::html::cell once became ::html192.0.2.1ll
     assert redact("set x [::html::cell $row]; std::face::add", cfg) == "set x [::html::cell $row]; std::face::add"
     assert redact("a@b.org", PiiConfig(enabled=False)) == "a@b.org"
+
+
+def test_ipv4_inside_ipv6_is_one_address_judged_by_its_ipv4():
+    cfg = PiiConfig()
+    # a public IPv4 address written the IPv6 way became "192.0.2.1.0.2.1", and a private one was mangled
+    assert redact("ssh from ::ffff:8.8.4.4 failed", cfg) == "ssh from 192.0.2.1 failed"
+    assert redact("at ::ffff:10.0.0.1 and ::ffff:192.168.1.9, local", cfg) == \
+        "at ::ffff:10.0.0.1 and ::ffff:192.168.1.9, local"
+    assert redact("64:ff9b::8.8.8.8 and 2001:db8::1.", cfg) == "192.0.2.1 and 2001:db8::1."  # NAT64; documentation
+    assert redact("ends with 2001:4860:4860::8888.", cfg) == "ends with 192.0.2.1."
+    assert redact("ip ::ffff:8.8.4.4.5 is no address", cfg) == "ip ::ffff:8.8.4.4.5 is no address"
