@@ -114,6 +114,7 @@ bench-scale: install
 # .bench/fasttext-venv the first time) on tests/labelled/classifier_set.py; web pages from bench-extract's WARC.
 bench-classifier: install
 	$(PY) -m benchmarks.bench_classifier $(if $(wildcard $(EXTRACT_WARC)/eval.warc.gz),--web-pages $(EXTRACT_WARC)/eval.warc.gz)
+	$(if $(wildcard $(EXTRACT_WARC)/eval.warc.gz),$(PY) -m benchmarks.eval_classifier_chrome --warc $(EXTRACT_WARC)/eval.warc.gz)
 
 # Paragraph dedup against Dolma's and datatrove's (each in a venv of its own under .bench/, made the first time).
 bench-paragraphs: install
