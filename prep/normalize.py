@@ -17,6 +17,10 @@ class NormalizeConfig:
     nfc: bool = True  # canonical composition, so the same text has one spelling
     remove_control_chars: bool = True  # C0/C1 controls (tabs and newlines kept), BOMs, terminal escapes
     tidy_whitespace: bool = True  # unify line endings and exotic spaces, trim lines, cap blank lines at one
+    # soft hyphens, zero-width spaces and word joiners: invisible on the page, they cut the words they sit in
+    # into pieces for the tokenizer ("Mit\xadtel\xadal\xadter"); ZWNJ and ZWJ, which spell Persian, Indic
+    # scripts and emoji, stay
+    remove_invisible: bool = True
 
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufeff\ufffe]")
@@ -24,6 +28,7 @@ TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 EXOTIC_SPACE = re.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f]")
 TRAILING_SPACE = re.compile(r"[ \t]+\n")
 BLANK_LINES = re.compile(r"\n{3,}")
+INVISIBLE = re.compile("[\u00ad\u200b\u2060]")
 
 
 MAX_CHANGES = 5  # changes of a text recorded, the first ones
@@ -82,6 +87,8 @@ def normalize(text: str, cfg: NormalizeConfig) -> str:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if cfg.remove_control_chars and CONTROL.search(text):  # an escape starts with one too
         text = CONTROL.sub("", TERMINAL_ESCAPE.sub("", text))
+    if cfg.remove_invisible and not text.isascii() and INVISIBLE.search(text):
+        text = INVISIBLE.sub("", text)
     if cfg.tidy_whitespace:
         if not text.isascii():
             text = EXOTIC_SPACE.sub(" ", text)

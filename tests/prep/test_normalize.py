@@ -10,6 +10,16 @@ def test_mojibake_nfc_controls_and_whitespace():
     assert normalize("a\u00a0b  \r\nc\r\n\r\n\r\n\r\nd  ", cfg) == "a b\nc\n\nd"
 
 
+def test_invisible_characters_that_cut_words_go_and_those_that_spell_them_stay():
+    cfg = NormalizeConfig()
+    # a German site's soft hyphens in every word, a zero-width space, a word joiner
+    assert normalize("Mit\u00adtel\u00adal\u00adter, zero\u200bwidth, word\u2060joiner", cfg) == \
+        "Mittelalter, zerowidth, wordjoiner"
+    # ZWNJ spells Persian words and ZWJ joins emoji: they stay
+    assert normalize("می\u200cخواهم \U0001F469\u200d\U0001F4BB", cfg) == "می\u200cخواهم \U0001F469\u200d\U0001F4BB"
+    assert normalize("soft\u00adhyphen", NormalizeConfig(remove_invisible=False)) == "soft\u00adhyphen"
+
+
 def test_each_change_is_found_where_it_stands_with_the_text_around_it():
     text = "The cafÃ© opens at nine.\r\nIts crÃ¨me brÃ»lÃ©e\x07 is known  \r\n\r\n\r\n\r\nall over the town."
     after = normalize(text, NormalizeConfig())
