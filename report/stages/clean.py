@@ -74,7 +74,7 @@ def gather(run: Run, stage: StageDir) -> StageView:
 
 
 # what normalization changes is mostly invisible: white space and control characters are shown by a sign
-INVISIBLE = re.compile(r"[\x00-\x20\x7f-\xa0\u1680\u2000-\u200f\u2028-\u202f\u205f\ufeff]")
+INVISIBLE = re.compile(r"[\x00-\x20\x7f-\xa0\xad\u1680\u2000-\u200f\u2028-\u202f\u205f\u2060\ufeff]")
 SIGNS = {"\n": "⏎", "\r": "␍", "\t": "⇥", " ": "·", "\xa0": "⍽"}
 
 

@@ -250,3 +250,8 @@ def test_a_report_that_cannot_be_written_leaves_the_job_done(spark, inputs, tmp_
     warning = [line for line in capfd.readouterr().err.splitlines() if "WARNING" in line]
     assert len(warning) == 1 and "no report today" in warning[0] and "outputs are complete" in warning[0]
     assert stats(out)["input"] == len(corpus.HOSTILE) + 1  # and the line that is not JSON
+
+
+def test_a_removed_invisible_character_is_shown_by_its_code_point():
+    # what normalization removes (a soft hyphen, a word joiner, a zero-width space) would show as nothing
+    assert visible("Mit\u00adtel\u2060al\u200bter\xa0x") == "Mit<U+00AD>tel<U+2060>al<U+200B>ter⍽x"
