@@ -12,7 +12,8 @@ and scores the held-out documents.
 Writes OUT/model.bin (fastText's format: prep/classify/fasttext_bin.py; OUT/fasttext.bin too with
 `fasttext_copy`, every bucket's row, as fastText itself loads it), OUT/report.json and OUT/report.md: per
 label precision, recall, F1 and ROC AUC on the held-out documents, the confusion matrix, the score
-distributions, and the training data's counts and checksums.
+distributions, the training data's counts and checksums, and what was read and not taken; and
+OUT/quarantine/, the records that could not be read (error, file, line, raw), as the other jobs write theirs.
 """
 
 import hashlib
@@ -95,8 +96,8 @@ def input_specs(args) -> dict[str, str]:
 
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     started = time.time()
-    examples = _examples(spark, sources, cfg)
     staging = staging_dir(out)
+    examples = _examples(spark, sources, cfg, staging)
     held, lines, labels, stats = examples["heldout"], examples["line"], examples["label"], examples["stats"]
     training = [i for i in range(len(lines)) if not held[i]]
     log.info("training on %d documents (%d held out)", len(training), len(lines) - len(training))
@@ -130,41 +131,25 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     for warning in report["heldout"]["warnings"]:
         log.warning("%s", warning)
     (staging / "report.md").write_text(classifier_report(report), encoding="utf-8")
-    commit(staging, out, [], report, marker="report.json")
+    commit(staging, out, ["quarantine"], report, marker="report.json")
     return report
 
 
-def _examples(spark, sources: Sources, cfg: Config) -> dict[str, list]:
+def _examples(spark, sources: Sources, cfg: Config, staging) -> dict[str, list]:
     """label, line (text form), heldout of each document read, in the order of the examples' hash; and `read`:
-    what was read and not taken (_read_counts)."""
+    what was read and not taken (_read_counts), the records that could not be read written to
+    staging/quarantine/ as the other jobs write theirs."""
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
     with persisted() as kept:
-        frames, quarantined = [], []
-        for name, files in sources.items():
-            docs, unreadable = load_documents(spark, files, kept)
-            quarantined.append(unreadable.select("error", "file", "line"))
-            if name.startswith(LABEL_SOURCE):
-                label, limit = F.lit(name[len(LABEL_SOURCE):]), cfg.max_per_label
-            elif name == POSITIVE:
-                label, limit = F.lit(cfg.positive_label), cfg.max_per_label
-            elif name == NEGATIVE_FROM:
-                label, limit = F.lit(cfg.negative_label), cfg.negatives
-            else:
-                field_ = F.col(cfg.label_field) if cfg.label_field in docs.columns else None
-                label, limit = _label_field(docs, cfg.label_field, field_), cfg.max_per_label
-            frames.append(docs.select("id", "text", label.cast("string").alias("label"),
-                                      F.lit(limit).alias("limit")))
-        docs, unreadable = frames[0], quarantined[0]
-        for frame, more in zip(frames[1:], quarantined[1:]):
-            docs, unreadable = docs.unionByName(frame), unreadable.unionByName(more)
+        docs, unreadable = _labelled(spark, sources, cfg, kept)
+        unreadable.write.parquet(str(staging / "quarantine"))
         labelled = F.col("label").isNotNull() & (F.length("label") > 0)
         read = docs.agg(F.count(F.lit(1)).alias("documents"),
                         F.sum(F.when(labelled, 0).otherwise(1)).alias("without_label")).first()
-        docs = docs.where(labelled)
         key = F.xxhash64(F.lit(cfg.split_seed), "id", "text")
-        ranked = docs.withColumn("key", key).withColumn(
+        ranked = docs.where(labelled).withColumn("key", key).withColumn(
             "rank", F.row_number().over(Window.partitionBy("label").orderBy("key", "id")))
         chosen = ranked.where(F.col("rank") <= F.col("limit")).withColumn(
             "heldout", F.pmod("key", F.lit(HELD_OUT_PARTS)) < F.lit(int(cfg.heldout * HELD_OUT_PARTS)))
@@ -183,7 +168,7 @@ def _examples(spark, sources: Sources, cfg: Config) -> dict[str, list]:
 
         rows = chosen.select("key", "id", "label", "heldout", "text").mapInArrow(
             text_form, spark_schema(EXAMPLE_SCHEMA)).orderBy("key", "id").collect()
-        counts = _read_counts(read, unreadable, len(rows))
+        counts = _read_counts(read, unreadable.count(), len(rows))
     labels = sorted({row["label"] for row in rows})
     if len(labels) < 2:
         raise InputError(f"a classifier needs documents of two labels at least; found {labels or 'none'}")
@@ -193,19 +178,40 @@ def _examples(spark, sources: Sources, cfg: Config) -> dict[str, list]:
             "read": counts}
 
 
-def _read_counts(read, unreadable, taken: int) -> dict:
+def _labelled(spark, sources: Sources, cfg: Config, kept):
+    """(every document read: id, text, label (null or "" where it has none), limit: how many of its label are
+    taken; the records that could not be read), of all sources."""
+    from pyspark.sql import functions as F
+
+    frames, quarantined = [], []
+    for name, files in sources.items():
+        docs, unreadable = load_documents(spark, files, kept)
+        quarantined.append(unreadable)
+        if name.startswith(LABEL_SOURCE):
+            label, limit = F.lit(name[len(LABEL_SOURCE):]), cfg.max_per_label
+        elif name == POSITIVE:
+            label, limit = F.lit(cfg.positive_label), cfg.max_per_label
+        elif name == NEGATIVE_FROM:
+            label, limit = F.lit(cfg.negative_label), cfg.negatives
+        else:
+            field_ = F.col(cfg.label_field) if cfg.label_field in docs.columns else None
+            label, limit = _label_field(docs, cfg.label_field, field_), cfg.max_per_label
+        frames.append(docs.select("id", "text", label.cast("string").alias("label"), F.lit(limit).alias("limit")))
+    docs, unreadable = frames[0], quarantined[0]
+    for frame, more in zip(frames[1:], quarantined[1:]):
+        docs, unreadable = docs.unionByName(frame), unreadable.unionByName(more)
+    return docs, unreadable
+
+
+def _read_counts(read, quarantined: int, taken: int) -> dict:
     """What was read and not taken, none of it dropped unseen: documents without a label (or with an empty
     one), documents over their label's limit (max_per_label, negatives: the last by the examples' hash), and
-    records that could not be read (the first QUARANTINE_EXAMPLES named by file and line)."""
-    quarantined = unreadable.count()
-    examples = unreadable.orderBy("file", "line").limit(QUARANTINE_EXAMPLES).collect() if quarantined else []
+    records that could not be read (in OUT/quarantine/, with their error, file and line)."""
     documents, without_label = read["documents"], read["without_label"] or 0
     return {"documents": documents, "taken": taken, "without_label": without_label,
-            "over_the_limit": documents - without_label - taken, "quarantined": quarantined,
-            "quarantine_examples": [{"error": r["error"], "file": r["file"], "line": r["line"]} for r in examples]}
+            "over_the_limit": documents - without_label - taken, "quarantined": quarantined}
 
 
-QUARANTINE_EXAMPLES = 5
 EXAMPLE_SCHEMA = pa.schema([("key", pa.int64()), ("id", pa.string()), ("label", pa.string()),
                             ("heldout", pa.bool_()), ("line", pa.string()), ("stats", pa.list_(pa.float32()))])
 NORMALIZE = NormalizeConfig()
@@ -232,12 +238,9 @@ def _counts(labels: list[str], chosen: list[int], lines: list[str]) -> dict:
 
 def left_out(read: dict) -> str:
     """What was read and not taken, in words (_read_counts)."""
-    line = (f"{read['documents']} documents read, {read['taken']} taken: {read['without_label']} without a label, "
+    return (f"{read['documents']} documents read, {read['taken']} taken: {read['without_label']} without a label, "
             f"{read['over_the_limit']} over their label's limit (max_per_label, negatives); "
-            f"{read['quarantined']} records could not be read")
-    named = [f"{q['file']}" + (f":{q['line']}" if q["line"] is not None else "") + f" ({q['error']})"
-             for q in read["quarantine_examples"]]
-    return line + (f", the first: {'; '.join(named)}" if named else "")
+            f"{read['quarantined']} records could not be read (OUT/quarantine/: their error, file and line)")
 
 
 def classifier_report(report: dict) -> str:

@@ -4,7 +4,7 @@ documents, the confusion matrix, the score distributions and what it was trained
 from report.layout import StageDir, read_json
 from report.model import FunnelRow, Histogram, Note, Section, StageView, Table
 from report.run import Run
-from report.stages.common import seconds
+from report.stages.common import quarantine, seconds
 
 METRICS = ("documents", "precision", "recall", "f1", "roc_auc")
 
@@ -42,5 +42,8 @@ def gather(run: Run, stage: StageDir) -> StageView:
     # not a stage the corpus flows through (it reads examples): its counts are in its Training table
     row = FunnelRow("Train classifier", stage.source or "", None, None, None, None,
                     seconds=seconds(report.get("seconds")))
+    sections = [Section("Held-out evaluation", blocks)]
+    if isinstance(read.get("quarantined"), int) and read["quarantined"]:
+        sections.append(quarantine(stage.folder / "quarantine", run.cfg, read["quarantined"]))
     return StageView("classifier", "Classifier", str(stage.folder.relative_to(run.out)) if stage.folder != run.out
-                     else ".", [row], [Section("Held-out evaluation", blocks)])
+                     else ".", [row], sections)

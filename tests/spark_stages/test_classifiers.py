@@ -112,8 +112,9 @@ def test_documents_without_a_label_and_unreadable_lines_are_counted_and_named_no
     taken = sum(min(100, n) for n in by_label.values())
     assert read["documents"] == len(records) + 2 and read["without_label"] == 2 and read["taken"] == taken
     assert read["over_the_limit"] == len(records) - taken > 0 and read["quarantined"] == 1
-    assert read["quarantine_examples"][0]["file"].endswith("labelled.jsonl")
-    assert read["quarantine_examples"][0]["line"] == len(records) + 3
+    quarantined = pq.read_table(out / "quarantine").to_pylist()
+    assert len(quarantined) == 1 and quarantined[0]["file"].endswith("labelled.jsonl")
+    assert quarantined[0]["line"] == len(records) + 3 and quarantined[0]["error"]
     assert "2 without a label" in (out / "report.md").read_text()
 
 
