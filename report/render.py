@@ -152,9 +152,11 @@ def funnel(rows: list[FunnelRow]) -> str:
     flowing = [r for r in rows if r.input is not None]
     chart = svg.bars({f"{r.stage}{' ' + r.source if r.source else ''}": r.kept or 0 for r in flowing}, "documents")
     return (table(Table("Documents, text and tokens through each stage", FUNNEL_HEADER, [cells(r) for r in rows],
-                        note="MB of text: UTF-8 bytes of the kept documents' text (≈: estimated from the share "
-                             "read); tokens: the real tokens in the shards, and before them (≈) the text's bytes over "
-                             "the tokenizer's bytes per token on held-out documents")) +
+                        note="Extract's input: the WARC records that can hold a page (requests, metadata and "
+                             "warcinfo records are counted in its section, not here); MB of text: UTF-8 bytes of "
+                             "the kept documents' text (≈: estimated from the share read); tokens: the real "
+                             "tokens in the shards, and before them (≈) the text's bytes over the tokenizer's "
+                             "bytes per token on held-out documents")) +
             (element("h4", "Documents kept, by stage") + chart if flowing else ""))
 
 

@@ -92,7 +92,9 @@ def _paragraphs(run: Run, stage: StageDir, step: dict, total: int) -> Section:
         del shared[cfg.max_reasons * 4:]
     top = sorted(shared, key=lambda r: (-(r["documents"] or 0), r["text"] or ""))[:cfg.max_reasons]
     units = Table("The most shared, kept in the first document only", ["documents", "text"],
-                  [[r["documents"], clipped(r["text"] or "(not kept)", cfg.example_chars // 4)] for r in top])
+                  [[r["documents"], clipped(r["text"] or "(not kept)", cfg.example_chars // 4)] for r in top]
+                  ) if top else Note(f"no {step.get('unit', 'paragraph')} was in more than "
+                                     f"{step.get('max_documents', 'the allowed number of')} documents")
     dropped = Smallest(cfg.examples_per_reason, lambda row: document(row, cfg))
     dropped_plan = stream(stage.folder / "dropped", DOCUMENT_COLUMNS + ["reason"], cfg, dropped, None, key="reason")
     counts = {"paragraphs:too_short": step["documents_dropped"]} if step.get("documents_dropped") else {}

@@ -16,6 +16,9 @@ from report.stages.common import count, distributions, quarantine, read_note, re
 
 COLUMNS = ["id", "text", "title", "url", "host", "charset", "content_type", "source"]
 MAX_LINES_HELD = 1_000  # distinct lines held per site shown, whatever the output holds
+# WARC records that never hold a page: not documents the funnel lost (a crawl has a request and a metadata
+# record for each response, and the extract stage would read as keeping a third of its input)
+NOT_DOCUMENTS = ("warcinfo", "request", "metadata")
 
 
 def gather(run: Run, stage: StageDir) -> StageView:
@@ -47,8 +50,10 @@ def gather(run: Run, stage: StageDir) -> StageView:
     sections.append(Section("Distributions", distributions({"extracted": kept})))
     written = count(stats, "written")
     quarantined = count(stats, "quarantined")
-    removed = records - (written or 0) - (quarantined or 0) if written is not None else None
-    row = FunnelRow("Extract", stage.source or "", stats.get("records"), written, removed, quarantined,
+    skipped = stats.get("skipped") if isinstance(stats.get("skipped"), dict) else {}
+    into = None if count(stats, "records") is None else records - sum(count(skipped, k) or 0 for k in NOT_DOCUMENTS)
+    removed = into - (written or 0) - (quarantined or 0) if written is not None and into is not None else None
+    row = FunnelRow("Extract", stage.source or "", into, written, removed, quarantined,
                     stats.get("bytes_out") if isinstance(stats.get("bytes_out"), int) else None,
                     seconds=seconds(stats.get("seconds")))
     key = f"extract/{stage.source}" if stage.source else "extract"
