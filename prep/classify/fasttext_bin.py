@@ -35,6 +35,9 @@ MAX_DIM = 1024
 MAX_LABELS = 10_000
 MAX_WORD_BYTES = 1024  # a word longer than this is no word tokenmill writes
 MAX_NGRAMS = 5
+# a scorer keeps each row's output, a number per label (prep/classify/predict.py): rows x labels past this
+# (1 GiB of float32) is no model of words and n-grams but a file made to exhaust memory
+MAX_OUTPUTS = 1 << 28
 SECOND_STAGE = b"\0tokenmill:second-stage\0"  # after fastText's model: the second stage (prep/classify/mlp.py)
 SECOND_STAGE_INPUTS = len(NAMES) + 1  # the document's statistics and the n-gram model's log-odds
 MAX_HIDDEN = 256
@@ -197,8 +200,11 @@ def read(path: str) -> SupervisedModel:
         if pruned and not ((np.diff(buckets) > 0).all() and buckets[0] >= 0 and buckets[-1] < bucket
                            and (pairs[:, 1] == np.arange(pruned)).all()):
             r.fail("pruned buckets out of order or out of range")
+    inputs = nwords + (bucket if pairs is None else pruned)
+    if inputs * nlabels > MAX_OUTPUTS:
+        r.fail(f"{inputs:,} rows x {nlabels:,} labels: past the {MAX_OUTPUTS:,} outputs a scorer holds")
     matrices = []
-    for name, rows in (("input", nwords + (bucket if pairs is None else pruned)), ("output", nlabels)):
+    for name, rows in (("input", inputs), ("output", nlabels)):
         (quantized,) = r.take("<?")
         if quantized:
             r.fail(f"a quantized {name} matrix (.ftz) is not a model tokenmill trains")

@@ -22,6 +22,7 @@ from prep.compiled import kernel
 from prep.fasttext_predict import _word_table
 
 DENSE_LOGITS = 1 << 25  # the most numbers a dense table of buckets' outputs holds (128 MB) when fewer are kept
+ROWS_AT_ONCE = 1 << 16
 
 
 class Scorer:
@@ -34,8 +35,12 @@ class Scorer:
         np.cumsum([len(w) for w in words], out=self.word_starts[1:])
         self.word_bytes = np.frombuffer(b"".join(words), np.uint8)
         self.word_table = _word_table(self.word_bytes, self.word_starts, int(np.ceil(len(words) / 0.7)) + 1)
-        # each row's output (float32: a document sums them in float64), what a document adds up
-        logits = (model.input.astype(np.float64) @ model.output.astype(np.float64).T).astype(np.float32)
+        # each row's output (float32: a document sums them in float64), what a document adds up; computed in
+        # float64 a block of rows at a time (the whole in float64 would be twice the table)
+        logits = np.empty((len(model.input), len(model.labels)), np.float32)
+        output = model.output.astype(np.float64).T
+        for at in range(0, len(model.input), ROWS_AT_ONCE):
+            logits[at:at + ROWS_AT_ONCE] = model.input[at:at + ROWS_AT_ONCE].astype(np.float64) @ output
         self.word_logits = np.ascontiguousarray(logits[:len(words)])
         self.kept_buckets = np.ascontiguousarray(model.kept_buckets, np.int32)
         dense = model.bucket * len(model.labels) <= DENSE_LOGITS or len(model.kept_buckets) == model.bucket

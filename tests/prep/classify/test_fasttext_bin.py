@@ -176,7 +176,7 @@ def crafted_cases():
         ("character n-grams", "whole", header(MAXN, "<i", 6), "not a model tokenmill trains"),
         ("buckets 0 with word bigrams", "pruned", header(BUCKET, "<i", 0), "out of bounds"),
         ("buckets negative", "pruned", header(BUCKET, "<i", -16), "out of bounds"),
-        ("buckets 2^31 - 1, each with a row", "whole", header(BUCKET, "<i", 2**31 - 1), "input matrix"),
+        ("buckets 2^31 - 1, each with a row", "whole", header(BUCKET, "<i", 2**31 - 1), "rows x 2 labels: past"),
         ("entries 2^31 - 1", "pruned", header(SIZE, "<i", 2**31 - 1), "bad dictionary sizes"),
         ("labels 2^31 - 1", "pruned", header(NLABELS, "<i", 2**31 - 1), "bad dictionary sizes"),
         ("words past the file", "pruned",
@@ -256,6 +256,23 @@ def test_a_crafted_bucket_count_is_not_allocated_when_scored(files, tmp_path):
     assert peak < 64 << 20, f"scoring allocated {peak} bytes"
     assert probabilities.shape == (len(lines), 2) and np.isfinite(probabilities).all()
 
+
+
+def test_a_small_model_of_many_rows_and_many_labels_is_a_model_error_not_gigabytes_of_outputs(tmp_path):
+    """Each size in bounds and held by the file (3.5 MB: one word, 250,000 kept buckets of dimension 1,
+    10,000 labels), yet a scorer's table of each row's output per label would be 250,001 x 10,000 numbers
+    (it asked for 18.6 GiB)."""
+    kept, labels = 250_000, 10_000
+    model = SupervisedModel(words=[b"</s>"], word_counts=np.ones(1, np.int64),
+                            labels=[f"l{i}" for i in range(labels)], label_counts=np.ones(labels, np.int64),
+                            word_ngrams=2, bucket=2**31 - 1, kept_buckets=np.arange(kept, dtype=np.int32),
+                            input=np.full((1 + kept, 1), 0.5, np.float32),
+                            output=np.full((labels, 1), 0.5, np.float32))
+    path = tmp_path / "outputs.bin"
+    fasttext_bin.write(model, str(path))
+    assert path.stat().st_size < 4 << 20
+    with pytest.raises(ModelError, match=r"outputs\.bin: 250,001 rows x 10,000 labels: past"):
+        Classifier.load(str(path))
 
 # ---- fuzzed: bytes flipped, inserted, deleted, fields set to telling values ----
 
