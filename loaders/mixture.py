@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schemas.mixture import MixtureError, exact_weight, read_mixture_file
+from schemas.mixture import MAX_WEIGHT_BITS, MixtureError, exact_weight, read_mixture_file
 
 
 @dataclass(frozen=True)
@@ -28,14 +28,34 @@ class Source:
     weight: int  # integers with the weights' ratios (see integer_weights)
 
 
+MAX_SOURCES = 1024  # a schedule costs its sources per row it computes
+MAX_TOTAL_BITS = 63  # the integer weights' sum, a schedule's period: an int64 (decimals of 18 digits fit)
+
+
 def integer_weights(weights: dict[str, float | str | Fraction]) -> dict[str, int]:
     """The smallest integers with the weights' exact ratios (decimals as written: 0.37 is 37/100), so
-    that the schedule is the same on every machine and equal ratios compare equal."""
+    that the schedule is the same on every machine and equal ratios compare equal. Weights come from a file
+    from elsewhere: more than MAX_SOURCES, or ratios whose integers sum past 2^MAX_TOTAL_BITS, are a
+    MixtureError (2,000 weights 1/n of 30-digit n made integers of 177,213 bits: 14 s to find, and seconds
+    a batch to schedule)."""
+    if len(weights) > MAX_SOURCES:
+        raise MixtureError(f"{len(weights):,} sources: a mixture has at most {MAX_SOURCES:,}")
     exact = {name: exact_weight(name, weight) for name, weight in weights.items()}
-    scale = lcm(*(value.denominator for value in exact.values()))
+    scale = 1
+    for value in exact.values():
+        scale = lcm(scale, value.denominator)
+        # the common factor taken out below shares no prime with scale, so each integer is at least
+        # scale / its denominator (< 2^MAX_WEIGHT_BITS): past this bound the sum is past its own
+        if scale.bit_length() > MAX_TOTAL_BITS + MAX_WEIGHT_BITS + 1:
+            break
     integers = {name: int(value * scale) for name, value in exact.items()}
     common = gcd(*integers.values())
-    return {name: value // common for name, value in integers.items()}
+    smallest = {name: value // common for name, value in integers.items()}
+    if sum(smallest.values()).bit_length() > MAX_TOTAL_BITS:
+        shown = ", ".join(f"{name}={weight}" for name, weight in list(weights.items())[:3])
+        raise MixtureError(f"weights {shown}{', ...' if len(weights) > 3 else ''}: their exact ratios need "
+                           f"integers past 2^{MAX_TOTAL_BITS} in all; give them with fewer digits")
+    return smallest
 
 
 def picks(weights: list[int], counts: list[int], rows: int):
@@ -67,14 +87,16 @@ class Schedule:
     """allocate() from where the weights took effect, by table: after sum(weights) rows every source
     has exactly its weight in rows, and the quota method's tests are unchanged by adding each source's
     weight to its count and the sum to the rows served, so the picks repeat with that period. One period
-    is tabled (when it is at most MAX_PERIOD rows; longer ones are computed row by row)."""
+    is tabled (when it is at most MAX_PERIOD rows and the table at most MAX_TABLE numbers, 64 MB; longer
+    ones are computed row by row)."""
 
     MAX_PERIOD = 1 << 16
+    MAX_TABLE = 1 << 23
 
     def __init__(self, weights: list[int]):
         self.weights, self.period = list(weights), sum(weights)
         self._table = None
-        if self.period <= self.MAX_PERIOD:
+        if self.period <= self.MAX_PERIOD and (self.period + 1) * len(weights) <= self.MAX_TABLE:
             one_hot = np.zeros((self.period + 1, len(weights)), np.int64)
             one_hot[np.arange(1, self.period + 1), list(picks(self.weights, [0] * len(weights), self.period))] = 1
             self._table = np.cumsum(one_hot, axis=0)  # rows of each source among the first n of a period

@@ -72,6 +72,30 @@ def test_the_schedule_keeps_every_source_within_one_row_of_its_share_at_every_ro
     assert integer_weights({"a": 2, "b": 6}) == integer_weights({"a": 0.25, "b": 0.75}) == {"a": 1, "b": 3}
 
 
+def test_weights_whose_exact_ratios_need_huge_integers_are_refused_at_once(tmp_path):
+    """A mixture.json of 1,000 sources (within its 1 MiB) weighted 1/n with distinct 30-digit n, each
+    weight within its bounds: the integers of their ratios have ~100,000 bits (2,000 such took 14 s to find
+    and 1.9 s to schedule a batch of 64 rows). Refused: the search stops once the sum cannot fit."""
+    sources = {f"s{i}": {"path": "s", "weight": f"1/{10**29 + 2 * i + 1}", "rows": 1, "tokens": 128}
+               for i in range(1000)}
+    path = tmp_path / "mixture.json"
+    path.write_text(json.dumps({"format_version": "1", "sources": sources}))
+    with pytest.raises(MixtureError, match=r"s0=1/100000000000000000000000000001, .*past 2\^63 in all"):
+        read_mixture(str(path))
+    with pytest.raises(MixtureError, match="1,025 sources: a mixture has at most 1,024"):
+        integer_weights({f"s{i}": 1 for i in range(1025)})
+    # what people write stays exact: 18 decimal digits, and thirds, sevenths and elevenths together
+    assert sum(integer_weights({"a": "0.123456789012345678", "b": 0.5}).values()) < 2**63
+    assert integer_weights({"a": "1/3", "b": "1/7", "c": "1/11"}) == {"a": 77, "b": 33, "c": 21}
+
+
+def test_a_schedule_of_many_sources_is_not_tabled_past_its_memory_bound():
+    weights = [1] * 1024 + [60_000]  # a period under MAX_PERIOD, but a table of 62 M numbers
+    schedule = Schedule(weights)
+    assert schedule._table is None
+    assert sum(schedule.rows([0] * len(weights), 1024)) == 1024
+
+
 @pytest.mark.parametrize("weights", [[37, 50, 13], [1, 1], [3, 1, 7, 2], [1, 70000]])
 def test_the_tabled_schedule_is_the_quota_method(weights):
     schedule, counts = Schedule(weights), [0] * len(weights)
