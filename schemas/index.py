@@ -15,6 +15,7 @@ integer past an int64 is no count, so the checks below refuse it by name.
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,7 +135,8 @@ def new_index(shards: list[ShardEntry], *, tokenizer_sha256: str, vocab_size: in
 INDEX_KEYS = ("format_version", "tokenizer_sha256", "vocab_size", "embedding_size", "seq_len", "pad_id", "bos_id",
               "eos_id", "compression", "compression_level", "checksum_algorithm", "shards", "totals")
 SHARD_KEYS = ("file", "rows", "tokens", "real_tokens", "bytes", "checksum")  # required: ShardEntry's but batch_rows
-TOTAL_KEYS = ("shards", "rows", "tokens", "real_tokens", "bytes", "documents", "padding_waste")
+TOTAL_KEYS = ("shards", "rows", "tokens", "real_tokens", "bytes", "documents", "padding_waste")  # required
+TOTAL_COUNTS = ("shards", "rows", "tokens", "real_tokens", "bytes", "documents", "quarantined")
 
 
 def _count(value) -> bool:
@@ -155,11 +157,12 @@ def index_problems(index, counts: bool = True) -> list[str]:
     problems = []
     if not isinstance(index["checksum_algorithm"], str) or index["checksum_algorithm"] not in CHECKSUM_ALGORITHMS:
         problems.append(f"checksum_algorithm must be one of {', '.join(CHECKSUM_ALGORITHMS)}")
+    problems += _described_problems(index)
     vocab, embedding, seq_len = index["vocab_size"], index["embedding_size"], index["seq_len"]
     if not (_count(vocab) and 0 < vocab <= MAX_VOCAB_SIZE):
         problems.append(f"vocab_size {vocab!r} must be a positive integer up to {MAX_VOCAB_SIZE}")
         return problems
-    if embedding != round_up(vocab):
+    if not _count(embedding) or embedding != round_up(vocab):
         problems.append(f"embedding_size {embedding!r} must be vocab_size rounded up to a multiple of {ROW_MULTIPLE} "
                         f"({round_up(vocab)})")
         return problems
@@ -169,9 +172,10 @@ def index_problems(index, counts: bool = True) -> list[str]:
     problems += [f"{key} {index[key]!r} is not an id below vocab_size {vocab}" for key in ("pad_id", "bos_id", "eos_id")
                  if not (_count(index[key]) and index[key] < vocab)]
     totals = index["totals"]
-    if not isinstance(totals, dict) or not all(isinstance(totals.get(k), (int, float)) and not isinstance(
-            totals.get(k), bool) for k in TOTAL_KEYS):
-        problems.append(f"totals must be an object of numbers: {', '.join(TOTAL_KEYS)}")
+    if not isinstance(totals, dict) or not all(k in totals for k in TOTAL_KEYS) or not all(
+            _count(totals[k]) if k in TOTAL_COUNTS else _finite(totals[k]) for k in TOTAL_FIELDS if k in totals):
+        problems.append(f"totals must be an object of counts ({', '.join(TOTAL_COUNTS)}) and finite "
+                        f"numbers ({', '.join(k for k in TOTAL_FIELDS if k not in TOTAL_COUNTS)})")
     if not isinstance(index["shards"], list):
         return problems + ["shards must be a list of shard entries"]
     names = set()
@@ -186,6 +190,28 @@ def index_problems(index, counts: bool = True) -> list[str]:
     return problems
 
 
+def _described_problems(index: dict) -> list[str]:
+    """The fields that describe the shards and size nothing: read by the loader's start checks, logged, and
+    compared across ranks, so of the types they are written with."""
+    problems = []
+    sha = index["tokenizer_sha256"]
+    if not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+        problems.append("tokenizer_sha256 must be 64 lowercase hex digits")
+    if index["compression"] != "zstd":  # the one codec the shards job writes
+        problems.append("compression must be 'zstd'")
+    level = index["compression_level"]
+    if not (isinstance(level, int) and not isinstance(level, bool) and -(1 << 17) <= level <= 22):
+        problems.append("compression_level must be a zstd level (an integer up to 22)")
+    checksum = index.get("quarantine_checksum")
+    if checksum is not None and not (isinstance(checksum, str) and len(checksum) <= 100):
+        problems.append("quarantine_checksum must be a string")
+    return problems
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _entry_problems(entry) -> list[str]:
     if not isinstance(entry, dict):
         return ["not an object"]
@@ -198,6 +224,9 @@ def _entry_problems(entry) -> list[str]:
     if not all(_count(entry[k]) for k in ("rows", "tokens", "real_tokens", "bytes")) or not isinstance(
             entry["checksum"], str):
         return [f"{entry['file']}: rows, tokens, real_tokens and bytes must be counts and checksum a string"]
+    batch_rows = entry.get("batch_rows")
+    if batch_rows is not None and not (isinstance(batch_rows, list) and all(_count(b) and b > 0 for b in batch_rows)):
+        return [f"{entry['file']}: batch_rows must be a list of positive counts"]
     return []
 
 
@@ -213,8 +242,7 @@ def entry_count_problems(entry: dict, seq_len: int) -> list[str]:
     if size == 0:
         problems.append("bytes must be positive")
     batch_rows = entry.get("batch_rows")
-    if batch_rows is not None and not (isinstance(batch_rows, list) and all(_count(b) and b > 0 for b in batch_rows)
-                                       and sum(batch_rows) == rows):
+    if batch_rows is not None and sum(batch_rows) != rows:
         problems.append(f"batch_rows must be positive counts adding up to its {rows} rows")
     return problems
 

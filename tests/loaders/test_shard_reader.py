@@ -255,8 +255,18 @@ def test_a_shard_file_name_from_an_index_is_a_plain_name_remote_or_local(tmp_pat
     (lambda index: index.update(embedding_size=100), "embedding_size 100"),
     (lambda index: index.update(pad_id=5000), "pad_id 5000 is not an id"),
     (lambda index: index["shards"].append(dict(index["shards"][0])), "listed twice"),
-    (lambda index: index["totals"].pop("documents"), "totals must be an object of numbers"),
-    (lambda index: index.update(totals=[]), "totals must be an object of numbers"),
+    (lambda index: index["totals"].pop("documents"), "totals must be an object of counts"),
+    (lambda index: index.update(totals=[]), "totals must be an object of counts"),
+    # fields that size nothing but are logged, written to JSON and compared across ranks at the start of
+    # training (a float past a float's range, a NaN, an int for a string made jobs.train fail with a traceback)
+    (lambda index: index["totals"].update(quarantined=float("inf")), "totals must be an object of counts"),
+    (lambda index: index["totals"].update(bytes_per_token=float("nan")), "finite numbers"),
+    (lambda index: index.update(compression_level=float("nan")), "compression_level must be a zstd level"),
+    (lambda index: index.update(compression_level=True), "compression_level must be a zstd level"),
+    (lambda index: index.update(tokenizer_sha256=5), "tokenizer_sha256 must be 64 lowercase hex digits"),
+    (lambda index: index.update(compression=[[[]]]), "compression must be 'zstd'"),
+    (lambda index: index.update(quarantine_checksum={"a": 1}), "quarantine_checksum must be a string"),
+    (lambda index: index.update(embedding_size=float(index["embedding_size"])), "embedding_size"),
 ])
 def test_numbers_of_an_index_are_checked_before_they_size_anything(tmp_path, change, words):
     with pytest.raises(ShardError, match=words):

@@ -119,6 +119,13 @@ def test_index_problems(tmp_path):
     assert "keys missing: pad_id" in validate(tmp_path)[0]
 
 
+@pytest.mark.parametrize("value", [5, "5", [0, 1], [{"a": 1}]])
+def test_batch_rows_that_are_not_positive_counts_are_a_problem_named_not_a_traceback(tmp_path, value):
+    write_shards(tmp_path)
+    rewrite_index(tmp_path, lambda index: index["shards"][0].update(batch_rows=value))
+    assert any("batch_rows must be a list of positive counts" in problem for problem in validate(tmp_path))
+
+
 @pytest.mark.parametrize("key, value, words", [
     ("seq_len", 128 << 20, "seq_len 134217728 must be a positive multiple of 128 up to 4194304"),
     ("vocab_size", 1 << 30, "vocab_size 1073741824 must be a positive integer up to 16777216"),
