@@ -111,6 +111,11 @@ def item_of(record) -> Item | str:
     answer = _answer(record.get("answer", record.get("Answer")), len(choices))
     if answer is None:
         return "no answer (a letter or an index of a choice)"
+    try:  # an item is keyed and tokenized as UTF-8 (JSON allows a lone "\ud800")
+        for text in (question, *choices):
+            text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "an unpaired surrogate (not valid Unicode)"
     return Item(question, choices, answer)
 
 

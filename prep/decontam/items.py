@@ -67,7 +67,15 @@ def item_of(record, position: str, fields: list[str], id_field: str) -> tuple[st
         parts.append(text)
     raw_id = record.get(id_field)
     item_id = position if raw_id is None else raw_id if isinstance(raw_id, str) else json.dumps(raw_id, default=str)
-    return item_id, "\n".join(parts)
+    text = "\n".join(parts)
+    if 4 * len(text) > MAX_ITEM_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_ITEM_BYTES:
+        return f"record over {MAX_ITEM_BYTES} bytes"  # the fields' text together (a list of choices too)
+    try:  # an item is matched as code points and shown in reports as UTF-8
+        text.encode("utf-8")
+        item_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return "an unpaired surrogate (not valid Unicode)"
+    return item_id, text
 
 
 class NotARecord(str):
@@ -91,7 +99,9 @@ def _records(file: InputFile) -> Iterator[tuple[object, str]]:
             yield NotARecord(record) if isinstance(record, str) else record, f"{file.relative}:{row}"
     elif file.path.endswith(".txt"):
         with open(file.path, "rb") as f:
-            yield {"text": f.read(MAX_ITEM_BYTES).decode("utf-8", "replace")}, file.relative
+            data = f.read(MAX_ITEM_BYTES + 1)
+        yield ({"text": data.decode("utf-8", "replace")} if len(data) <= MAX_ITEM_BYTES else
+               NotARecord(f"record over {MAX_ITEM_BYTES} bytes")), file.relative
     else:
         for line in split_lines(decompressed_chunks(file.path), MAX_ITEM_BYTES):
             if line.too_long:

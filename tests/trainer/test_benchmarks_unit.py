@@ -39,7 +39,10 @@ def test_the_mmlu_ceval_and_cmmlu_layouts_and_answers_as_letters_or_indexes():
                      ({"question": QUESTION, "choices": [*CHOICES[:3], {"x": 1}], "answer": 0}, "not text"),
                      ({"question": "x" * 20_001, "choices": CHOICES, "answer": 0}, "no question"), ([1], "not a"),
                      # C-Eval's columns with C missing: "C" would name D's text
-                     ({"question": QUESTION, "A": "apt", "B": "pacman", "D": "brew", "answer": "C"}, "in a row")]:
+                     ({"question": QUESTION, "A": "apt", "B": "pacman", "D": "brew", "answer": "C"}, "in a row"),
+                     # JSON allows a lone surrogate: it failed the training start with a traceback when keyed
+                     ({"question": "Which \ud800?", "choices": CHOICES, "answer": 0}, "unpaired surrogate"),
+                     ({"question": QUESTION, "choices": [*CHOICES[:3], "\udfff"], "answer": 0}, "unpaired surrogate")]:
         assert why in item_of(bad), bad
 
 

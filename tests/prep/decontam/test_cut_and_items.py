@@ -64,6 +64,25 @@ def test_a_parquet_item_too_large_or_holding_a_value_python_cannot_hold_is_skipp
                                       "out of range"} and sum(benchmark.skipped.values()) == 2
 
 
+
+def test_an_item_over_the_limit_in_any_form_or_not_valid_unicode_is_skipped_with_its_reason(tmp_path):
+    """A text file one byte over the limit was read cut short and kept; a list of choices was not measured
+    (30 MB accepted); a lone surrogate (JSON allows "\\ud800") failed the decontaminate job with a traceback
+    when its index was built."""
+    (tmp_path / "big.txt").write_bytes(b"a" * 10_000_001)
+    (tmp_path / "fits.txt").write_bytes(b"a" * 10_000_000)
+    pq.write_table(pa.table({"choices": [["x" * 1_000_000] * 30, ["one choice", "another"]]}), tmp_path / "l.parquet")
+    (tmp_path / "s.jsonl").write_text('{"text": "a lone \\ud800 surrogate"}\n{"text": "fine", "id": "\\udfff"}\n'
+                                      '{"text": "fine too"}\n')
+    benchmark = read_benchmark("x", str(tmp_path / "l.parquet"), ItemsConfig(text_fields=["choices"]))
+    assert benchmark.items == [("l.parquet:2", "one choice\nanother")]
+    assert benchmark.skipped == {"record over 10000000 bytes": 1}
+    benchmark = read_benchmark("x", f"{tmp_path / 'big.txt'},{tmp_path / 'fits.txt'},{tmp_path / 's.jsonl'}",
+                               ItemsConfig())
+    assert [(item_id, len(text)) for item_id, text in benchmark.items] == [("fits.txt", 10_000_000),
+                                                                          ("s.jsonl:3", 8)]
+    assert benchmark.skipped == {"record over 10000000 bytes": 1, "an unpaired surrogate (not valid Unicode)": 2}
+
 def test_a_benchmark_without_items_or_a_damaged_file_is_an_error(tmp_path):
     write_lines(tmp_path / "wrong.jsonl", [{"question": "q", "answer": "a"}])
     with pytest.raises(InputError, match="no item in .*missing field 'text' \\(1\\).*set items.text_fields"):
