@@ -57,22 +57,28 @@ def heldout_folders(shards: str, cfg: HeldOutConfig) -> dict[str, str]:
     return {"default": str(folder)} if (folder / "index.json").is_file() else {}
 
 
-def token_bytes(tokenizer_path: str) -> np.ndarray:
-    """UTF-8 bytes each token id stands for (0 for special tokens)."""
+def token_bytes(tokenizer_path: str, vocab_size: int) -> np.ndarray:
+    """UTF-8 bytes each token id below vocab_size stands for (0 for special tokens and ids it lacks); a
+    tokenizer_for() tokenizer, whose ids are all below it."""
     from tokenizers import Tokenizer
 
     from prep.tokenizer.pretokenize import piece_bytes
 
     tokenizer = Tokenizer.from_file(tokenizer_path)
     special = {t.content for t in tokenizer.get_added_tokens_decoder().values() if t.special}
-    return np.array([0 if (piece := tokenizer.id_to_token(i)) is None or piece in special else len(piece_bytes(piece))
-                     for i in range(tokenizer.get_vocab_size())], np.int64)
+    out = np.zeros(vocab_size, np.int64)
+    for piece, i in tokenizer.get_vocab(with_added_tokens=True).items():
+        out[i] = 0 if piece in special else len(piece_bytes(piece))
+    return out
 
 
-def tokenizer_for(shards: str, cfg, sha256: str, setting: str = "heldout.tokenizer") -> str | None:
+def tokenizer_for(shards: str, cfg, sha256: str, vocab_size: int, setting: str = "heldout.tokenizer") -> str | None:
     """The tokenizer to count bytes with (or encode benchmarks with): the configured one (cfg.tokenizer, the
     setting named `setting`), or the pipeline's beside the shards if its hash is the shards' (another
-    tokenizer would count other bytes)."""
+    tokenizer would count other bytes). ValueError for one whose ids do not all fit the shards' vocab_size:
+    the hash ties it to an index that is itself a file from elsewhere."""
+    from tokenizers import Tokenizer
+
     from prep.tokenizer.encode import TokenizerFile
 
     base = Path(shards).parent if shards.endswith(".json") else Path(shards)
@@ -80,6 +86,9 @@ def tokenizer_for(shards: str, cfg, sha256: str, setting: str = "heldout.tokeniz
                                                          str(base / "tokenizer.json")]
     for path in candidates:
         if Path(path).is_file() and TokenizerFile.read(path).sha256 == sha256:  # the hash the shards job wrote
+            largest = max(Tokenizer.from_file(path).get_vocab(with_added_tokens=True).values(), default=0)
+            if largest >= vocab_size:
+                raise ValueError(f"{path}: token id {largest} is past the shards' vocab_size {vocab_size}")
             return path
         if cfg.tokenizer:
             raise ValueError(f"{setting} {path} is not the tokenizer of the shards (its hash differs)")
@@ -137,8 +146,8 @@ class HeldOut:
                 raise ShardError(f"{location}: held out with another tokenizer than the training shards")
             self.sets[name] = rows
         self.vocab_size = vocab_size
-        path = tokenizer_for(shards, cfg, tokenizer_sha256) if self.sets else None
-        self.bytes_of = token_bytes(path) if path else None
+        path = tokenizer_for(shards, cfg, tokenizer_sha256, vocab_size) if self.sets else None
+        self.bytes_of = token_bytes(path, vocab_size) if path else None
 
     def __bool__(self) -> bool:
         return bool(self.sets)

@@ -103,8 +103,8 @@ class Trainer:
             return None, []
         try:
             read = {name: read_items(name, spec) for name, spec in cfg.benchmarks.items()}
-            path = tokenizer_for(self.cfg.shards, cfg, self.loader.sets[0].source.index.tokenizer_sha256,
-                                 "eval.tokenizer")
+            index = self.loader.sets[0].source.index
+            path = tokenizer_for(self.cfg.shards, cfg, index.tokenizer_sha256, index.vocab_size, "eval.tokenizer")
         except (ItemsError, ValueError) as e:
             raise RunStopped(f"eval.benchmarks: {e}", 2) from None
         if path is None:
