@@ -246,7 +246,7 @@ def read_manifest(checkpoint: Path) -> dict:
     except (TooLarge, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ValueError(f"{MANIFEST} is damaged: {e}") from None
     files = data.get("files") if isinstance(data, dict) else None
-    if data.get("format") != MANIFEST_FORMAT or not isinstance(files, dict) or not files \
+    if not isinstance(files, dict) or data.get("format") != MANIFEST_FORMAT or not files \
             or not isinstance(data.get("lineage"), str) or not isinstance(data.get("step"), int):
         raise ValueError(f"{MANIFEST} is damaged: not a manifest of format {MANIFEST_FORMAT}")
     for name, entry in files.items():

@@ -80,6 +80,9 @@ DAMAGES = {
     "corrupt": (lambda c: flip_a_byte(c / "__0_0.distcp"), "__0_0.distcp is corrupt: its checksum differs"),
     "no manifest": (lambda c: (c / MANIFEST).unlink(), f"{MANIFEST} is missing"),
     "garbled manifest": (lambda c: (c / MANIFEST).write_text('{"format": 7}'), f"{MANIFEST} is damaged"),
+    # JSON, but no object: a list's .get was an AttributeError past every handler of damage
+    "a list for a manifest": (lambda c: (c / MANIFEST).write_text("[]"), f"{MANIFEST} is damaged"),
+    "null for a manifest": (lambda c: (c / MANIFEST).write_text("null"), f"{MANIFEST} is damaged"),
 }
 
 
