@@ -224,7 +224,10 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
         if meta.num_rows == 1 and values > 2 * max_row_bytes:
             yield f"record over {max_row_bytes} bytes (its row group holds {values})"
             continue
-        rows = max(1, min(batch_rows, batch_bytes * meta.num_rows // values))
+        # the footer counts a dictionary's values once, and every row may hold its largest: 1,000 rows of
+        # one 512 KB string from a 500-byte file decoded to one batch of 524 MB
+        entries = _dictionary_bytes(path, meta)
+        rows = max(1, min(batch_rows, batch_bytes * meta.num_rows // values, batch_bytes // max(entries, 1)))
         for batch in parquet.iter_batches(batch_size=rows, row_groups=[group]):
             try:
                 yield from batch.to_pylist()
@@ -236,6 +239,42 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
                     yield batch.slice(i, 1).to_pylist()[0]
                 except Exception as e:  # noqa: BLE001
                     yield f"unreadable value: {type(e).__name__}: {str(e)[:200]}"
+
+
+def _dictionary_bytes(path: str, meta) -> int:
+    """The decoded bytes of a row group's dictionaries of strings (a row may hold any entry of each): their
+    pages' sizes as the page headers give them, which bound what the decompressor makes of them; a header
+    this cannot read counts as its whole column."""
+    total = 0
+    with open(path, "rb") as f:
+        for i in range(meta.num_columns):
+            column = meta.column(i)
+            if not column.has_dictionary_page or column.physical_type not in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"):
+                continue  # fixed-width values: batch_rows of them stay small
+            f.seek(column.dictionary_page_offset or 0)
+            size = _page_size(f.read(32))
+            total += column.total_uncompressed_size if size is None else size
+    return total
+
+
+def _page_size(header: bytes) -> int | None:
+    """uncompressed_page_size (field 2, an i32) of a Parquet PageHeader in Thrift's compact protocol, or None."""
+    field, at = 0, 0
+    while at < len(header):
+        kind = header[at]
+        field, at = field + (kind >> 4), at + 1
+        if kind >> 4 == 0 or kind & 0x0F != 5:  # the header's first fields are i32s given by short deltas
+            return None
+        value, shift = 0, 0
+        while at < len(header) and header[at] & 0x80 and shift < 35:
+            value, shift, at = value | (header[at] & 0x7F) << shift, shift + 7, at + 1
+        if at >= len(header):
+            return None
+        value, at = value | header[at] << shift, at + 1
+        value = (value >> 1) ^ -(value & 1)  # zigzag
+        if field == 2:
+            return value if value >= 0 else None
+    return None
 
 
 def _parquet_record(row: dict | str, file: InputFile, row_number: int, config: ReaderConfig) -> Record:
