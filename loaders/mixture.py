@@ -41,20 +41,21 @@ def integer_weights(weights: dict[str, float | str | Fraction]) -> dict[str, int
     if len(weights) > MAX_SOURCES:
         raise MixtureError(f"{len(weights):,} sources: a mixture has at most {MAX_SOURCES:,}")
     exact = {name: exact_weight(name, weight) for name, weight in weights.items()}
+    shown = ", ".join(f"{name}={weight}" for name, weight in list(weights.items())[:3])
+    too_fine = MixtureError(f"weights {shown}{', ...' if len(weights) > 3 else ''}: their exact ratios need "
+                            f"integers past 2^{MAX_TOTAL_BITS} in all; give them with fewer digits")
     scale = 1
     for value in exact.values():
         scale = lcm(scale, value.denominator)
         # the common factor taken out below shares no prime with scale, so each integer is at least
-        # scale / its denominator (< 2^MAX_WEIGHT_BITS): past this bound the sum is past its own
+        # scale / its denominator (< 2^MAX_WEIGHT_BITS): past this bound their sum is past its own
         if scale.bit_length() > MAX_TOTAL_BITS + MAX_WEIGHT_BITS + 1:
-            break
+            raise too_fine
     integers = {name: int(value * scale) for name, value in exact.items()}
     common = gcd(*integers.values())
     smallest = {name: value // common for name, value in integers.items()}
     if sum(smallest.values()).bit_length() > MAX_TOTAL_BITS:
-        shown = ", ".join(f"{name}={weight}" for name, weight in list(weights.items())[:3])
-        raise MixtureError(f"weights {shown}{', ...' if len(weights) > 3 else ''}: their exact ratios need "
-                           f"integers past 2^{MAX_TOTAL_BITS} in all; give them with fewer digits")
+        raise too_fine
     return smallest
 
 
