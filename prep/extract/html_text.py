@@ -495,9 +495,6 @@ def _main_text(page: str, tags: int, max_link_share: float, short_block: int) ->
     if starts:  # from the article's title to its last prose block (or list's item): the page's head and tail
         # fall outside
         text = text[max(0, starts[0] - TITLE_BLOCKS):starts[-1] + 1]
-    # a block the same as the one before it: a standfirst the body repeats as its first paragraph, a
-    # caption under an image and again under its link (F1 ±0 on both evaluation sets, text said once)
-    text = [block for i, block in enumerate(text) if i == 0 or block.split() != text[i - 1].split()]
     titles = page_titles(tree)
     at = _headline(text, titles)
     title = text.pop(at) if at is not None else next(iter(titles), "")

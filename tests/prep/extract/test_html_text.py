@@ -352,15 +352,3 @@ def test_a_title_of_a_megabyte_is_cut_and_a_long_block_equal_to_it_stays_text():
     text, title = article(page.replace("<h1>x</h1>", ""))
     assert title == " ".join(huge.split())[:MAX_TITLE_CHARS] and len(title) == MAX_TITLE_CHARS
     assert text.startswith("A title that goes on")  # a block too long to be a headline is the article's
-
-
-def test_a_paragraph_the_page_says_twice_in_a_row_is_said_once_and_a_repeat_further_on_stays():
-    lead, *body = articles(1, size=5)[0]
-    # the lead in bold, then again as the article's first paragraph (a German car news site does this)
-    page = _page(f"<main><h1>About packages</h1><div><b>{lead}</b></div><div>" +
-                 "".join(f"<p>{p}</p>" for p in [lead, *body, lead]) + "</div></main>")
-    blocks = main_text(page).split("\n\n")
-    assert blocks[blocks.index(lead) + 1] == body[0] and blocks.count(lead) == 2 and blocks[-1] == lead
-    # the same with the repeat in other white space
-    spaced = page.replace(f"<p>{lead}</p>", "<p>" + lead.replace(" ", "\n  ") + "</p>", 1)
-    assert main_text(spaced).split("\n\n").count(lead) == 2
