@@ -119,7 +119,10 @@ class Schedule:
 def read_mixture(path: str) -> list[Source]:
     """The sources of a mixture.json, in its order; errors name the source."""
     mixture = read_mixture_file(Path(path))
-    weights = integer_weights({name: source.weight for name, source in mixture.sources.items()})
+    try:
+        weights = integer_weights({name: source.weight for name, source in mixture.sources.items()})
+    except MixtureError as e:
+        raise MixtureError(f"{path}: {e}") from None
     return [Source(name, mixture.location(Path(path), name), weights[name]) for name in mixture.sources]
 
 

@@ -102,6 +102,10 @@ def test_a_fuzzed_mixture_is_read_within_its_bounds_or_refused_naming_it(tmp_pat
             assert (separator and protocol in REMOTE_PROTOCOLS and "::" not in location) or (
                 not separator and Path(location).resolve().is_relative_to(tmp_path))
         assert all(isinstance(n, int) and 0 <= n < INT64 for n in (source.rows, source.tokens))
-    weights = integer_weights({name: source.weight for name, source in mixture.sources.items()})
-    assert all(0 < w < 2**1024 for w in weights.values())
+    try:
+        weights = integer_weights({name: source.weight for name, source in mixture.sources.items()})
+    except MixtureError as e:  # weights each in bounds whose exact ratios together are not (1e19 beside 0.37)
+        assert "past 2^63 in all" in str(e)
+        return
+    assert all(0 < w < 2**63 for w in weights.values())
     assert sum(Schedule(list(weights.values())).rows([0] * len(weights), 64)) == 64
