@@ -6,8 +6,8 @@ from pathlib import Path
 
 from report.config import ReportConfig
 from report.documents import clipped
-from report.layout import read_json
-from report.model import RunView
+from report.layout import StageDir, read_json
+from report.model import Note, RunView, Section, StageView
 from report.run import STAGE_SECONDS, Run
 from report.stages import GATHERERS
 from report.stages.shards import mixture_view
@@ -23,7 +23,7 @@ def version() -> str:
 def run_view(out: Path, cfg: ReportConfig) -> RunView:
     """The report of the output folder `out` (LayoutError when it holds no tokenmill output)."""
     run = Run.of(out, cfg)
-    views = [GATHERERS[stage.kind](run, stage) for stage in run.stages]
+    views = [_stage_view(run, stage) for stage in run.stages]
     if not run.pipeline and isinstance(run.info.get("seconds"), (int, float)):
         for row in views[0].funnel:  # a job of its own: the runner timed it (the shards job times nothing else)
             row.seconds = float(run.info["seconds"]) if row.seconds is None else row.seconds
@@ -51,6 +51,20 @@ def run_view(out: Path, cfg: ReportConfig) -> RunView:
     settings = run.settings_text[:cfg.settings_chars] if run.settings_text else None
     job = info["job"] if isinstance(info.get("job"), str) else ("pipeline" if run.pipeline else run.stages[0].kind)
     return RunView(out.name or str(out), clipped(job, cfg.field_chars), views, settings, facts)
+
+
+def _stage_view(run: Run, stage: StageDir) -> StageView:
+    """A stage's view; where its outputs are not as tokenmill writes them (edited, or of another version: an
+    output folder can come from elsewhere), a view saying so, and the report of the other stages stands."""
+    try:
+        return GATHERERS[stage.kind](run, stage)
+    except (ArithmeticError, LookupError, AttributeError, TypeError, ValueError, RecursionError) as e:
+        folder = str(stage.folder.relative_to(run.out)) if stage.folder != run.out else "."
+        key = f"{stage.kind}/{stage.source}" if stage.source else stage.kind
+        why = f"{type(e).__name__}: {e}"
+        return StageView(key, stage.kind.capitalize(), folder, [], [Section("Not shown", [Note(
+            f"The outputs of {folder} are not as tokenmill writes them ({clipped(why, run.cfg.field_chars)}): "
+            "edited, or written by another version. The other stages are shown.")])])
 
 
 def _estimate_tokens(run: Run, views: list) -> None:

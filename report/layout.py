@@ -28,7 +28,7 @@ def read_json(path: Path) -> dict | None:
         if path.stat().st_size > MAX_JSON_BYTES:
             return None
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
         return None
     return data if isinstance(data, dict) else None
 
@@ -73,9 +73,14 @@ def stage_dirs(out: Path) -> list[StageDir]:
         if kind := kind_of(folder):
             found.append(StageDir(kind, folder, None))
             continue
+        before = len(found)
         for child in sorted(p for p in folder.iterdir() if p.is_dir() and p.name != HELDOUT):
             if kind := kind_of(child):
                 found.append(StageDir(kind, child, child.name))
+        if len(found) == before and any((folder / name).is_file() for name in ("stats.json", "report.json")):
+            # the stage's folder with a stats.json that cannot be read (edited, damaged): shown as what its
+            # name says, so that the report tells of it rather than leave the stage out
+            found.append(StageDir(name, folder, None))
     if not found:
         raise LayoutError(f"{out} holds no tokenmill output (stats.json, report.json or index.json, or the "
                           "pipeline's stage folders)")

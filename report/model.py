@@ -1,6 +1,7 @@
 """What a report shows, as plain data: the gatherers fill it from the outputs, the renderers turn it into
 HTML. Nothing here is markup: every string is text, escaped where it is written out (report/html.py)."""
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -119,6 +120,17 @@ class FunnelRow:
     tokens: int | None = None
     tokens_exact: bool = True  # False: the text bytes over the tokenizer's bytes per token (held out)
     seconds: float | None = None
+
+    def __post_init__(self):
+        # read from a stats.json that may come from elsewhere: a count of another type is not shown (a list
+        # there failed the whole report where the funnel's chart divides by it)
+        for name in ("input", "kept", "removed", "quarantined", "text_bytes", "tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                setattr(self, name, None)
+        if not isinstance(self.seconds, int | float) or isinstance(self.seconds, bool) or not math.isfinite(
+                self.seconds):
+            self.seconds = None
 
 
 @dataclass

@@ -257,3 +257,25 @@ def test_a_report_that_cannot_be_written_leaves_the_job_done(spark, inputs, tmp_
 def test_a_removed_invisible_character_is_shown_by_its_code_point():
     # what normalization removes (a soft hyphen, a word joiner, a zero-width space) would show as nothing
     assert visible("Mit\u00adtel\u2060al\u200bter\xa0x") == "Mit<U+00AD>tel<U+2060>al<U+200B>ter⍽x"
+
+
+def test_a_stage_whose_outputs_were_edited_is_named_and_the_other_stages_are_shown(pipeline_run, tmp_path):
+    """An output folder can come from elsewhere: counts of the wrong type in one stage's stats.json (a
+    division by a string was a traceback and no report) cost that stage's view, not the report."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(pipeline_run, copy, ignore=shutil.ignore_patterns("report.html"))
+    (copy / "clean" / "web" / "stats.json").write_text(json.dumps(
+        {"input": "many", "kept": [1], "rejected": {"a": 1}, "rejected_by_reason": {"x": "y"}}))
+    (copy / "extract" / "web" / "stats.json").write_text(json.dumps(
+        {"records": 10, "skipped": {"request": "a"}, "written": 5, "templates": [1]}))
+    (copy / "dedup" / "stats.json").write_text("[" * 100_000 + "]" * 100_000)  # past Python's recursion limit
+    assert main([str(copy)]) == 0
+    html = html_of(copy)
+    assert "The outputs of extract/web are not as tokenmill writes them" in html
+    shown = {(r[0], r[1]): r[2:6] for r in table_rows(html, FUNNEL)}
+    assert {("Clean", "docs"), ("Decontaminate", "web"), ("Shards", "web")} <= set(shown)
+    assert ("Extract", "web") not in shown
+    assert shown[("Quality classifier", "web")] == ["—"] * 4  # told by its keys; no count of another type shown
+    assert shown[("Dedup", "")] == ["—"] * 4  # its stats.json unreadable: the stage is still there
