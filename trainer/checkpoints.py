@@ -22,6 +22,7 @@ and so on down the kept ones.
 
 import hashlib
 import json
+import logging
 import os
 import random
 import shutil
@@ -36,6 +37,8 @@ from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
 
 from schemas.trust import TooLarge, UntrustedPath, bounded_json, check_private, plain_file_name
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "tokenmill.checkpoint/1"
@@ -63,7 +66,10 @@ class Checkpoints:
         if rank == 0:
             self.folder.mkdir(parents=True, exist_ok=True)
             for partial in self.folder.glob("*.partial"):  # a save that was killed: never loaded
-                shutil.rmtree(partial, ignore_errors=True)
+                if partial.is_dir() and not partial.is_symlink():
+                    shutil.rmtree(partial, ignore_errors=True)
+                else:  # a file or a link by that name: the next save's rename would fail on it, every retry
+                    partial.unlink(missing_ok=True)
         dist.barrier()
 
     def complete(self) -> list[Path]:
@@ -190,9 +196,13 @@ class Checkpoints:
             n += 1
             target = aside / f"{checkpoint.name}.{n}"
         if self.rank == 0:
-            aside.mkdir(exist_ok=True)
-            os.replace(checkpoint, target)
-            (target / "damaged.txt").write_text(problem + "\n")
+            try:  # a folder deleted meanwhile (a clean-up job, a user) has nothing to move: the one before is tried
+                aside.mkdir(exist_ok=True)
+                os.replace(checkpoint, target)
+                if target.is_dir() and not target.is_symlink():
+                    (target / "damaged.txt").write_text(problem + "\n")
+            except OSError as e:
+                log.warning("%s could not be moved aside (%s); passed over", checkpoint, first_line(e))
         dist.barrier(group=self.group)
         if self.ours == checkpoint:
             self.ours = None
@@ -273,19 +283,23 @@ def _damage(checkpoint: Path, rank: int, world: int, checksums: bool) -> tuple[s
         manifest = read_manifest(checkpoint)
     except ValueError as e:
         return "damaged", str(e)
+    except OSError as e:  # unreadable, a folder where the manifest should be: damage, not the end of the run
+        return "damaged", f"{MANIFEST} cannot be read: {e.strerror or e}"
     if manifest["step"] != step_of(checkpoint):  # a checkpoint copied or renamed under another step's name
         return "damaged", f"its manifest is of step {manifest['step']}, its name of step {step_of(checkpoint)}"
     files = manifest["files"]
     for i, (name, entry) in enumerate(sorted(files.items())):
         try:
             size = (checkpoint / name).stat().st_size
+            if size != entry["bytes"]:
+                cut = "truncated: " if size < entry["bytes"] else ""
+                return "damaged", f"{name} is {cut}{size} bytes, its manifest says {entry['bytes']}"
+            if checksums and i % world == rank and file_sha256(checkpoint / name) != entry["sha256"]:
+                return "damaged", f"{name} is corrupt: its checksum differs from its manifest's"
         except FileNotFoundError:
             return "damaged", f"{name} is missing"
-        if size != entry["bytes"]:
-            cut = "truncated: " if size < entry["bytes"] else ""
-            return "damaged", f"{name} is {cut}{size} bytes, its manifest says {entry['bytes']}"
-        if checksums and i % world == rank and file_sha256(checkpoint / name) != entry["sha256"]:
-            return "damaged", f"{name} is corrupt: its checksum differs from its manifest's"
+        except OSError as e:  # unreadable (permissions), a folder by its name
+            return "damaged", f"{name} cannot be read: {e.strerror or e}"
     return None
 
 

@@ -162,3 +162,24 @@ def test_a_load_dcp_refuses_is_damage_not_the_end_of_the_run(saved):
     checkpoints.checksums = False
     problem = checkpoints.load(checkpoint, {"model": {"w": torch.zeros(4096)}, "loader": {"position": 0, "skips": []}})
     assert problem.startswith("DCP's load failed: CheckpointException"), problem
+
+
+def test_what_the_file_system_does_to_checkpoints_is_damage_or_passed_over_never_a_traceback(saved):
+    """Found by trying: a checkpoint folder deleted between its check and its move aside (a rollback died
+    on the rename), a folder where the manifest should be, a .partial that is a file (every retry's save
+    failed on it)."""
+    checkpoints, _, checkpoint = saved
+    (checkpoint / MANIFEST).unlink()
+    (checkpoint / MANIFEST).mkdir()
+    assert f"{MANIFEST} cannot be read" in intact(checkpoint)
+    shutil.rmtree(checkpoint)
+    checkpoints.move_aside(checkpoint, "vanished")  # nothing to move: passed over
+    assert checkpoints.complete() == [] and not checkpoint.exists()
+    planted = checkpoints.folder / "step-0000020.partial"
+    planted.write_text("not a save")
+    again = Checkpoints(checkpoints.folder.parent, keep=3, rank=0, world=1, device=torch.device("cpu"),
+                        checksums=True)
+    try:
+        assert not planted.exists()  # removed at the start, as a killed save's folder is
+    finally:
+        again.hasher.shutdown()
