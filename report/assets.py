@@ -8,7 +8,7 @@ body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-ser
 header { padding: 18px 28px 10px; border-bottom: 1px solid var(--line); background: var(--soft); }
 header h1 { margin: 0 0 4px; font-size: 20px; }
 header .facts { color: var(--muted); font-size: 12.5px; }
-header .facts span { margin-right: 14px; }
+header .facts span { margin-right: 14px; unicode-bidi: isolate; }
 nav { padding: 8px 28px; border-bottom: 1px solid var(--line); position: sticky; top: 0; background: #fff; z-index: 2; }
 nav a { margin-right: 14px; color: var(--accent); text-decoration: none; }
 nav .buttons { float: right; }
@@ -19,7 +19,8 @@ h2 small, h3 small { color: var(--muted); font-weight: normal; font-size: 12px; 
 h3 { margin: 18px 0 6px; font-size: 15px; }
 h4 { margin: 12px 0 4px; font-size: 13px; color: var(--muted); }
 table { border-collapse: collapse; margin: 6px 0 10px; font-size: 13px; }
-th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
+th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top;
+         unicode-bidi: isolate; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: var(--soft); font-weight: 600; }
 .note { color: var(--muted); font-size: 12.5px; margin: 4px 0 8px; }

@@ -4,6 +4,8 @@ what was recorded of the run itself (its settings, version, inputs)."""
 import importlib.metadata
 from pathlib import Path
 
+import pyarrow as pa
+
 from report.config import ReportConfig
 from report.documents import clipped
 from report.layout import StageDir, read_json
@@ -53,12 +55,17 @@ def run_view(out: Path, cfg: ReportConfig) -> RunView:
     return RunView(out.name or str(out), clipped(job, cfg.field_chars), views, settings, facts)
 
 
+# what reading an output that is not as tokenmill writes it raises (pyarrow's errors: a column of another type)
+UNREADABLE = (ArithmeticError, LookupError, AttributeError, TypeError, ValueError, RecursionError,
+              NotImplementedError, pa.ArrowException)
+
+
 def _stage_view(run: Run, stage: StageDir) -> StageView:
     """A stage's view; where its outputs are not as tokenmill writes them (edited, or of another version: an
     output folder can come from elsewhere), a view saying so, and the report of the other stages stands."""
     try:
         return GATHERERS[stage.kind](run, stage)
-    except (ArithmeticError, LookupError, AttributeError, TypeError, ValueError, RecursionError) as e:
+    except UNREADABLE as e:
         folder = str(stage.folder.relative_to(run.out)) if stage.folder != run.out else "."
         key = f"{stage.kind}/{stage.source}" if stage.source else stage.kind
         why = f"{type(e).__name__}: {e}"
@@ -71,10 +78,11 @@ def _estimate_tokens(run: Run, views: list) -> None:
     """Tokens of the stages before the shards, where the run trained a tokenizer: their text bytes over its
     bytes per token on held-out documents (an estimate, marked as one)."""
     tokenizer = next((s for s in run.stages if s.kind == "tokenizer"), None)
-    report = read_json(tokenizer.folder / "report.json") if tokenizer else None
-    held = (((report or {}).get("held_out") or {}).get("trained") or {}).get("all") or {}
+    held = read_json(tokenizer.folder / "report.json") if tokenizer else None
+    for key in ("held_out", "trained", "all"):  # a report.json from elsewhere: of any shape
+        held = held.get(key) if isinstance(held, dict) else None
     per_token = held.get("bytes_per_token") if isinstance(held, dict) else None
-    if not isinstance(per_token, (int, float)) or per_token <= 0:
+    if not isinstance(per_token, int | float) or isinstance(per_token, bool) or not 0.01 <= per_token <= 1e6:
         return
     for view in views:
         for row in view.funnel:

@@ -2,6 +2,8 @@
 told apart by the files each stage writes (stats.json, report.json, index.json)."""
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,13 +24,28 @@ class StageDir:
     source: str | None  # the named source, or None
 
 
-def read_json(path: Path) -> dict | None:
-    """A JSON object from a file, or None when the file is missing, too large or not an object."""
+def file_text(path: Path, max_bytes: int) -> str | None:
+    """The text of a regular file of at most `max_bytes`, or None. An output folder can come from elsewhere:
+    a link is not followed (settings.yaml linked to /etc/passwd would put it in a report that gets shared),
+    and a FIFO or a device is not read (/dev/zero has no size and no end; a FIFO's open waits forever)."""
     try:
-        if path.stat().st_size > MAX_JSON_BYTES:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with open(descriptor, "rb") as f:
+        found = os.fstat(f.fileno())
+        if not stat.S_ISREG(found.st_mode) or found.st_size > max_bytes:
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
+        data = f.read(max_bytes + 1)
+    return data.decode("utf-8", "replace") if len(data) <= max_bytes else None
+
+
+def read_json(path: Path) -> dict | None:
+    """A JSON object from a file (file_text), or None when the file is missing, too large or not an object."""
+    text = file_text(path, MAX_JSON_BYTES)
+    try:
+        data = json.loads(text) if text is not None else None
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
         return None
     return data if isinstance(data, dict) else None
 

@@ -126,8 +126,8 @@ class FunnelRow:
         # there failed the whole report where the funnel's chart divides by it)
         for name in ("input", "kept", "removed", "quarantined", "text_bytes", "tokens"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                setattr(self, name, None)
+            if not isinstance(value, int) or isinstance(value, bool) or abs(value) >= 1 << 63:
+                setattr(self, name, None)  # (a 400-digit count could not be drawn: no float holds it)
         if not isinstance(self.seconds, int | float) or isinstance(self.seconds, bool) or not math.isfinite(
                 self.seconds):
             self.seconds = None

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from report.config import ReportConfig
-from report.layout import StageDir, read_json, stage_dirs
+from report.layout import StageDir, file_text, read_json, stage_dirs
 from report.lookup import parquet_files
 
 SETTINGS_FILE = "settings.yaml"  # the --print-config YAML of the run: `--config OUT/settings.yaml` runs it again
@@ -32,7 +32,7 @@ class Run:
         text = _settings_text(out / SETTINGS_FILE)
         try:
             settings = yaml.safe_load(text) if text else {}
-        except yaml.YAMLError:
+        except (yaml.YAMLError, RecursionError):
             settings = {}
         return cls(out, cfg, stage_dirs(out), text, settings if isinstance(settings, dict) else {},
                    read_json(out / RUN_FILE) or {})
@@ -67,9 +67,4 @@ class Run:
 
 
 def _settings_text(path: Path) -> str | None:
-    try:
-        if path.stat().st_size > MAX_SETTINGS_BYTES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+    return file_text(path, MAX_SETTINGS_BYTES)

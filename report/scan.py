@@ -46,6 +46,9 @@ def pieces(folder: Path, max_files: int) -> list[Piece]:
 
 def pieces_of(found: list[Path], root: Path | None, max_files: int) -> list[Piece]:
     """Every row group of the Parquet files `found` (NAME=VALUE folders under `root` as partition keys)."""
+    # regular files only, not links: a FIFO named as a part file blocked its open for ever, and a link can
+    # lead out of an output folder from elsewhere
+    found = [path for path in found if path.is_file() and not path.is_symlink()]
     if len(found) > max_files:
         found = sorted(sorted(found, key=lambda p: id_hash(p.name if root is None else str(p.relative_to(root))))
                        [:max_files])
@@ -118,5 +121,5 @@ def scanned(folder: Path, columns: list[str], budget: int, max_files: int) -> tu
 
 def schema_names(folder: Path) -> list[str]:
     """The columns of an output (its first file's), [] when it has none."""
-    found = files(folder)
+    found = [path for path in files(folder) if path.is_file() and not path.is_symlink()]
     return pq.read_schema(found[0]).names if found else []

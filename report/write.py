@@ -4,15 +4,15 @@ leaves its settings (settings.yaml, the --print-config YAML: `--config OUT/setti
 and run.json (the job, its inputs, the version, its seconds), which the report reads back."""
 
 import datetime
-import os
 from pathlib import Path
 
 from report.config import ReportConfig
-from report.gather import run_view, version
+from report.gather import UNREADABLE, run_view, version
+from report.layout import LayoutError
 from report.render import report_page
 from report.render_compare import comparison_page
 from report.run import RUN_FILE, SETTINGS_FILE, STAGE_SECONDS
-from spark_stages.outputs import record_written, write_json
+from spark_stages.outputs import record_written, replace_text, write_json
 
 REPORT_FILE = "report.html"
 COMPARE_FILE = "compare.html"
@@ -52,11 +52,13 @@ def write_comparison(out, other, cfg: ReportConfig = DEFAULT, *, destination=Non
     target = Path(destination) if destination else out / COMPARE_FILE
     if target.parent.resolve() == out.resolve():
         record_written(out, [target.name])
-    _replace(target, comparison_page(out, Path(other), cfg))
+    try:
+        page = comparison_page(out, Path(other), cfg)
+    except UNREADABLE as e:
+        raise LayoutError(f"{out} and {other} cannot be compared: {type(e).__name__}: {str(e)[:200]}") from None
+    _replace(target, page)
     return target
 
 
 def _replace(path: Path, content: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(content, encoding="utf-8")
-    os.replace(tmp, path)
+    replace_text(path, content, f".{path.name}.tmp")

@@ -194,6 +194,18 @@ def commit(staging: Path, out: str, names: list[str], stats: dict, marker: str =
 
 def write_json(path: Path, data: dict) -> None:
     """Whole or not at all: written beside, then renamed over `path`."""
-    tmp = path.with_name(f"{path.name}.tmp")
-    tmp.write_text(strict_json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    replace_text(path, strict_json.dumps(data, indent=2, ensure_ascii=False) + "\n", f"{path.name}.tmp")
+
+
+def replace_text(path: Path, text: str, temporary: str) -> None:
+    """`path` written whole or not at all: the text in `temporary` beside it, then renamed over it. The
+    temporary is made anew and never through a link: a folder from elsewhere may hold one by that name,
+    which open() would follow to overwrite any file of the user's. A lone surrogate (a string from a file
+    from elsewhere) is written as "?"."""
+    tmp = path.with_name(temporary)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a leftover, or a link: removed itself, never what it points to
+    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with open(descriptor, "w", encoding="utf-8", errors="replace") as f:
+        f.write(text)
+    os.replace(tmp, path)  # a link at `path` is replaced, not followed

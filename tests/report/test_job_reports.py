@@ -279,3 +279,32 @@ def test_a_stage_whose_outputs_were_edited_is_named_and_the_other_stages_are_sho
     assert ("Extract", "web") not in shown
     assert shown[("Quality classifier", "web")] == ["—"] * 4  # told by its keys; no count of another type shown
     assert shown[("Dedup", "")] == ["—"] * 4  # its stats.json unreadable: the stage is still there
+
+
+def test_an_output_folder_from_elsewhere_cannot_make_the_report_write_or_read_outside_it(pipeline_run, tmp_path):
+    """Found by trying: the report's temporary planted as a link overwrote the file it pointed to;
+    settings.yaml linked to a file outside put that file in the report; a FIFO named as a part file made the
+    report wait for ever; a 400-digit count and a lone surrogate in stats.json were tracebacks."""
+    import os
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(pipeline_run, copy, ignore=shutil.ignore_patterns("report.html"))
+    victim, secret = tmp_path / "victim.txt", tmp_path / "secret.txt"
+    victim.write_text("mine")
+    secret.write_text("a secret line of another file")
+    (copy / ".report.html.tmp").symlink_to(victim)
+    (copy / ".tokenmill.tmp").symlink_to(victim)
+    (copy / "settings.yaml").unlink()
+    (copy / "settings.yaml").symlink_to(secret)
+    os.mkfifo(copy / "clean" / "docs" / "docs" / "part-99999.parquet")
+    stats_file = copy / "clean" / "web" / "stats.json"
+    stats_ = json.loads(stats_file.read_text())
+    stats_["kept"] = 10**400
+    stats_["rejected_by_reason"]["bad\ud800reason"] = 1
+    stats_file.write_text(json.dumps(stats_))
+    assert main([str(copy)]) == 0
+    html = html_of(copy)
+    assert victim.read_text() == "mine" and not (copy / "report.html").is_symlink()
+    assert "a secret line" not in html and "bad?reason" in html
+    assert [r[2:4] for r in table_rows(html, FUNNEL) if r[:2] == ["Clean", "web"]] == [[f"{stats_['input']:,}", "—"]]
