@@ -3,6 +3,7 @@ encoded as lm-evaluation-harness encodes them; the accuracies as it defines them
 the pipeline writes beside the shards and the warning the loop gives from it."""
 
 import csv
+import gzip
 import json
 import math
 from pathlib import Path
@@ -73,6 +74,12 @@ def test_a_file_over_the_limit_or_without_items_is_refused_by_name(tmp_path, mon
     monkeypatch.setattr(mc_items, "MAX_FILE_BYTES", 100)
     with pytest.raises(ItemsError, match="mmlu.jsonl: over 100 bytes"):
         read_items("b", str(files["mmlu.jsonl"]))
+    # compressed, the file is small: the limit holds for what it decompresses to
+    packed = tmp_path / "mmlu.jsonl.gz"
+    packed.write_bytes(gzip.compress(files["mmlu.jsonl"].read_bytes()))
+    monkeypatch.setattr(mc_items, "MAX_FILE_BYTES", packed.stat().st_size + 1)
+    with pytest.raises(ItemsError, match="mmlu.jsonl.gz: over .* bytes decompressed"):
+        read_items("b", str(packed))
     monkeypatch.undo()
     (tmp_path / "empty.jsonl").write_text('{"text": "a document"}\n')
     with pytest.raises(ItemsError, match="no multiple-choice item .* no question"):
