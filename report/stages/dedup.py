@@ -26,6 +26,7 @@ from report.stages.common import (
 )
 
 COLUMNS = ["id", "cluster_id", "cluster_size", "kept", "source"]
+MAX_NUM_PERM = 4096  # a dedup run's permutations (128 by default): more is no setting but a stats.json made to stall
 
 
 def gather(run: Run, stage: StageDir) -> StageView:
@@ -126,7 +127,11 @@ def _clusters(run: Run, stage: StageDir, stats: dict) -> Section:
     survivors_missing = {h for h in wanted if h not in texts}
     texts.update(documents_by_id([p for p in sorted((stage.folder / "docs").rglob("part-*.parquet"))],
                                  survivors_missing, cfg.lookup_bytes, cfg.max_files))
-    minhash = MinHashConfig(num_perm=int(stats.get("num_perm") or 128), ngram=int(stats.get("ngram") or 5),
+    # the signatures recomputed for the similarities shown: sizes from a stats.json from elsewhere bounded
+    # (num_perm 50,000,000 ran for minutes)
+    num_perm, ngram = int(stats.get("num_perm") or 128), int(stats.get("ngram") or 5)
+    minhash = MinHashConfig(num_perm=num_perm if 1 <= num_perm <= MAX_NUM_PERM else 128,
+                            ngram=ngram if 1 <= ngram <= 64 else 5,
                             seed=int(run.setting(stage, "minhash", "seed", default=1) or 1))
     blocks: list = read_note(chosen_plan, "clusters")
     if not run.input_files(stage):

@@ -302,9 +302,12 @@ def test_an_output_folder_from_elsewhere_cannot_make_the_report_write_or_read_ou
     stats_ = json.loads(stats_file.read_text())
     stats_["kept"] = 10**400
     stats_["rejected_by_reason"]["bad\ud800reason"] = 1
+    stats_["rejected_by_reason"]["long" * 1_000_000] = 1  # a reason of 4 MB: clipped
     stats_file.write_text(json.dumps(stats_))
+    dedup_stats = json.loads((copy / "dedup" / "stats.json").read_text())
+    (copy / "dedup" / "stats.json").write_text(json.dumps({**dedup_stats, "num_perm": 50_000_000}))  # ran minutes
     assert main([str(copy)]) == 0
     html = html_of(copy)
     assert victim.read_text() == "mine" and not (copy / "report.html").is_symlink()
-    assert "a secret line" not in html and "bad?reason" in html
+    assert "a secret line" not in html and "bad?reason" in html and len(html) < 2_000_000
     assert [r[2:4] for r in table_rows(html, FUNNEL) if r[:2] == ["Clean", "web"]] == [[f"{stats_['input']:,}", "—"]]
