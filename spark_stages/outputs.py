@@ -48,8 +48,9 @@ def written_names(out: Path) -> set[str] | None:
         return set(json.loads((out / OWNER_FILE).read_text(encoding="utf-8"))["written"])
     except FileNotFoundError:
         return None
-    except (ValueError, KeyError, TypeError) as e:
-        raise OutputError(f"{out / OWNER_FILE} is damaged ({e}): remove the folder, or choose another output") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as e:  # RecursionError: nested past Python's stack
+        raise OutputError(f"{out / OWNER_FILE} is damaged ({type(e).__name__}): remove the folder, or choose "
+                          "another output") from None
 
 
 def claim_folder(out: Path) -> set[str]:

@@ -124,3 +124,12 @@ def test_a_commit_killed_midway_leaves_every_name_recorded_for_the_rerun(tmp_pat
     assert {"a.md", "b.md", "c.md", "stats.json"} <= set(json.loads((out / OWNER_FILE).read_text())["written"])
     write_output(out, {"a.md": "3"})  # the rerun takes the folder back and leaves no stale name
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["a.md", "stats.json"]
+
+
+@pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, '{"written": 5}', "not json"])
+def test_a_damaged_ownership_file_is_one_line_naming_it(tmp_path, content):
+    from spark_stages.outputs import written_names
+
+    (tmp_path / OWNER_FILE).write_text(content)
+    with pytest.raises(OutputError, match=r"\.tokenmill is damaged .*remove the folder"):
+        written_names(tmp_path)
