@@ -2,10 +2,10 @@
 told apart by the files each stage writes (stats.json, report.json, index.json)."""
 
 import json
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from schemas.trust import regular_file_text
 
 # The pipeline's stage folders, in the order it runs them (spark_stages/pipeline.py)
 PIPELINE_ORDER = ("extract", "clean", "classifier", "quality", "dedup", "decontaminate", "tokenizer", "shards")
@@ -24,25 +24,9 @@ class StageDir:
     source: str | None  # the named source, or None
 
 
-def file_text(path: Path, max_bytes: int) -> str | None:
-    """The text of a regular file of at most `max_bytes`, or None. An output folder can come from elsewhere:
-    a link is not followed (settings.yaml linked to /etc/passwd would put it in a report that gets shared),
-    and a FIFO or a device is not read (/dev/zero has no size and no end; a FIFO's open waits forever)."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with open(descriptor, "rb") as f:
-        found = os.fstat(f.fileno())
-        if not stat.S_ISREG(found.st_mode) or found.st_size > max_bytes:
-            return None
-        data = f.read(max_bytes + 1)
-    return data.decode("utf-8", "replace") if len(data) <= max_bytes else None
-
-
 def read_json(path: Path) -> dict | None:
-    """A JSON object from a file (file_text), or None when the file is missing, too large or not an object."""
-    text = file_text(path, MAX_JSON_BYTES)
+    """A JSON object from a file (regular_file_text), or None when the file is missing, too large or not an object."""
+    text = regular_file_text(path, MAX_JSON_BYTES)
     try:
         data = json.loads(text) if text is not None else None
     except (ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack

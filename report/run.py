@@ -7,8 +7,9 @@ from pathlib import Path
 import yaml
 
 from report.config import ReportConfig
-from report.layout import StageDir, file_text, read_json, stage_dirs
+from report.layout import StageDir, read_json, stage_dirs
 from report.lookup import parquet_files
+from schemas.trust import regular_file_text
 
 SETTINGS_FILE = "settings.yaml"  # the --print-config YAML of the run: `--config OUT/settings.yaml` runs it again
 RUN_FILE = "run.json"  # the job, its inputs, the version and its seconds
@@ -67,4 +68,4 @@ class Run:
 
 
 def _settings_text(path: Path) -> str | None:
-    return file_text(path, MAX_SETTINGS_BYTES)
+    return regular_file_text(path, MAX_SETTINGS_BYTES)

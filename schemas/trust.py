@@ -313,3 +313,19 @@ def _secret() -> bytes:
         raise UntrustedPath(f"{path} is not a secret of this user's alone (owner {owner_name(info.st_uid)}, mode "
                             f"{stat.S_IMODE(info.st_mode):o}): remove it, and the next run makes a new one")
     return bytes.fromhex(text.decode())
+
+
+def regular_file_text(path: Path, max_bytes: int) -> str | None:
+    """The text of a regular file of at most `max_bytes`, or None. A folder from elsewhere (an output, a run):
+    a link is not followed (settings.yaml linked to /etc/passwd would put it in a report that gets shared),
+    and a FIFO or a device is not read (/dev/zero has no size and no end; a FIFO's open waits forever)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with open(descriptor, "rb") as f:
+        found = os.fstat(f.fileno())
+        if not stat.S_ISREG(found.st_mode) or found.st_size > max_bytes:
+            return None
+        data = f.read(max_bytes + 1)
+    return data.decode("utf-8", "replace") if len(data) <= max_bytes else None

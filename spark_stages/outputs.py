@@ -30,12 +30,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from schemas import strict_json
+from schemas.trust import regular_file_text
 
 SCRATCH = "_scratch"
 STAGING = "_staging"
 PREVIOUS = "_previous"  # the previous output, moved aside while the new one is renamed into place
 OWNER_FILE = ".tokenmill"
 LOCK_FILE = ".tokenmill.lock"
+MAX_OWNER_BYTES = 64 << 20
 
 
 class OutputError(ValueError):
@@ -44,13 +46,17 @@ class OutputError(ValueError):
 
 def written_names(out: Path) -> set[str] | None:
     """The names tokenmill wrote in `out` (OWNER_FILE), or None when it is not tokenmill's."""
-    try:
-        return set(json.loads((out / OWNER_FILE).read_text(encoding="utf-8"))["written"])
-    except FileNotFoundError:
+    if not os.path.lexists(out / OWNER_FILE):
         return None
+    try:  # a link or a FIFO by that name (a folder from elsewhere) is damage, never followed or waited on
+        text = regular_file_text(out / OWNER_FILE, MAX_OWNER_BYTES)
+        if text is None:
+            raise ValueError("not a regular file of at most 64 MiB")
+        return set(json.loads(text)["written"])
     except (ValueError, KeyError, TypeError, RecursionError) as e:  # RecursionError: nested past Python's stack
-        raise OutputError(f"{out / OWNER_FILE} is damaged ({type(e).__name__}): remove the folder, or choose "
-                          "another output") from None
+        why = str(e)[:200] or type(e).__name__
+        raise OutputError(f"{out / OWNER_FILE} is damaged ({why}): remove the folder, or choose another "
+                          "output") from None
 
 
 def claim_folder(out: Path) -> set[str]:

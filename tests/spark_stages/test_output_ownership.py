@@ -133,3 +133,18 @@ def test_a_damaged_ownership_file_is_one_line_naming_it(tmp_path, content):
     (tmp_path / OWNER_FILE).write_text(content)
     with pytest.raises(OutputError, match=r"\.tokenmill is damaged .*remove the folder"):
         written_names(tmp_path)
+
+
+def test_an_ownership_file_that_is_a_fifo_or_a_link_is_damage_not_waited_on_or_followed(tmp_path):
+    import os
+
+    from spark_stages.outputs import written_names
+
+    os.mkfifo(tmp_path / OWNER_FILE)  # its open waited for a writer for ever
+    with pytest.raises(OutputError, match="is damaged .*not a regular file"):
+        written_names(tmp_path)
+    (tmp_path / OWNER_FILE).unlink()
+    (tmp_path / "theirs.json").write_text('{"written": ["stats.json"]}')
+    (tmp_path / OWNER_FILE).symlink_to(tmp_path / "theirs.json")
+    with pytest.raises(OutputError, match="is damaged"):
+        written_names(tmp_path)
