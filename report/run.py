@@ -31,10 +31,7 @@ class Run:
     @classmethod
     def of(cls, out: Path, cfg: ReportConfig) -> "Run":
         text = _settings_text(out / SETTINGS_FILE)
-        try:
-            settings = yaml.safe_load(text) if text else {}
-        except (yaml.YAMLError, RecursionError):
-            settings = {}
+        settings = _settings(text) if text else {}
         return cls(out, cfg, stage_dirs(out), text, settings if isinstance(settings, dict) else {},
                    read_json(out / RUN_FILE) or {})
 
@@ -69,3 +66,14 @@ class Run:
 
 def _settings_text(path: Path) -> str | None:
     return regular_file_text(path, MAX_SETTINGS_BYTES)
+
+
+def _settings(text: str):
+    """The settings YAML parsed, or {} when it is not YAML or holds an alias: --print-config writes none, and
+    nested aliases are a bomb (a few hundred bytes that expand to gigabytes once anything walks them)."""
+    try:
+        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=yaml.SafeLoader)):
+            return {}
+        return yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError):
+        return {}

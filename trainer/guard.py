@@ -8,9 +8,14 @@ median step-to-step change over the last `window` applied steps, and by at least
 not the spread of the losses: a loss that falls fast early on has a wide spread and small changes.
 Every rank decides from the global loss and gradient norm, so every rank decides the same.
 
-After the rollback, data or optimizer? The spiking batch is evaluated on the restored weights without
-applying it: still "far" (the spike rule, against the losses before the checkpoint) is bad data; not far
-is an optimizer instability, replayed with the learning rate times `calm_lr_factor` until `calm_steps`
+Data or optimizer? Two forward passes, nothing applied. Before the rollback, the last applied batch on
+the weights that spiked: an optimizer instability breaks the weights, so a batch they were just trained on
+scores far above its loss (the spike rule, against the losses before the spike); a bad batch leaves them
+sound. After it, the spiking batch on the restored weights: still far (against the losses before the
+checkpoint) is bad data. A spike is blamed on the optimizer only when the weights were broken and the
+batch is normal on the restored ones; either alone misleads: right after an early checkpoint, random
+tokens score on the barely trained restored weights much as text does, and were then replayed and
+trained on. An instability is replayed with the learning rate times `calm_lr_factor` until `calm_steps`
 past the spike, then ramped back over `calm_ramp_steps` (a second instability inside that window lowers
 it again). A batch that spikes again after such a replay is bad data after all.
 
@@ -104,6 +109,16 @@ class Guard:
         """The losses a batch on the restored weights is judged against: those before the checkpoint (the
         weights' own), unless it holds too few (a checkpoint early in the run): then those before the spike."""
         return restored if len(restored) >= 4 else before
+
+    def blame(self, probe_loss: float, reference: list[float], weights_loss: float | None, before: list[float],
+              served: int) -> str:
+        """"data" or "optimizer" for the spike of the batch at `served`: `probe_loss` is that batch on the
+        restored weights (judged against `reference`), `weights_loss` the last applied batch on the weights
+        that spiked (judged against `before`, the losses the spike was; None: there was none)."""
+        if not self.cfg.diagnose or self.replayed(served) or self.far(probe_loss, reference):
+            return "data"
+        broken = weights_loss is not None and self.far(weights_loss, before)
+        return "optimizer" if broken else "data"
 
     def gradient_ok(self, grad_norm: float) -> bool:
         return not self.cfg.enabled or math.isfinite(grad_norm)

@@ -78,6 +78,10 @@ def _text(value) -> str | None:
     return None
 
 
+def _blank(value) -> bool:
+    return value is None or isinstance(value, str) and not value.strip()
+
+
 def _answer(value, choices: int) -> int | None:
     if isinstance(value, str):
         value = value.strip()
@@ -103,6 +107,8 @@ def item_of(record) -> Item | str:
         if present != list(LETTERS[:len(present)]):
             return "choice columns not A, B, C, ... in a row"
         raw = [record[letter] for letter in present]
+        while raw and _blank(raw[-1]):  # a file of 4- and 5-choice items: the 4-choice rows leave E empty
+            raw.pop()
     if not isinstance(raw, list | tuple) or not 2 <= len(raw) <= MAX_CHOICES:
         return "not 2 to 26 choices"
     choices = tuple(_text(c) for c in raw)

@@ -6,8 +6,10 @@ inside FSDP's gathers (a forward hook after FSDP's pre-forward, which has waited
 on CUDA with events on the compute stream, so the kernels are timed, not their launch). A slow device
 is as slow in backward, which cannot be timed apart from the reduce-scatters it waits for. Every
 `every` steps the ranks all-gather their mean busy time and data wait per step since the last check; a
-rank slower than the median by more than `slower_share` for `checks` checks in a row is reported by rank
-and host (an event line, a metric, the dashboards), once per streak.
+rank slower than the median of the other ranks by more than `slower_share` for `checks` checks in a row
+is reported by rank and host (an event line, a metric, the dashboards), once per streak. The others'
+median, not everyone's: with two ranks everyone's median is halfway to the slow one, which hid a rank 30%
+slower than its peer at a 20% share.
 """
 
 import statistics
@@ -29,6 +31,14 @@ class StragglerConfig:
         if self.every < 0 or self.slower_share <= 0 or self.checks < 1:
             raise ValueError(f"need every >= 0, slower_share > 0, checks >= 1, got {self.every}, "
                              f"{self.slower_share}, {self.checks}")
+
+
+def slower_than_the_others(busy: list[float], share: float) -> list[bool]:
+    """Per rank, whether its busy time is above the median of the other ranks' by more than `share`."""
+    if len(busy) < 2:
+        return [False] * len(busy)
+    return [seconds > statistics.median(busy[:rank] + busy[rank + 1:]) * (1 + share)
+            for rank, seconds in enumerate(busy)]
 
 
 class ForwardTimer:
@@ -95,8 +105,8 @@ class Stragglers:
         self.busy, self.data_wait, self.steps = 0.0, 0.0, 0
         median = statistics.median(busy)
         slow, newly = [], []
-        for rank, seconds in enumerate(busy):
-            self.streaks[rank] = self.streaks[rank] + 1 if seconds > median * (1 + self.cfg.slower_share) else 0
+        for rank, slower in enumerate(slower_than_the_others(busy, self.cfg.slower_share)):
+            self.streaks[rank] = self.streaks[rank] + 1 if slower else 0
             if self.streaks[rank] >= self.cfg.checks:
                 slow.append(rank)
             if self.streaks[rank] == self.cfg.checks:

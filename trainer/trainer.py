@@ -58,6 +58,7 @@ class Trainer:
         self.cfg, self.device, self.loader, self.run_dir = cfg, device, loader, run_dir
         self.rank, self.world, self.step = dist.get_rank(), dist.get_world_size(), 0
         self.guard = Guard(cfg.guard)
+        self.last_applied: dict | None = None  # the last batch a step applied: is a spike the weights' fault?
         self.model = build_model(cfg, loader.embedding_size, device)
         self.optimizer, self.scheduler = build_optimizer(self.model, cfg, self.guard.lr_factor)
         self.checkpoints = Checkpoints(run_dir, cfg.keep_checkpoints, self.rank, self.world, device,
@@ -147,6 +148,7 @@ class Trainer:
                     self.metrics.event("empty_batch", self.step, then="not applied: no token to predict")
                 else:
                     self.guard.applied(result.loss)
+                    self.last_applied = batch  # its own tensors (loaders/device_ring.py): safe to keep
                 saving = time.perf_counter()
                 if self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps:
                     self.save()
@@ -237,16 +239,19 @@ class Trainer:
             self.metrics.event("stopped", at, loss=spike.loss, reason=str(e))
             raise RunStopped(str(e), 3) from None
         before = list(self.guard.recent)  # the losses the spike was judged against
+        # the weights that spiked, judged by the batch they were last trained on (before they are replaced)
+        weights_loss = self.forward_loss(self.last_applied) if self.last_applied is not None else None
         candidates = self.checkpoints.rollback_candidates(self.lineage)
         restored = self._restore(candidates, rollback=True) if candidates else None
         if candidates and restored is None:
             raise RunStopped(f"a loss spike at step {at}, and no checkpoint to go back to loads", 3)
         reference = self.guard.reference(self.guard.recent, before) if restored else before
         probe_loss = self.forward_loss(batch) if restored else spike.loss
-        data = not self.cfg.guard.diagnose or self.guard.far(probe_loss, reference) or self.guard.replayed(served)
-        details = {"loss": spike.loss, "cause": "data" if data else "optimizer", "probe_loss": probe_loss,
-                   "baseline": statistics.median(reference[-5:]), "back_to": self.step,
-                   "checkpoint": restored.name if restored else None}
+        cause = self.guard.blame(probe_loss, reference, weights_loss, before, served)
+        data = cause == "data"
+        details = {"loss": spike.loss, "cause": cause, "probe_loss": probe_loss,
+                   "baseline": statistics.median(reference[-5:]), "weights_loss": weights_loss,
+                   "back_to": self.step, "checkpoint": restored.name if restored else None}
         if data:
             details["after_replay"] = self.guard.replayed(served)  # blamed on the optimizer once already
             details.update(self._skip_bad_data(served, rows, reference))

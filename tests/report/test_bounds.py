@@ -111,3 +111,17 @@ def test_a_folder_without_tokenmill_output_is_named(tmp_path):
         stage_dirs(tmp_path)
     with pytest.raises(LayoutError, match="is not a folder"):
         stage_dirs(tmp_path / "missing")
+
+
+def test_settings_with_yaml_aliases_are_not_read_and_the_report_is_written(tmp_path):
+    """Found by trying: nine nested aliases in settings.yaml, 300 bytes, expand to 10^9 strings once anything
+    walks them (the report's PII settings were turned into text: 5.6 GB before it was killed)."""
+    from report.run import Run
+
+    out = clean_output(tmp_path / "run", 40)
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{b}: &{b} [*{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
+    (out / "settings.yaml").write_text(bomb + "pii:\n  enabled: *i\n")
+    assert Run.of(out, ReportConfig()).settings == {}  # refused, not expanded
+    html = write_report(out).read_text()
+    assert "pii:" in html and len(html) < 1_000_000  # shown as the text it is

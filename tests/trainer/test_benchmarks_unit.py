@@ -32,6 +32,11 @@ def test_the_mmlu_ceval_and_cmmlu_layouts_and_answers_as_letters_or_indexes():
     assert item_of({"": "7", "Question": QUESTION, "A": "apt", "B": "pacman", "C": "emerge", "D": "brew",
                     "Answer": "a"}) == expected  # CMMLU, a lowercase letter
     assert item_of({"question": QUESTION, "choices": CHOICES, "answer": "0"}) == expected  # digits
+    # a CSV of 4- and 5-choice items (A-E columns): a 4-choice row leaves E empty (it was dropped as not text)
+    assert item_of({"Question": QUESTION, "A": "apt", "B": "pacman", "C": "emerge", "D": "brew", "E": "",
+                    "Answer": "A"}) == expected
+    assert item_of({"question": QUESTION, "A": "apt", "B": "pacman", "C": "emerge", "D": "brew", "E": None,
+                    "answer": "A"}) == expected  # the same in Parquet, E null
     for bad, why in [({"choices": CHOICES, "answer": 0}, "no question"),
                      ({"question": QUESTION, "choices": ["only"], "answer": 0}, "not 2 to 26 choices"),
                      ({"question": QUESTION, "choices": CHOICES, "answer": 4}, "no answer"),
@@ -41,6 +46,9 @@ def test_the_mmlu_ceval_and_cmmlu_layouts_and_answers_as_letters_or_indexes():
                      ({"question": "x" * 20_001, "choices": CHOICES, "answer": 0}, "no question"), ([1], "not a"),
                      # C-Eval's columns with C missing: "C" would name D's text
                      ({"question": QUESTION, "A": "apt", "B": "pacman", "D": "brew", "answer": "C"}, "in a row"),
+                     # an empty choice before the last is no choice: the letters after it would be misread
+                     ({"question": QUESTION, "A": "apt", "B": "", "C": "brew", "answer": "C"}, "not text"),
+                     ({"question": QUESTION, "A": "apt", "B": "", "answer": "A"}, "not 2 to 26"),
                      # JSON allows a lone surrogate: it failed the training start with a traceback when keyed
                      ({"question": "Which \ud800?", "choices": CHOICES, "answer": 0}, "unpaired surrogate"),
                      ({"question": QUESTION, "choices": [*CHOICES[:3], "\udfff"], "answer": 0}, "unpaired surrogate")]:

@@ -113,3 +113,17 @@ def test_the_lowered_learning_rate_holds_then_ramps_back_and_lowers_again_inside
     ramp = [guard.lr_factor(s) for s in range(37, 42)]
     assert ramp == sorted(ramp) and 0.25 < ramp[0] < ramp[-2] < 1.0 and ramp[-1] == 1.0
     assert guard.calm_down(30, 38, 152) == pytest.approx(guard.cfg.calm_lr_factor * ramp[1])  # again, while ramping
+
+
+def test_a_spike_is_the_optimizer_only_when_the_weights_broke_and_the_batch_is_normal_on_the_restored_ones():
+    guard = fed([5.0 - 0.01 * i for i in range(20)])
+    before, early = list(guard.recent), [6.9, 6.8, 6.8, 6.7]  # an early checkpoint: barely trained
+    # random tokens on barely trained weights score as text does, but the weights that spiked were sound
+    assert guard.blame(7.0, early, weights_loss=4.8, before=before, served=80) == "data"
+    assert guard.blame(7.0, early, weights_loss=None, before=before, served=80) == "data"  # nothing to ask
+    # one blown step: the batch it was trained on now scores far above, the spiking batch is normal after
+    assert guard.blame(6.9, early, weights_loss=60.0, before=before, served=80) == "optimizer"
+    assert guard.blame(9.0, early, weights_loss=60.0, before=before, served=80) == "data"  # far on both
+    assert Guard(GuardConfig(diagnose=False)).blame(6.9, early, 60.0, before, 80) == "data"
+    guard.calm_down(10, 20, served=80)  # blamed on the optimizer once: the same batch again is the data
+    assert guard.blame(6.9, early, weights_loss=60.0, before=before, served=80) == "data"

@@ -57,6 +57,7 @@ def test_an_instability_is_replayed_at_a_lower_rate_from_the_checkpoint_before_a
     assert rollback["event"] == "rollback" and rollback["at_step"] == BLOWN + 1 and rollback["cause"] == "optimizer"
     assert rollback["back_to"] == 10 and rollback["checkpoint"] == "step-0000010" and "skipped" not in rollback
     assert rollback["loss"] > rollback["probe_loss"] + 5 and abs(rollback["probe_loss"] - rollback["baseline"]) < 0.5
+    assert rollback["weights_loss"] > rollback["baseline"] + 5  # the blown step's own batch: the weights broke
     assert "cause optimizer" in output
     cfg = TrainConfig(steps=STEPS, warmup_steps=4, lr=3e-3)
     for step in range(11, STEPS + 1):  # the lr of step s is the schedule's at index s - 1, times the factor
