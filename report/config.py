@@ -8,7 +8,7 @@ class ReportConfig:
     """The report's bounds. Counts come from stats.json (exact, the whole corpus); examples and
     distributions from what is read of the outputs: all of it when it fits `read_bytes`, else row groups
     taken by a hash of their file and position, and the report says which share it read."""
-    read_bytes: int = 256 << 20  # Parquet bytes (compressed, the columns read) read per output at most
+    read_bytes: int = 256 << 20  # Parquet bytes (the columns read, uncompressed) read per output at most
     max_files: int = 20_000  # Parquet files of one output whose footers are read, at most (taken by a hash past it)
     examples_per_reason: int = 4  # documents shown per reason (those of the smallest id hash)
     max_reasons: int = 60  # reasons listed per stage, the largest first; the rest counted together

@@ -29,7 +29,7 @@ class Piece:
     path: Path
     row_group: int
     rows: int
-    column_bytes: dict  # compressed bytes by column name
+    column_bytes: dict  # bytes by column name: the larger of compressed and uncompressed (footer's figures)
     partition: tuple[tuple[str, str], ...]  # (key, value) of the folders NAME=VALUE it lies in
 
 
@@ -60,8 +60,10 @@ def pieces_of(found: list[Path], root: Path | None, max_files: int) -> list[Piec
         for i in range(meta.num_row_groups):
             group = meta.row_group(i)
             sizes = {group.column(c).path_in_schema.split(".")[0]: 0 for c in range(group.num_columns)}
-            for c in range(group.num_columns):
-                sizes[group.column(c).path_in_schema.split(".")[0]] += group.column(c).total_compressed_size
+            for c in range(group.num_columns):  # uncompressed too: 3 GB of repeated text is 3 MB compressed
+                column = group.column(c)
+                sizes[column.path_in_schema.split(".")[0]] += max(column.total_compressed_size,
+                                                                  column.total_uncompressed_size)
             out.append(Piece(path, i, group.num_rows, sizes, partition))
     return out
 

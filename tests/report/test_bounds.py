@@ -75,6 +75,16 @@ def test_reads_stop_at_the_budget_and_the_report_says_what_share_it_read(tmp_pat
     assert f"of {chosen.rows:,} rows" in read_page(html).text
 
 
+def test_the_budget_counts_text_as_it_decompresses(tmp_path):
+    """Found by trying: 200 documents of a megabyte of one repeated line are 1 MB of zstd; the budget counted
+    compressed bytes, so a 64 MB budget read all 200 MB of them."""
+    out = clean_output(tmp_path / "out", 400, text_chars=1_000_000, files=4)
+    every = pieces(out / "docs", 100)
+    assert sum(p.column_bytes["text"] for p in every) > 150 << 20  # as read, not as stored
+    chosen = plan(every, ["text"], 64 << 20)
+    assert 0 < chosen.rows_read <= 64 and chosen.rows == 200
+
+
 def test_the_sample_is_the_smallest_id_hashes_of_what_was_read(tmp_path):
     out = clean_output(tmp_path / "out", 400, reasons=1)
     ids = pq.read_table(out / "rejected", columns=["id"]).column("id").to_pylist()
