@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from report.config import ReportConfig
-from report.documents import document
+from report.documents import clipped, document
 from report.layout import StageDir, read_json
 from report.lookup import copies_note, documents_by_id
 from report.model import Pair
@@ -83,7 +83,8 @@ def fates(run: Run, stage: StageDir, under: int) -> Fates:
             reasons = table.column("reason").to_pylist() if fate is None else None
             for i, doc_id in enumerate(ids):
                 if doc_id is not None and id_hash(doc_id) < under:
-                    found.fate.setdefault(doc_id, []).append(fate or f"{_removed(stage.kind)}: {reasons[i]}")
+                    found.fate.setdefault(doc_id, []).append(
+                        fate or f"{_removed(stage.kind)}: {clipped(reasons[i], cfg.field_chars)}")
                     found.where.setdefault(doc_id, folder)
     if stage.kind == "dedup":
         _duplicates(stage, found, under, cfg)

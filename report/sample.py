@@ -15,6 +15,9 @@ from report.scan import id_hash
 LENGTH_EDGES = (0, 100, 300, 1_000, 3_000, 10_000, 30_000, 100_000)  # characters
 SCORE_BINS = 20
 SCORE_PREFIX, BUCKET_PREFIX = "score_", "bucket_"
+# a language or bucket value is a short name; an output from elsewhere may hold a megabyte, or a million of them
+VALUE_CHARS, MAX_VALUES = 60, 1_000
+OTHER_VALUES = "(other values)"
 
 
 class Smallest:
@@ -65,17 +68,25 @@ class Distributions:
             self.lengths += np.bincount(np.searchsorted(LENGTH_EDGES, chars, side="right") - 1,
                                         minlength=len(LENGTH_EDGES))
         if "lang" in table.column_names:
-            for entry in pc.value_counts(table.column("lang")).to_pylist():
-                self.languages[entry["values"] or "?"] += entry["counts"]
+            _count(self.languages, table.column("lang"))
         for name in table.column_names:
             if name.startswith(SCORE_PREFIX):
                 values = pc.fill_null(table.column(name).cast(pa.float64()), math.nan).to_numpy(zero_copy_only=False)
                 counts, _ = np.histogram(values[~np.isnan(values)], bins=SCORE_BINS, range=(0, 1))
                 self.scores[name] = self.scores.get(name, np.zeros(SCORE_BINS, np.int64)) + counts
             elif name.startswith(BUCKET_PREFIX):
-                counter = self.buckets.setdefault(name, Counter())
-                for entry in pc.value_counts(table.column(name)).to_pylist():
-                    counter[str(entry["values"])] += entry["counts"]
+                _count(self.buckets.setdefault(name, Counter()), table.column(name))
+
+
+def _count(counter: Counter, column) -> None:
+    """The column's values counted, each clipped to VALUE_CHARS; past MAX_VALUES distinct ones, a new value is
+    counted among OTHER_VALUES."""
+    for entry in pc.value_counts(column).to_pylist():
+        value = entry["values"]
+        value = "?" if value is None or value == "" else str(value)[:VALUE_CHARS]
+        if value not in counter and len(counter) >= MAX_VALUES:
+            value = OTHER_VALUES
+        counter[value] += entry["counts"]
 
 
 def length_labels() -> list[str]:

@@ -130,8 +130,55 @@ def test_settings_with_yaml_aliases_are_not_read_and_the_report_is_written(tmp_p
 
     out = clean_output(tmp_path / "run", 40)
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{b}: &{b} [*{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
+        f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
     (out / "settings.yaml").write_text(bomb + "pii:\n  enabled: *i\n")
     assert Run.of(out, ReportConfig()).settings == {}  # refused, not expanded
     html = write_report(out).read_text()
     assert "pii:" in html and len(html) < 1_000_000  # shown as the text it is
+
+
+def test_language_and_bucket_values_are_clipped_and_their_number_bounded(tmp_path):
+    """Found by trying: a lang or bucket_NAME value of a megabyte was shown whole, and a million distinct
+    values were all counted (the report lists 20 languages and 100 buckets)."""
+    from report.sample import MAX_VALUES, OTHER_VALUES, VALUE_CHARS, Distributions
+
+    distinct = MAX_VALUES + 500
+    seen = Distributions()
+    seen.add(pa.table({"lang": [f"{i:05d}" + "x" * 1_000_000 if i < 3 else f"{i:05d}" for i in range(distinct)],
+                       "bucket_q": [f"{i:05d}" + "y" * 1_000_000 for i in range(distinct)]}))
+    for counter in (seen.languages, seen.buckets["bucket_q"]):
+        assert len(counter) == MAX_VALUES + 1 and sum(counter.values()) == distinct
+        assert counter[OTHER_VALUES] == 500 and max(map(len, counter)) == VALUE_CHARS
+    out = clean_output(tmp_path / "out", 40)
+    table = pq.read_table(out / "docs" / "part-00000.parquet")
+    big = pa.array([f"{i}" + "z" * 1_000_000 for i in range(table.num_rows)])
+    table = table.set_column(table.schema.get_field_index("lang"), "lang", big).append_column("bucket_q", big)
+    pq.write_table(table, out / "docs" / "part-00000.parquet")
+    html = write_report(out).read_text()
+    assert len(html) < 1_000_000 and "z" * (ReportConfig().field_chars + 1) not in html
+
+
+def test_a_comparison_clips_the_reasons_that_changed(tmp_path):
+    """Found by trying: reasons of a megabyte in one run's rejected documents were shown whole in compare.html
+    (the stage's own report clips them)."""
+    from report.cli import main
+
+    a, b = clean_output(tmp_path / "a", 80), clean_output(tmp_path / "b", 80)
+    for part in sorted((b / "rejected").glob("*.parquet")):
+        table = pq.read_table(part)
+        huge = pa.array([f"rule:{i}" + "r" * 1_000_000 for i in range(table.num_rows)])
+        pq.write_table(table.set_column(table.schema.get_field_index("reason"), "reason", huge), part)
+    assert main([str(a), "--compare", str(b)]) == 0
+    html = (a / "compare.html").read_text()
+    assert "rule:0rrr" in html and "r" * (ReportConfig().field_chars + 1) not in html and len(html) < 2_000_000
+
+
+def test_the_normalization_view_clips_what_changed_and_its_context(tmp_path):
+    """The job writes a few characters of each change and its context; an output from elsewhere, a megabyte."""
+    out = clean_output(tmp_path / "out", 40)
+    (out / "normalized").mkdir()
+    big = "n" * 1_000_000
+    pq.write_table(pa.table({"id": ["d1", "d2"], "at": [0, 5], "before": [big, "\u00a0"], "after": [big, " "],
+                             "left": [big, "ab"], "right": [big, "cd"]}), out / "normalized" / "part-00000.parquet")
+    html = write_report(out).read_text()
+    assert "ab ⟦⍽⟧ cd" in html and "n" * (ReportConfig().field_chars + 1) not in html and len(html) < 1_000_000
