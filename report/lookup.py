@@ -3,6 +3,8 @@ its cut): found in the Parquet files of the stage's input by their id column fir
 groups holding them read whole; both within a byte budget."""
 
 import glob
+import itertools
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,6 +13,9 @@ import pyarrow.compute as pc
 from report.scan import pieces_of, plan, read
 
 COPIES = "copies"  # in a row documents_by_id gives: how many rows of the files read hold its id
+# names looked at per input specification, at most: run.json from elsewhere named "/" as an input, and the
+# report searched the whole file system for Parquet files
+MAX_WALK_ENTRIES = 200_000
 
 
 def parquet_files(specs: list[str]) -> list[Path]:
@@ -19,13 +24,27 @@ def parquet_files(specs: list[str]) -> list[Path]:
     found: set[Path] = set()
     for spec in specs:
         for part in filter(None, spec.split(",")):
-            for match in sorted(glob.glob(part)) if glob.has_magic(part) else [part]:
+            matches = sorted(itertools.islice(glob.iglob(part), MAX_WALK_ENTRIES)) if glob.has_magic(part) else [part]
+            for match in matches:
                 path = Path(match)
                 if path.is_dir():
-                    found.update(path.rglob("*.parquet"))
+                    found.update(_walk(path))
                 elif path.suffix == ".parquet" and path.is_file():
                     found.add(path)
     return sorted(found)
+
+
+def _walk(folder: Path) -> list[Path]:
+    """The .parquet files under `folder`, folders in name order, links not followed, until MAX_WALK_ENTRIES
+    names have been looked at."""
+    found, seen = [], 0
+    for top, folders, names in os.walk(folder):
+        folders.sort()
+        seen += len(folders) + len(names)
+        found += [Path(top, name) for name in sorted(names) if name.endswith(".parquet")]
+        if seen >= MAX_WALK_ENTRIES:
+            break
+    return found
 
 
 def documents_by_id(found: list[Path], ids: set[str], budget: int, max_files: int,

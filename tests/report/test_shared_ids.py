@@ -74,3 +74,20 @@ def test_a_comparison_counts_every_document_of_an_id_that_repeats(tmp_path):
     assert [(c.before, c.after, c.count) for c in clean.changes] == [("kept", "rejected: rule:too short", 1)]
     note = "2 documents of the input have this id: the first is shown"
     assert clean.changes[0].pairs[0].right.fields["note"] == note
+
+
+def test_the_inputs_a_run_names_are_searched_within_a_bound(tmp_path, monkeypatch):
+    """Found by trying: a standalone job's run.json from elsewhere naming "/" as its input made the report search
+    the whole file system for Parquet files."""
+    import report.lookup as lookup
+
+    for i in range(30):
+        (tmp_path / f"d{i:02d}").mkdir()
+        (tmp_path / f"d{i:02d}" / "part-0.parquet").write_bytes(b"")
+    assert len(lookup.parquet_files([str(tmp_path)])) == 30
+    monkeypatch.setattr(lookup, "MAX_WALK_ENTRIES", 40)  # the 30 folders, then one name in each of 10
+    first = lookup.parquet_files([str(tmp_path)])
+    assert [p.parent.name for p in first] == [f"d{i:02d}" for i in range(10)]
+    monkeypatch.setattr(lookup, "MAX_WALK_ENTRIES", 20)
+    assert len(lookup.parquet_files([f"{tmp_path}/d*/part-0.parquet"])) == 20  # a glob too
+    assert isinstance(lookup.parquet_files(["/"]), list)  # stops after 20 names
