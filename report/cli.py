@@ -11,7 +11,7 @@ from prep.cli import command_line
 from report.config import ReportConfig
 from report.layout import LayoutError, stage_dirs
 from report.write import COMPARE_FILE, REPORT_FILE, write_comparison, write_report
-from spark_stages.outputs import OutputError, claimed_output
+from spark_stages.outputs import OWNER_FILE, OutputError, claimed_output, written_names
 
 PROG = "jobs.report"
 DESCRIPTION = (f"Write OUT/{REPORT_FILE}, the report of a job's or the pipeline's output folder; with --compare, "
@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         for folder in filter(None, (out, args.compare and Path(args.compare))):
             stage_dirs(folder)  # a folder holding no tokenmill output: one line, before anything is written
         inside = args.output is None or Path(args.output).resolve().parent == out.resolve()
+        if inside and written_names(out) is None:  # its outputs are there (stage_dirs found them), its record not
+            raise OutputError(f"{out} has no {OWNER_FILE} (the record of what tokenmill wrote there: copied without "
+                              f"it?), so no report is written into it; --output FILE writes the report elsewhere")
         with claimed_output(str(out)) if inside else contextlib.nullcontext():  # no job writes OUT meanwhile
             if args.compare:
                 written = write_comparison(out, args.compare, cfg, destination=args.output)

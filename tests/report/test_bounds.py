@@ -123,6 +123,18 @@ def test_a_folder_without_tokenmill_output_is_named(tmp_path):
         stage_dirs(tmp_path / "missing")
 
 
+def test_an_output_copied_without_its_record_is_said_so_and_reported_elsewhere(tmp_path, capsys):
+    """It was refused as a folder "holding files tokenmill did not write", choose a new or empty one."""
+    from report.cli import main
+
+    out = clean_output(tmp_path / "out", 40)
+    (out / ".tokenmill").unlink()
+    assert main([str(out)]) == 2
+    assert "has no .tokenmill" in capsys.readouterr().err and not (out / "report.html").exists()
+    assert main([str(out), "--output", str(tmp_path / "report.html")]) == 0
+    assert MARKUP in read_page((tmp_path / "report.html").read_text()).text  # its documents, shown
+
+
 def test_settings_with_yaml_aliases_are_not_read_and_the_report_is_written(tmp_path):
     """Found by trying: nine nested aliases in settings.yaml, 300 bytes, expand to 10^9 strings once anything
     walks them (the report's PII settings were turned into text: 5.6 GB before it was killed)."""
