@@ -123,18 +123,24 @@ def load_documents(spark, files: list[InputFile], kept: Persisted | None = None)
     parsed once and kept until the stage ends; Parquet is not kept: Spark reads it again for less."""
     native = _native_parquet(spark, files)
     if native is not None:
-        return _split_native(native)
+        return _split_native(native, ReaderConfig().max_record_bytes)
     records = read_input(spark, files, ReaderConfig())
     return _split_records(kept.keep(records) if kept is not None else records)
 
 
-def _split_native(native):
+def _split_native(native, max_bytes: int):
+    """(documents, quarantined) of a Parquet input read as it is: a null text, or an id or text over
+    `max_bytes` (the readers' limit; a Parquet file from elsewhere may hold a value of any size, and every
+    stage after would carry it), is quarantined with its reason and the start of its text."""
     from pyspark.sql import functions as F
 
-    quarantine = native.where(F.col("text").isNull()).select(
-        F.lit("text is null").alias("error"), F.input_file_name().alias("file"),
-        F.lit(None).cast("long").alias("line"), F.lit(None).cast("binary").alias("raw"))
-    return native.where(F.col("text").isNotNull()), quarantine
+    text = F.col("text")
+    over = (F.octet_length(text) > max_bytes) | (F.coalesce(F.octet_length(F.col("id")), F.lit(0)) > max_bytes)
+    quarantine = native.where(text.isNull() | over).select(
+        F.when(text.isNull(), F.lit("text is null")).otherwise(F.lit(f"record over {max_bytes} bytes")).alias("error"),
+        F.input_file_name().alias("file"), F.lit(None).cast("long").alias("line"),
+        F.substring(text, 1, 1 << 18).cast("binary").alias("raw"))
+    return native.where(text.isNotNull() & ~over), quarantine
 
 
 # A damaged file (a truncated stream: the records after the damage were never read) or bytes a reader

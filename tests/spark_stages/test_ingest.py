@@ -75,3 +75,19 @@ def test_a_damaged_parquet_file_first_in_the_input_is_quarantined_not_a_crash(sp
     docs, quarantine = load_documents(spark, files)
     assert [r["id"] for r in docs.collect()] == ["a"]
     assert [(q["file"], q["error"].split(":")[0]) for q in quarantine.collect()] == [("a.parquet", "damaged file")]
+
+
+def test_a_parquet_document_over_the_record_limit_is_quarantined_with_its_reason(spark, tmp_path):
+    """Parquet that is already a tokenmill output is read by Spark as it is; a value of any size passed
+    (the readers quarantine records over max_record_bytes, and docs/trust.md said Parquet rows were bounded)."""
+    from prep.ingest.readers import ReaderConfig
+
+    limit = ReaderConfig().max_record_bytes
+    pq.write_table(pa.table({"id": ["ok", "big", "null", "big-id"],
+                             "text": ["some text", "x" * (limit + 1), None, "short"]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"id": ["i" * (limit + 1)], "text": ["t"]}), tmp_path / "b.parquet")
+    docs, quarantine = load_documents(spark, expand_inputs(str(tmp_path)))
+    assert [r["id"] for r in docs.collect()] == ["ok", "big-id"]
+    rows = sorted((q["error"], q["file"].rsplit("/", 1)[-1], len(q["raw"] or b"")) for q in quarantine.collect())
+    over = f"record over {limit} bytes"
+    assert rows == [(over, "a.parquet", 1 << 18), (over, "b.parquet", 1), ("text is null", "a.parquet", 0)]
