@@ -13,8 +13,8 @@ import pyarrow.compute as pc
 from report.scan import pieces_of, plan, read
 
 COPIES = "copies"  # in a row documents_by_id gives: how many rows of the files read hold its id
-# names looked at per input specification, at most: run.json from elsewhere named "/" as an input, and the
-# report searched the whole file system for Parquet files
+# names looked at per input specification (each comma-separated part), at most: run.json from elsewhere named
+# "/" as an input, and the report searched the whole file system for Parquet files
 MAX_WALK_ENTRIES = 200_000
 
 
@@ -24,27 +24,32 @@ def parquet_files(specs: list[str]) -> list[Path]:
     found: set[Path] = set()
     for spec in specs:
         for part in filter(None, spec.split(",")):
-            matches = sorted(itertools.islice(glob.iglob(part), MAX_WALK_ENTRIES)) if glob.has_magic(part) else [part]
-            for match in matches:
+            matches = list(itertools.islice(glob.iglob(part), MAX_WALK_ENTRIES + 1)) if glob.has_magic(part) \
+                else [part]
+            if len(matches) > MAX_WALK_ENTRIES:
+                continue  # which of them iglob gave first depends on the file system: none, the same every time
+            left = MAX_WALK_ENTRIES  # names looked at for this part, its matches together
+            for match in sorted(matches):
                 path = Path(match)
                 if path.is_dir():
-                    found.update(_walk(path))
+                    files, left = _walk(path, left)
+                    found.update(files)
                 elif path.suffix == ".parquet" and path.is_file():
                     found.add(path)
     return sorted(found)
 
 
-def _walk(folder: Path) -> list[Path]:
-    """The .parquet files under `folder`, folders in name order, links not followed, until MAX_WALK_ENTRIES
-    names have been looked at."""
-    found, seen = [], 0
+def _walk(folder: Path, left: int) -> tuple[list[Path], int]:
+    """(the .parquet files under `folder`, folders in name order, links not followed, until `left` names
+    have been looked at; the names left)."""
+    found = []
     for top, folders, names in os.walk(folder):
-        folders.sort()
-        seen += len(folders) + len(names)
-        found += [Path(top, name) for name in sorted(names) if name.endswith(".parquet")]
-        if seen >= MAX_WALK_ENTRIES:
+        if left <= 0:
             break
-    return found
+        folders.sort()
+        left -= len(folders) + len(names)
+        found += [Path(top, name) for name in sorted(names) if name.endswith(".parquet")]
+    return found, left
 
 
 def documents_by_id(found: list[Path], ids: set[str], budget: int, max_files: int,

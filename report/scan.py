@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 
@@ -103,22 +105,68 @@ def plan(all_pieces: list[Piece], columns: list[str], budget: int) -> Plan:
     return Plan(chosen, sum(p.rows for p in chosen), rows)
 
 
-def read(piece: Piece, columns: list[str]) -> pa.Table:
-    """The piece's rows, the columns of `columns` it has (a partition key as a column of its own)."""
+def read(piece: Piece, columns: list[str], cap: int | None = None) -> pa.Table:
+    """The piece's rows, the columns of `columns` it has (a partition key as a column of its own); with
+    `cap`, only its first rows whose values decode to at most `cap` bytes together. A column stored with a
+    dictionary is read as one and measured before it is decoded: the footer counts a repeated value once,
+    so 100 rows of one 100 KB string are 100 KB in the footer and 10 MB decoded."""
     keys = dict(piece.partition)
     file = pq.ParquetFile(piece.path)
     present = [c for c in columns if c in file.schema_arrow.names]
-    table = file.read_row_group(piece.row_group, columns=present)
+    group = file.metadata.row_group(piece.row_group)
+    encoded = {group.column(c).path_in_schema for c in range(group.num_columns)
+               if group.column(c).has_dictionary_page and group.column(c).physical_type == "BYTE_ARRAY"}
+    as_dictionary = [c for c in present if c in encoded]
+    if as_dictionary:
+        file = pq.ParquetFile(piece.path, read_dictionary=as_dictionary)
+    table = _decoded(file.read_row_group(piece.row_group, columns=present), cap)
     for key, value in keys.items():
         if key in columns and key not in present:
             table = table.append_column(key, pa.array([value] * table.num_rows, pa.string()))
     return table
 
 
+def _decoded(table: pa.Table, cap: int | None) -> pa.Table:
+    """`table` with its dictionary columns decoded, cut first to the rows whose values fit `cap` bytes."""
+    kinds = [pa.types.is_dictionary(field.type) for field in table.schema]
+    if cap is not None:
+        row_bytes = np.zeros(table.num_rows, np.int64)
+        for column, dictionary in zip(table.columns, kinds):
+            for chunk, start in zip(column.chunks, np.cumsum([0] + [len(c) for c in column.chunks])):
+                if dictionary:
+                    lengths = pc.fill_null(pc.binary_length(chunk.dictionary), 0) if len(chunk.dictionary) else None
+                    sizes = pc.take(lengths, chunk.indices) if lengths is not None else pa.nulls(len(chunk), pa.int64())
+                elif pa.types.is_string(chunk.type) or pa.types.is_binary(chunk.type) \
+                        or pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type):
+                    sizes = pc.binary_length(chunk)
+                else:
+                    continue  # fixed width, or nested: their buffers are what was read
+                row_bytes[start:start + len(chunk)] += pc.fill_null(sizes, 0).to_numpy(zero_copy_only=False)
+        fits = int(np.searchsorted(np.cumsum(row_bytes), cap, side="right"))
+        table = table.slice(0, fits) if fits < table.num_rows else table
+    for i, dictionary in enumerate(kinds):
+        if dictionary:
+            column = table.column(i)
+            table = table.set_column(i, table.field(i).name, pc.cast(column, column.type.value_type))
+    return table
+
+
 def scanned(folder: Path, columns: list[str], budget: int, max_files: int) -> tuple[Plan, Iterator[pa.Table]]:
-    """(the plan, its tables one row group at a time) of an output's `columns` within `budget` bytes."""
+    """(the plan, its tables one row group at a time) of an output's `columns` within `budget` bytes: the
+    footers' bytes choose the row groups; what they decode to is held to twice the budget in all (a row
+    group past it is cut, and the ones after it are not read)."""
     chosen = plan(pieces(folder, max_files), columns, budget)
-    return chosen, (read(piece, columns) for piece in chosen.chosen)
+
+    def tables() -> Iterator[pa.Table]:
+        left = 2 * budget
+        for piece in chosen.chosen:
+            if left <= 0:
+                return
+            table = read(piece, columns, left)
+            left -= table.nbytes
+            yield table
+
+    return chosen, tables()
 
 
 def schema_names(folder: Path) -> list[str]:

@@ -100,11 +100,11 @@ def _normalized(folder: Path, cfg: ReportConfig) -> Section:
     if not rows:
         return Section("Normalization: what it changed", [*read_note(plan, "normalized"), Note(
             "no change in the documents of the sample (clean.normalized_share of them, by a hash of their id)")])
-    def part(name: str) -> str:  # the job writes a few characters of context; an output from elsewhere, anything
-        return visible(clipped(row[name], cfg.field_chars))
+    def part(row: dict, name: str) -> str:  # the job writes a few characters of context; an output from elsewhere
+        return visible(clipped(row[name], cfg.field_chars))  # anything
 
-    shown = [[clipped(row["id"], cfg.field_chars), part("left") + " ⟦" + part("before") + "⟧ " + part("right"),
-              part("after") or "(removed)"] for row in rows]
+    shown = [[clipped(row["id"], cfg.field_chars), part(row, "left") + " ⟦" + part(row, "before") + "⟧ "
+              + part(row, "right"), part(row, "after") or "(removed)"] for row in rows]
     return Section("Normalization: what it changed", [*read_note(plan, "normalized"), Table(
         "Changes in a sample of the documents", ["document", "as read: ⟦what changed⟧ in its place", "became"],
         shown, "White space and control characters shown as signs: · space, ⏎ line break, ␍ carriage return, "

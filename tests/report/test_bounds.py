@@ -85,6 +85,25 @@ def test_the_budget_counts_text_as_it_decompresses(tmp_path):
     assert 0 < chosen.rows_read <= 64 and chosen.rows == 200
 
 
+def test_what_a_dictionary_decodes_to_is_held_to_the_budget(tmp_path):
+    """The footer counts a dictionary's value once: 2,000 rows of one 512 KB string are a 600 KB file, 512 KB in
+    the footer and 1 GB decoded; they are read as a dictionary and only the rows that fit are decoded."""
+    from report.scan import scanned
+
+    out = clean_output(tmp_path / "out", 40)
+    rows = 2_000
+    pq.write_table(pa.table({"id": [f"bomb-{i}" for i in range(rows)], "text": ["b" * (512 << 10)] * rows,
+                             "source": ["f.jsonl"] * rows, "lang": ["en"] * rows}),
+                   out / "docs" / "part-00009.parquet", row_group_size=rows)
+    budget = 16 << 20
+    chosen, tables = scanned(out / "docs", ["id", "text"], budget, 100)
+    assert chosen.whole  # by the footers, everything fits
+    read = list(tables)
+    assert all(table.schema.field("text").type == pa.string() for table in read)  # decoded, as before
+    assert 2 * budget - (1 << 20) < sum(table.nbytes for table in read) <= 2 * budget  # 1 GB were there
+    assert len(write_report(out, ReportConfig(read_bytes=budget)).read_text()) < 2_000_000
+
+
 def test_the_sample_is_the_smallest_id_hashes_of_what_was_read(tmp_path):
     out = clean_output(tmp_path / "out", 400, reasons=1)
     ids = pq.read_table(out / "rejected", columns=["id"]).column("id").to_pylist()
@@ -194,3 +213,4 @@ def test_the_normalization_view_clips_what_changed_and_its_context(tmp_path):
                              "left": [big, "ab"], "right": [big, "cd"]}), out / "normalized" / "part-00000.parquet")
     html = write_report(out).read_text()
     assert "ab ⟦⍽⟧ cd" in html and "n" * (ReportConfig().field_chars + 1) not in html and len(html) < 1_000_000
+    assert "n" * ReportConfig().field_chars + "…" in html  # each row its own (a closure showed one row's twice)

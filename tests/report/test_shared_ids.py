@@ -84,10 +84,13 @@ def test_the_inputs_a_run_names_are_searched_within_a_bound(tmp_path, monkeypatc
     for i in range(30):
         (tmp_path / f"d{i:02d}").mkdir()
         (tmp_path / f"d{i:02d}" / "part-0.parquet").write_bytes(b"")
+        (tmp_path / f"d{i:02d}" / "notes.txt").write_text("not Parquet")
     assert len(lookup.parquet_files([str(tmp_path)])) == 30
-    monkeypatch.setattr(lookup, "MAX_WALK_ENTRIES", 40)  # the 30 folders, then one name in each of 10
-    first = lookup.parquet_files([str(tmp_path)])
-    assert [p.parent.name for p in first] == [f"d{i:02d}" for i in range(10)]
+    monkeypatch.setattr(lookup, "MAX_WALK_ENTRIES", 40)  # the 30 folders, then the two names of each of 5
+    assert [p.parent.name for p in lookup.parquet_files([str(tmp_path)])] == [f"d{i:02d}" for i in range(5)]
+    # the 30 folders a glob matches share the bound: 20 of them walked
+    assert [p.parent.name for p in lookup.parquet_files([f"{tmp_path}/d*"])] == [f"d{i:02d}" for i in range(20)]
     monkeypatch.setattr(lookup, "MAX_WALK_ENTRIES", 20)
-    assert len(lookup.parquet_files([f"{tmp_path}/d*/part-0.parquet"])) == 20  # a glob too
-    assert isinstance(lookup.parquet_files(["/"]), list)  # stops after 20 names
+    assert lookup.parquet_files([f"{tmp_path}/d*/part-0.parquet"]) == []  # more matches than that: none, always
+    monkeypatch.setattr(lookup, "MAX_WALK_ENTRIES", 30)
+    assert len(lookup.parquet_files([f"{tmp_path}/d*/part-0.parquet"])) == 30
