@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from prep.ingest.inputs import InputFile
-from prep.ingest.readers import ReaderConfig
+from prep.ingest.readers import ReaderConfig, one_huge_row
 from prep.ingest.records import READ_SCHEMA, read_records
 from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
 from spark_stages.persisted import Persisted
@@ -98,11 +98,15 @@ def parquet_pieces(files: list[InputFile], tasks: int) -> list[tuple[str, list[i
 
 
 def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: int = 10_000,
-                      where: tuple[str, object] | None = None):
+                      where: tuple[str, object] | None = None, config: ReaderConfig | None = None):
     """Runs in a task: (id, text) record batches of a document_parquet input's pieces, as pyarrow reads
-    them (one thread: the task has one core). A file without one of the columns gives nulls for it, as
-    Spark reads the input with the first file's schema. `where` (column, value): only the documents whose
-    column holds the value (none from a file without the column)."""
+    them (one thread: the task has one core), in batches of about config.parquet_batch_bytes by the
+    footer (a row group of one row over twice the record limit has its text left unread). A file
+    without one of the columns gives nulls for it, as Spark reads the input with the first file's schema;
+    a document whose id or text is over config.max_record_bytes has a null text too (load_documents
+    quarantines both, each with its reason). `where` (column, value): only the documents whose column
+    holds the value (none from a file without the column)."""
+    config = config or ReaderConfig()
     for path, row_groups in pieces:
         parquet = pq.ParquetFile(path)
         names = parquet.schema_arrow.names
@@ -110,19 +114,43 @@ def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: in
             continue
         present = [name for name in ("id", "text") if name in names] or names[:1]  # [:1]: the row count
         columns = present + ([where[0]] if where is not None and where[0] not in present else [])
-        for batch in parquet.iter_batches(batch_rows, row_groups, columns=columns, use_threads=False):
-            if where is not None:
-                batch = batch.filter(pc.equal(batch.column(where[0]), pa.scalar(where[1])))
-            yield pa.record_batch([batch.column(name) if name in present else pa.nulls(batch.num_rows, pa.string())
-                                   for name in ("id", "text")], names=["id", "text"])
+        for group in range(parquet.num_row_groups) if row_groups is None else row_groups:
+            meta = parquet.metadata.row_group(group)
+            read = [c for c in columns if c != "text"] if one_huge_row(meta, config.max_record_bytes) else columns
+            # by the footer's sizes (not its dictionaries, as the readers do: Spark's first dictionary page of a
+            # text column is 1 MB, which made batches of 64 rows and the encoding slower)
+            rows = max(1, min(batch_rows, config.parquet_batch_bytes * meta.num_rows // max(meta.total_byte_size, 1)))
+            for batch in parquet.iter_batches(rows, [group], columns=read or columns[:1], use_threads=False):
+                if where is not None:
+                    batch = batch.filter(pc.equal(batch.column(where[0]), pa.scalar(where[1])))
+                yield pa.record_batch([_within(batch, name, config.max_record_bytes) if name in present and
+                                       name in batch.schema.names else pa.nulls(batch.num_rows, pa.string())
+                                       for name in ("id", "text")], names=["id", "text"])
 
 
-def load_documents(spark, files: list[InputFile], kept: Persisted | None = None):
+def _within(batch: pa.RecordBatch, name: str, max_bytes: int) -> pa.Array:
+    """The batch's column `name`; for "text", null where the id or the text is over `max_bytes`."""
+    column = batch.column(name)
+    if name != "text":
+        return column
+    over = pc.greater(pc.fill_null(pc.binary_length(column), 0), max_bytes)
+    if "id" in batch.schema.names:
+        over = pc.or_(over, pc.greater(pc.fill_null(pc.binary_length(batch.column("id")), 0), max_bytes))
+    return pc.if_else(over, pa.scalar(None, column.type), column) if pc.any(over).as_py() else column
+
+
+def load_documents(spark, files: list[InputFile], kept: Persisted | None = None,
+                   where: tuple[str, object] | None = None):
     """(documents with all their columns, quarantined records). With `kept` (a stage that reads its
     documents several times: sizes, samples, quarantine counts), raw input, which Python parses, is
-    parsed once and kept until the stage ends; Parquet is not kept: Spark reads it again for less."""
+    parsed once and kept until the stage ends; Parquet is not kept: Spark reads it again for less.
+    `where` (column, value), for document Parquet only: the documents whose column holds the value."""
     native = _native_parquet(spark, files)
     if native is not None:
+        if where is not None:
+            from pyspark.sql import functions as F
+
+            native = native.where(F.col(where[0]) == F.lit(where[1]))
         return _split_native(native, ReaderConfig().max_record_bytes)
     records = read_input(spark, files, ReaderConfig())
     return _split_records(kept.keep(records) if kept is not None else records)

@@ -159,8 +159,9 @@ def encoded_file(batches, tokenizer: TokenizerFile, folder: Path, part: tuple[st
                  ) -> pa.RecordBatch:
     """Runs in a task: its documents' (key, id, uint32 tokens as bytes) written to a file of its own in
     `folder`, one record batch per input batch, each sorted by key (memory stays one batch, however
-    large the task); returns the row naming the file ("" for no documents). Documents without text
-    are counted, not encoded (the driver quarantines them); only those of `part` (in_part) are encoded."""
+    large the task); returns the row naming the file ("" for no documents). Documents without text (or
+    over the record limit: parquet_documents) are counted, not encoded (the driver quarantines them); only
+    those of `part` (in_part) are encoded."""
     name, writer, documents, text_bytes, null_texts = "", None, 0, 0, 0
     try:
         for batch in batches:
@@ -378,14 +379,7 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
         tasks = encode_parquet(parquet_pieces(files, count), count, tokenizer, spark, folder, part, where)
         quarantined = sum(task.null_texts for task in tasks) if part[0] != HELDOUT else 0
         if quarantined:
-            quarantine = load_documents(spark, files)[1]
-            if where is not None:  # the documents without text of this folder's value
-                from pyspark.sql import functions as F
-
-                frame = spark.read.parquet(*[f.path for f in files])
-                quarantine = frame.where(F.col("text").isNull() & (F.col(where[0]) == F.lit(where[1]))).select(
-                    F.lit("text is null").alias("error"), F.input_file_name().alias("file"),
-                    F.lit(None).cast("long").alias("line"), F.lit(None).cast("binary").alias("raw"))
+            quarantine = load_documents(spark, files, where=where)[1]
             quarantine.write.parquet(str(staging / "quarantine"))
         return tasks, quarantined
     with persisted() as kept:  # raw input: a task per file (read_input), parsed once

@@ -220,14 +220,10 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
     parquet = pq.ParquetFile(path)
     for group in range(parquet.metadata.num_row_groups):
         meta = parquet.metadata.row_group(group)
-        values = max(meta.total_byte_size, 1)
-        if meta.num_rows == 1 and values > 2 * max_row_bytes:
-            yield f"record over {max_row_bytes} bytes (its row group holds {values})"
+        if one_huge_row(meta, max_row_bytes):
+            yield f"record over {max_row_bytes} bytes (its row group holds {meta.total_byte_size})"
             continue
-        # the footer counts a dictionary's values once, and every row may hold its largest: 1,000 rows of
-        # one 512 KB string from a 500-byte file decoded to one batch of 524 MB
-        entries = _dictionary_bytes(path, meta)
-        rows = max(1, min(batch_rows, batch_bytes * meta.num_rows // values, batch_bytes // max(entries, 1)))
+        rows = rows_per_batch(path, meta, batch_rows, batch_bytes)
         for batch in parquet.iter_batches(batch_size=rows, row_groups=[group]):
             try:
                 yield from batch.to_pylist()
@@ -239,6 +235,20 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
                     yield batch.slice(i, 1).to_pylist()[0]
                 except Exception as e:  # noqa: BLE001
                     yield f"unreadable value: {type(e).__name__}: {str(e)[:200]}"
+
+
+def one_huge_row(meta, max_row_bytes: int) -> bool:
+    """Whether a row group (its footer's metadata) is one row over twice `max_row_bytes`: not worth reading."""
+    return meta.num_rows == 1 and meta.total_byte_size > 2 * max_row_bytes
+
+
+def rows_per_batch(path: str, meta, batch_rows: int, batch_bytes: int) -> int:
+    """Rows of a row group (its footer's metadata) read at a time for batches of about `batch_bytes`: by the
+    footer's sizes and by its dictionaries of strings (the footer counts a dictionary's values once, and every
+    row may hold its largest: 1,000 rows of one 512 KB string from a 500-byte file decoded to one batch of
+    524 MB)."""
+    values, entries = max(meta.total_byte_size, 1), _dictionary_bytes(path, meta)
+    return max(1, min(batch_rows, batch_bytes * meta.num_rows // values, batch_bytes // max(entries, 1)))
 
 
 def _dictionary_bytes(path: str, meta) -> int:

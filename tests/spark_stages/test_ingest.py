@@ -91,3 +91,19 @@ def test_a_parquet_document_over_the_record_limit_is_quarantined_with_its_reason
     rows = sorted((q["error"], q["file"].rsplit("/", 1)[-1], len(q["raw"] or b"")) for q in quarantine.collect())
     over = f"record over {limit} bytes"
     assert rows == [(over, "a.parquet", 1 << 18), (over, "b.parquet", 1), ("text is null", "a.parquet", 0)]
+
+
+def test_the_quarantine_of_one_value_of_a_column_holds_that_values_documents_alone(spark, tmp_path):
+    """The shards job's --split-by writes a folder per value, each with the quarantine of its documents."""
+    from prep.ingest.readers import ReaderConfig
+
+    limit = ReaderConfig().max_record_bytes
+    pq.write_table(pa.table({"id": ["a", "b", "c", "d"], "text": [None, "x" * (limit + 1), "ok", None],
+                             "bucket": ["b0", "b1", "b1", "b1"]}), tmp_path / "a.parquet")
+    files = expand_inputs(str(tmp_path))
+    docs, quarantine = load_documents(spark, files, where=("bucket", "b1"))
+    assert [r["id"] for r in docs.collect()] == ["c"]
+    assert sorted(q["error"] for q in quarantine.collect()) == [f"record over {limit} bytes", "text is null"]
+    texts = [t for batch in parquet_documents([(str(tmp_path / "a.parquet"), None)], where=("bucket", "b1"))
+             for t in batch.column("text").to_pylist()]
+    assert texts == [None, "ok", None]  # the encoding task counts what the driver quarantines

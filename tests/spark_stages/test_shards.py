@@ -92,6 +92,26 @@ def test_parquet_documents_without_text_are_quarantined(spark, tmp_path, corpus)
     assert validate(tmp_path / "shards") == []
 
 
+def test_parquet_documents_over_the_record_limit_are_quarantined_not_encoded(spark, tmp_path, corpus):
+    """Parquet that is already a tokenmill output is encoded as the tasks read it: a text of any size was
+    tokenized into the shards (the readers quarantine records over max_record_bytes)."""
+    from prep.ingest.readers import ReaderConfig
+
+    folder, texts, _ = corpus
+    limit = ReaderConfig().max_record_bytes
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "text": [texts[0], "w " * (limit // 2 + 1), texts[1]]}),
+                   tmp_path / "in" / "0.parquet")
+    # a row group of one row over twice the limit: its text is not even read by the encoding task
+    pq.write_table(pa.table({"id": ["d"], "text": ["z" * (2 * limit + 1)]}), tmp_path / "in" / "1.parquet")
+    cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ))
+    index = run(spark, single_source(str(tmp_path / "in")), cfg, str(tmp_path / "shards"))
+    assert index["totals"]["documents"] == 2 and index["totals"]["quarantined"] == 2
+    quarantine = pq.read_table(tmp_path / "shards" / "quarantine")
+    assert quarantine.column("error").to_pylist() == [f"record over {limit} bytes"] * 2
+    assert validate(tmp_path / "shards") == []
+
+
 def test_every_token_once_and_whole_documents_decode_to_the_input(shards, corpus):
     folder, texts, tokenizer = corpus
     out, index = shards["one"]
