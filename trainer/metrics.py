@@ -89,7 +89,9 @@ class Metrics:
         self._line({"ranks_at_step": step, "hosts": hosts, **compared})
         for rank in compared["newly_slow"]:
             self.event("slow_rank", step, rank=rank, host=hosts[rank], busy_s=compared["busy_s"][rank],
-                       median_busy_s=compared["median_busy_s"], data_wait_s=compared["data_wait_s"][rank])
+                       median_busy_s=compared["median_busy_s"],  # everyone's; it was compared with the others'
+                       others_median_busy_s=compared["others_median_busy_s"][rank],
+                       data_wait_s=compared["data_wait_s"][rank])
         if self.dashboards is not None:
             self.dashboards.ranks(step, compared, hosts)
 

@@ -33,12 +33,15 @@ class StragglerConfig:
                              f"{self.slower_share}, {self.checks}")
 
 
+def others_medians(busy: list[float]) -> list[float]:
+    """Per rank, the median busy time of the other ranks (its own for a rank alone)."""
+    return [statistics.median(busy[:rank] + busy[rank + 1:]) if len(busy) > 1 else seconds
+            for rank, seconds in enumerate(busy)]
+
+
 def slower_than_the_others(busy: list[float], share: float) -> list[bool]:
     """Per rank, whether its busy time is above the median of the other ranks' by more than `share`."""
-    if len(busy) < 2:
-        return [False] * len(busy)
-    return [seconds > statistics.median(busy[:rank] + busy[rank + 1:]) * (1 + share)
-            for rank, seconds in enumerate(busy)]
+    return [seconds > others * (1 + share) for seconds, others in zip(busy, others_medians(busy))]
 
 
 class ForwardTimer:
@@ -111,4 +114,5 @@ class Stragglers:
                 slow.append(rank)
             if self.streaks[rank] == self.cfg.checks:
                 newly.append(rank)
-        return {"busy_s": busy, "data_wait_s": waits, "median_busy_s": median, "slow": slow, "newly_slow": newly}
+        return {"busy_s": busy, "data_wait_s": waits, "median_busy_s": median, "others_median_busy_s":
+                others_medians(busy), "slow": slow, "newly_slow": newly}

@@ -332,6 +332,7 @@ class Trainer:
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"],
                        optim_state_dict=state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
+        self.last_applied = None  # these weights were not trained on it
         try:
             self.loader.load_state_dict(state["loader"], rollback or self.cfg.allow_new_weights, keep_skips=rollback)
         except ValueError as e:

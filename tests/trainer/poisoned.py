@@ -64,7 +64,8 @@ def summary(run_dir: Path, stretches: list[tuple[int, int]], batch: int) -> dict
     poisoned = poisoned_positions(stretches, batch)
     last = max(steps)
     return {"rollbacks": sum(e["event"] == "rollback" for e in repairs),
-            "probes": sum(1 + len(e.get("probed", [])) for e in repairs),  # the diagnosis, then the stretch's
+            # the diagnosis (the spiking batch, and the last applied one on the weights that spiked), the stretch's
+            "probes": sum(1 + (e.get("weights_loss") is not None) + len(e.get("probed", [])) for e in repairs),
             "causes": sorted({e["cause"] for e in repairs}),
             "poisoned_batches": len(poisoned) // batch,
             "poisoned_skipped": len(poisoned & skipped) // batch,

@@ -79,6 +79,7 @@ def test_stretches_of_1_4_16_and_64_batches_cost_a_rollback_each_and_skip_no_cle
     for event, (first, length) in zip(rollbacks, STRETCHES):  # every decision in metrics.jsonl
         assert event["skipped"][0] == first * BATCH and event["skipped"][1] >= (first + length) * BATCH, event
         assert event["probe_loss"] > event["baseline"] + 0.5 and event["checkpoint"] == f"step-{event['back_to']:07d}"
+        assert event["weights_loss"] < event["loss"] - 0.5  # the weights were sound: their last batch scored low
         assert len(event["probed"]) <= 2 * np.ceil(np.log2(length + 1)) + 1, event  # O(log B) forward passes
     assert rollbacks[0]["at_step"] == 30 and rollbacks[0]["back_to"] == 20 and "cause data" in output
     assert sorted(steps) == list(range(1, STEPS + 1)) and all(r["applied"] for r in steps.values())

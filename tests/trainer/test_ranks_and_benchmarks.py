@@ -94,7 +94,7 @@ def test_the_slow_rank_is_named_by_rank_and_host(runs):
     _, offloaded = runs
     slow = [r for r in offloaded if r.get("event") == "slow_rank"]
     assert len(slow) == 1 and slow[0]["rank"] == 1 and slow[0]["host"] and slow[0]["at_step"] == 6, slow
-    assert slow[0]["busy_s"] > 1.2 * slow[0]["median_busy_s"]
+    assert slow[0]["busy_s"] > 1.2 * slow[0]["others_median_busy_s"]  # what it was compared with
     compared = [r for r in offloaded if "ranks_at_step" in r]
     assert [r["ranks_at_step"] for r in compared] == list(range(2, STEPS + 1, 2))
     assert all(r["busy_s"][1] > r["busy_s"][0] for r in compared) and compared[-1]["slow"] == [1]
