@@ -1,7 +1,8 @@
 """The guarded loop under torchrun, two CPU processes (gloo): stretches of 1, 4, 16 and 64 batches of the
 data order poisoned with random tokens, far apart, are each rolled back once, found by probing forward
 and skipped, with no clean batch skipped and the run ending near an unpoisoned one; without probes, the
-skips double (O(log B) rollbacks); a resume after the skips is bit-exact; an injected non-finite gradient
+skips double (O(log B) rollbacks); a stretch right after an early checkpoint is blamed on the data; a resume
+after the skips is bit-exact; an injected non-finite gradient
 is not applied (and a resume after it is bit-exact); the start checks refuse a parameter no optimizer group
 holds, a rank on another torch, one that loaded another libnccl and one started with other NCCL settings;
 a second run on a folder is refused and a killed agent's workers do not outlive it. Faults are injected by
@@ -99,6 +100,19 @@ def test_without_probes_a_stretch_of_b_batches_costs_log2_b_rollbacks(shards, tm
     widths = [(e["skipped"][1] - e["skipped"][0]) // BATCH for e in rollbacks]
     assert widths == [1, 1, 2, 4, 1, 2, 4, 8, 16], widths  # 1 + 3 + 5 rollbacks: ceil(log2(B + 1)) each
     assert found["clean_skipped"] == 0 + 3 + 15  # past the end of the last widening
+
+
+def test_a_stretch_right_after_an_early_checkpoint_is_blamed_on_the_data_not_trained_on(tmp_path):
+    """Found by trying: at lr 2e-3 the model of step 10 is barely trained, and random tokens score on it much
+    as text does (7.03 against 6.62): the spike at step 17 was blamed on the optimizer, replayed at a lower
+    rate, and a poisoned batch trained on (5 rollbacks, held-out loss 6.34 against 6.00). The weights that
+    spiked had scored their own last batch normally: the data."""
+    stretch = [(16, 4)]
+    write_shards(tmp_path / "shards", stretch, BATCH)
+    run(2, tmp_path / "shards", tmp_path / "run", "--lr", "2e-3", steps=40)
+    found = summary(tmp_path / "run", stretch, BATCH)
+    assert found["causes"] == ["data"] and found["trained_on_poison"] == 0 and found["poisoned_skipped"] == 4, found
+    assert found["rollbacks"] <= 3 and found["end_step"] == 40, found
 
 
 def test_a_resume_after_the_skips_is_bit_exact(shards, guarded, tmp_path):
