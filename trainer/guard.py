@@ -20,10 +20,12 @@ past the spike, then ramped back over `calm_ramp_steps` (a second instability in
 it again). A batch that spikes again after such a replay is bad data after all.
 
 A bad stretch of data runs forward (a broken shard, a crawl of one spam site), and each rollback costs a
-checkpoint interval of compute. So after a data spike at batch p the loop probes the batches after it on
-the restored weights, forward only (`probe_batches` at most): p+1, p+2, p+4, ... until one is clean, then
-halves the gap to the first clean one. A stretch of B batches costs one rollback and about 2 log2(B)
-forward passes, and skips no clean batch when the stretch is contiguous. Should a spike come again right
+checkpoint interval of compute. So after a data spike at batch p the loop probes the batches after it,
+forward only (`probe_batches` at most): p+1, p+2, p+4, ... until one is clean, then halves the gap to the
+first clean one. It probes on the weights that spiked when they were sound (judged against the losses
+before the spike: those weights, trained furthest, tell a bad batch best), else on the restored ones. A
+stretch of B batches costs one rollback and about 2 log2(B) forward passes, and skips no clean batch when
+the stretch is contiguous. Should a spike come again right
 after a skipped stretch (within its width: the probes judged wrong, or were off), the next skip is at
 least twice as wide as the last: B batches then cost O(log B) rollbacks, whatever the probes say. More than
 `max_rollbacks` rollbacks within `rollback_window` steps stop the run with one line.

@@ -228,10 +228,10 @@ class Trainer:
     # -- repairs ------------------------------------------------------------------------------------------------
 
     def roll_back(self, spike: Step, batch: dict) -> None:
-        """After a loss spike at the next step: back to the newest checkpoint of this run that loads, then
-        the spiking batch evaluated on the restored weights: bad data (skipped, with the stretch after it
-        that is bad too), or an optimizer instability (replayed with a lowered learning rate). Without a
-        checkpoint yet, the batch alone is passed over (nothing to go back to)."""
+        """After a loss spike at the next step: back to the newest checkpoint of this run that loads; bad
+        data (skipped, with the stretch after it that is bad too) or an optimizer instability (replayed with
+        a lowered learning rate), as trainer/guard.py tells them. Without a checkpoint yet, the stretch
+        alone is passed over (nothing to go back to)."""
         at, served, rows = self.step + 1, self.loader.served_position, self.loader.global_batch_size
         try:
             self.guard.count_rollback(at)
@@ -241,6 +241,10 @@ class Trainer:
         before = list(self.guard.recent)  # the losses the spike was judged against
         # the weights that spiked, judged by the batch they were last trained on (before they are replaced)
         weights_loss = self.forward_loss(self.last_applied) if self.last_applied is not None else None
+        sound = self.cfg.guard.diagnose and weights_loss is not None and not self.guard.far(weights_loss, before)
+        # sound weights: the data spiked, and these weights, trained furthest, tell a bad batch best (the
+        # barely trained weights of an early checkpoint score random tokens much as text)
+        stretch = self._stretch(served, rows, before) if sound else None
         candidates = self.checkpoints.rollback_candidates(self.lineage)
         restored = self._restore(candidates, rollback=True) if candidates else None
         if candidates and restored is None:
@@ -248,24 +252,30 @@ class Trainer:
         reference = self.guard.reference(self.guard.recent, before) if restored else before
         probe_loss = self.forward_loss(batch) if restored else spike.loss
         cause = self.guard.blame(probe_loss, reference, weights_loss, before, served)
-        data = cause == "data"
         details = {"loss": spike.loss, "cause": cause, "probe_loss": probe_loss,
                    "baseline": statistics.median(reference[-5:]), "weights_loss": weights_loss,
                    "back_to": self.step, "checkpoint": restored.name if restored else None}
-        if data:
+        if cause == "data":
             details["after_replay"] = self.guard.replayed(served)  # blamed on the optimizer once already
-            details.update(self._skip_bad_data(served, rows, reference))
+            details["probed_on"] = "the weights that spiked" if stretch else "the restored weights"
+            details.update(self._skip_bad_data(served, rows, stretch or self._stretch(served, rows, reference)))
         else:
             details["lr_factor"] = self.guard.calm_down(self.step, at - 1, served)
             details["lowered_until_step"], details["ramped_by_step"] = (int(x) for x in self.guard.calm[1:3])
             self._recompute_lr()
         self.metrics.event("rollback" if restored else "spike", at, **details)
 
-    def _skip_bad_data(self, served: int, rows: int, reference: list[float]) -> dict:
-        """The bad stretch from `served` found by probing forward (trainer/guard.py) and skipped."""
+    def _stretch(self, served: int, rows: int, reference: list[float]) -> tuple[int, int, list]:
+        """(the floor in batches, the end of the bad stretch from `served`, the positions probed), found by
+        probing forward on the current weights (trainer/guard.py), judged against `reference`."""
         floor = self.guard.skip_floor(served, rows)
         end, probed = self.guard.stretch_end(served, rows, floor,
                                              lambda position: self.guard.far(self.probe(position), reference))
+        return floor, end, probed
+
+    def _skip_bad_data(self, served: int, rows: int, stretch: tuple[int, int, list]) -> dict:
+        """The bad stretch from `served` skipped (with skip_before batches before it)."""
+        floor, end, probed = stretch
         start = max(self.loader.position, served - self.cfg.guard.skip_before * rows)
         if end > start:
             self.loader.skip(start, end)

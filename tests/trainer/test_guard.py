@@ -106,13 +106,16 @@ def test_a_stretch_right_after_an_early_checkpoint_is_blamed_on_the_data_not_tra
     """Found by trying: at lr 2e-3 the model of step 10 is barely trained, and random tokens score on it much
     as text does (7.03 against 6.62): the spike at step 17 was blamed on the optimizer, replayed at a lower
     rate, and a poisoned batch trained on (5 rollbacks, held-out loss 6.34 against 6.00). The weights that
-    spiked had scored their own last batch normally: the data."""
+    spiked had scored their own last batch normally: the data, whose stretch those weights tell best."""
     stretch = [(16, 4)]
     write_shards(tmp_path / "shards", stretch, BATCH)
     run(2, tmp_path / "shards", tmp_path / "run", "--lr", "2e-3", steps=40)
     found = summary(tmp_path / "run", stretch, BATCH)
     assert found["causes"] == ["data"] and found["trained_on_poison"] == 0 and found["poisoned_skipped"] == 4, found
-    assert found["rollbacks"] <= 3 and found["end_step"] == 40, found
+    # the stretch found on the weights that spiked (sound), not on the restored ones: one rollback, nothing clean
+    assert found["rollbacks"] == 1 and found["clean_skipped"] == 0 and found["end_step"] == 40, found
+    rollback = next(e for e in records(tmp_path / "run")[1] if e["event"] == "rollback")
+    assert rollback["probed_on"] == "the weights that spiked" and rollback["skipped"] == [64, 80], rollback
 
 
 def test_a_resume_after_the_skips_is_bit_exact(shards, guarded, tmp_path):
