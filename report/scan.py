@@ -120,6 +120,11 @@ def read(piece: Piece, columns: list[str], cap: int | None = None) -> pa.Table:
     if as_dictionary:
         file = pq.ParquetFile(piece.path, read_dictionary=as_dictionary)
     table = _decoded(file.read_row_group(piece.row_group, columns=present), cap)
+    if "id" in present and table.schema.field("id").type != pa.string():  # numbers, as the jobs write them
+        try:
+            table = table.set_column(table.schema.get_field_index("id"), "id", table.column("id").cast(pa.string()))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass  # not text at all: the stage says its outputs are not as tokenmill writes them
     for key, value in keys.items():
         if key in columns and key not in present:
             table = table.append_column(key, pa.array([value] * table.num_rows, pa.string()))

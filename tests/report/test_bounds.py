@@ -104,6 +104,18 @@ def test_what_a_dictionary_decodes_to_is_held_to_the_budget(tmp_path):
     assert len(write_report(out, ReportConfig(read_bytes=budget)).read_text()) < 2_000_000
 
 
+def test_ids_that_are_numbers_are_read_as_text_and_the_stage_is_shown(tmp_path):
+    """An output whose id column is int64 (edited, or another tool's) hid its whole stage behind "not as
+    tokenmill writes them (AttributeError ...)"."""
+    out = clean_output(tmp_path / "out", 40)
+    for part in sorted((out / "docs").glob("*.parquet")):
+        table = pq.read_table(part)
+        pq.write_table(table.set_column(0, "id", pa.array(range(10**9, 10**9 + table.num_rows), pa.int64())), part)
+    page = read_page(write_report(out).read_text())
+    assert "Not shown" not in page.text and "AttributeError" not in page.text
+    assert any(doc_id.startswith("1000000") for doc_id in page.by_class["doc-id"])  # kept documents, by number
+
+
 def test_the_sample_is_the_smallest_id_hashes_of_what_was_read(tmp_path):
     out = clean_output(tmp_path / "out", 400, reasons=1)
     ids = pq.read_table(out / "rejected", columns=["id"]).column("id").to_pylist()
