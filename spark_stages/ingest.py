@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from prep.ingest.inputs import InputFile
-from prep.ingest.readers import ReaderConfig, one_huge_row
+from prep.ingest.readers import ReaderConfig, one_huge_row, rows_per_batch
 from prep.ingest.records import READ_SCHEMA, read_records
 from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
 from spark_stages.persisted import Persisted
@@ -117,9 +117,9 @@ def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: in
         for group in range(parquet.num_row_groups) if row_groups is None else row_groups:
             meta = parquet.metadata.row_group(group)
             read = [c for c in columns if c != "text"] if one_huge_row(meta, config.max_record_bytes) else columns
-            # by the footer's sizes (not its dictionaries, as the readers do: Spark's first dictionary page of a
-            # text column is 1 MB, which made batches of 64 rows and the encoding slower)
-            rows = max(1, min(batch_rows, config.parquet_batch_bytes * meta.num_rows // max(meta.total_byte_size, 1)))
+            # by the footer's sizes, not its dictionaries as the readers do: Spark's first dictionary page of a
+            # text column is 1 MB, which would make batches of 64 rows and the encoding slower
+            rows = rows_per_batch(path, meta, batch_rows, config.parquet_batch_bytes, dictionaries=False)
             for batch in parquet.iter_batches(rows, [group], columns=read or columns[:1], use_threads=False):
                 if where is not None:
                     batch = batch.filter(pc.equal(batch.column(where[0]), pa.scalar(where[1])))

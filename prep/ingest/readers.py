@@ -242,13 +242,14 @@ def one_huge_row(meta, max_row_bytes: int) -> bool:
     return meta.num_rows == 1 and meta.total_byte_size > 2 * max_row_bytes
 
 
-def rows_per_batch(path: str, meta, batch_rows: int, batch_bytes: int) -> int:
+def rows_per_batch(path: str, meta, batch_rows: int, batch_bytes: int, dictionaries: bool = True) -> int:
     """Rows of a row group (its footer's metadata) read at a time for batches of about `batch_bytes`: by the
-    footer's sizes and by its dictionaries of strings (the footer counts a dictionary's values once, and every
-    row may hold its largest: 1,000 rows of one 512 KB string from a 500-byte file decoded to one batch of
-    524 MB)."""
-    values, entries = max(meta.total_byte_size, 1), _dictionary_bytes(path, meta)
-    return max(1, min(batch_rows, batch_bytes * meta.num_rows // values, batch_bytes // max(entries, 1)))
+    footer's sizes and, with `dictionaries`, by its dictionaries of strings (the footer counts a dictionary's
+    values once, and every row may hold its largest: 1,000 rows of one 512 KB string from a 500-byte file
+    decoded to one batch of 524 MB)."""
+    entries = _dictionary_bytes(path, meta) if dictionaries else 0
+    return max(1, min(batch_rows, batch_bytes * meta.num_rows // max(meta.total_byte_size, 1),
+                      batch_bytes // max(entries, 1)))
 
 
 def _dictionary_bytes(path: str, meta) -> int:
