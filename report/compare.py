@@ -80,11 +80,11 @@ def fates(run: Run, stage: StageDir, under: int) -> Fates:
         found.whole &= plan.whole
         for table in tables:
             ids = table.column("id").to_pylist()
-            reasons = table.column("reason").to_pylist() if fate is None else None
+            reasons = [clipped(r, cfg.field_chars) if r is not None else "(no reason)"
+                       for r in table.column("reason").to_pylist()] if fate is None else None
             for i, doc_id in enumerate(ids):
                 if doc_id is not None and id_hash(doc_id) < under:
-                    found.fate.setdefault(doc_id, []).append(
-                        fate or f"{_removed(stage.kind)}: {clipped(reasons[i], cfg.field_chars)}")
+                    found.fate.setdefault(doc_id, []).append(fate or f"{_removed(stage.kind)}: {reasons[i]}")
                     found.where.setdefault(doc_id, folder)
     if stage.kind == "dedup":
         _duplicates(stage, found, under, cfg)

@@ -209,11 +209,12 @@ def test_a_comparison_clips_the_reasons_that_changed(tmp_path):
     a, b = clean_output(tmp_path / "a", 80), clean_output(tmp_path / "b", 80)
     for part in sorted((b / "rejected").glob("*.parquet")):
         table = pq.read_table(part)
-        huge = pa.array([f"rule:{i}" + "r" * 1_000_000 for i in range(table.num_rows)])
+        huge = pa.array([f"rule:{i}" + "r" * 1_000_000 if i else None for i in range(table.num_rows)])
         pq.write_table(table.set_column(table.schema.get_field_index("reason"), "reason", huge), part)
     assert main([str(a), "--compare", str(b)]) == 0
     html = (a / "compare.html").read_text()
-    assert "rule:0rrr" in html and "r" * (ReportConfig().field_chars + 1) not in html and len(html) < 2_000_000
+    assert "rule:1rrr" in html and "r" * (ReportConfig().field_chars + 1) not in html and len(html) < 2_000_000
+    assert "rejected: (no reason)" in html and "rejected: None" not in html  # a null reason says so
 
 
 def test_the_normalization_view_clips_what_changed_and_its_context(tmp_path):
