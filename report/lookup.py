@@ -93,13 +93,10 @@ def copies_note(copies: int) -> str | None:
 
 
 def _ids(table: pa.Table) -> pa.ChunkedArray | None:
-    """The id column as text, or None where there is none or it cannot be text."""
-    if "id" not in table.column_names:
+    """The id column (read as text by report.scan.read), or None where there is none or it is not text."""
+    if "id" not in table.column_names or table.schema.field("id").type != pa.string():
         return None
-    try:
-        return table.column("id").cast(pa.string())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
+    return table.column("id")
 
 
 def _array(ids: set[str]) -> pa.Array:
