@@ -3,6 +3,7 @@
 import math
 import os
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -100,43 +101,62 @@ def parquet_pieces(files: list[InputFile], tasks: int) -> list[tuple[str, list[i
 def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: int = 10_000,
                       where: tuple[str, object] | None = None, config: ReaderConfig | None = None):
     """Runs in a task: (id, text) record batches of a document_parquet input's pieces, as pyarrow reads
-    them (one thread: the task has one core), in batches of about config.parquet_batch_bytes by the
-    footer (a row group of one row over twice the record limit has its text left unread). A file
-    without one of the columns gives nulls for it, as Spark reads the input with the first file's schema;
-    a document whose id or text is over config.max_record_bytes has a null text too (load_documents
-    quarantines both, each with its reason). `where` (column, value): only the documents whose column
-    holds the value (none from a file without the column)."""
+    them (one thread: the task has one core), each of about config.parquet_batch_bytes decoded (a row group
+    of one row over twice the record limit has its text left unread). A file without one of the columns
+    gives nulls for it, as Spark reads the input with the first file's schema; a document whose id or text
+    is over config.max_record_bytes has a null id and text (load_documents quarantines both, each with its
+    reason). `where` (column, value): only the documents whose column holds the value (none from a file
+    without the column)."""
     config = config or ReaderConfig()
     for path, row_groups in pieces:
-        parquet = pq.ParquetFile(path)
-        names = parquet.schema_arrow.names
+        names = pq.ParquetFile(path).schema_arrow.names
         if where is not None and where[0] not in names:
             continue
-        present = [name for name in ("id", "text") if name in names] or names[:1]  # [:1]: the row count
-        columns = present + ([where[0]] if where is not None and where[0] not in present else [])
+        present = [name for name in ("id", "text") if name in names]
+        # A string stored once in a dictionary may fill every row (1,000 rows of one 256 KB text from a file
+        # of a few KB; the footer counts it once): read as dictionaries, sized, then decoded in slices.
+        parquet = pq.ParquetFile(path, read_dictionary=present)
+        columns = (present or names[:1]) + ([where[0]] if where is not None and where[0] not in present else [])
         for group in range(parquet.num_row_groups) if row_groups is None else row_groups:
             meta = parquet.metadata.row_group(group)
             read = [c for c in columns if c != "text"] if one_huge_row(meta, config.max_record_bytes) else columns
-            # by the footer's sizes, not its dictionaries as the readers do: Spark's first dictionary page of a
-            # text column is 1 MB, which would make batches of 64 rows and the encoding slower
             rows = rows_per_batch(path, meta, batch_rows, config.parquet_batch_bytes, dictionaries=False)
             for batch in parquet.iter_batches(rows, [group], columns=read or columns[:1], use_threads=False):
                 if where is not None:
                     batch = batch.filter(pc.equal(batch.column(where[0]), pa.scalar(where[1])))
-                yield pa.record_batch([_within(batch, name, config.max_record_bytes) if name in present and
-                                       name in batch.schema.names else pa.nulls(batch.num_rows, pa.string())
-                                       for name in ("id", "text")], names=["id", "text"])
+                yield from _decoded_slices(batch, config.parquet_batch_bytes, config.max_record_bytes)
 
 
-def _within(batch: pa.RecordBatch, name: str, max_bytes: int) -> pa.Array:
-    """The batch's column `name`; for "text", null where the id or the text is over `max_bytes`."""
-    column = batch.column(name)
-    if name != "text":
-        return column
-    over = pc.greater(pc.fill_null(pc.binary_length(column), 0), max_bytes)
-    if "id" in batch.schema.names:
-        over = pc.or_(over, pc.greater(pc.fill_null(pc.binary_length(batch.column("id")), 0), max_bytes))
-    return pc.if_else(over, pa.scalar(None, column.type), column) if pc.any(over).as_py() else column
+def _decoded_slices(batch: pa.RecordBatch, budget: int, max_bytes: int):
+    """(id, text) batches of `batch`'s rows, each of about `budget` bytes decoded (one row more at most), a
+    row whose id or text is over `max_bytes` null in both and never decoded."""
+    def column(name: str) -> pa.Array:
+        return batch.column(name) if name in batch.schema.names else pa.nulls(batch.num_rows, pa.string())
+
+    def lengths(values: pa.Array) -> np.ndarray:
+        if pa.types.is_dictionary(values.type):
+            values = pc.take(pc.binary_length(values.dictionary), values.indices)
+        else:
+            values = pc.binary_length(values)
+        return pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+    ids, texts = column("id"), column("text")
+    id_bytes, text_bytes = lengths(ids), lengths(texts)
+    over = (id_bytes > max_bytes) | (text_bytes > max_bytes)
+    row_bytes = np.where(over, 0, id_bytes + text_bytes)
+    starts = np.cumsum(row_bytes) - row_bytes
+    cuts = [0, *(np.flatnonzero(np.diff(starts // max(budget, 1))) + 1).tolist(), batch.num_rows]
+    for a, b in zip(cuts, cuts[1:]):
+        keep = pa.array(~over[a:b])
+        yield pa.record_batch([_decoded(ids.slice(a, b - a), keep), _decoded(texts.slice(a, b - a), keep)],
+                              names=["id", "text"])
+
+
+def _decoded(values: pa.Array, keep: pa.Array) -> pa.Array:
+    """`values` as plain strings, null where not `keep` (a dictionary's entry is copied only where kept)."""
+    if pa.types.is_dictionary(values.type):
+        return values.dictionary.take(pc.if_else(keep, values.indices, pa.scalar(None, values.indices.type)))
+    return values if pc.all(keep).as_py() is not False else pc.if_else(keep, values, pa.scalar(None, values.type))
 
 
 def load_documents(spark, files: list[InputFile], kept: Persisted | None = None,

@@ -93,6 +93,27 @@ def test_a_parquet_document_over_the_record_limit_is_quarantined_with_its_reason
     assert rows == [(over, "a.parquet", 1 << 18), (over, "b.parquet", 1), ("text is null", "a.parquet", 0)]
 
 
+def test_a_dictionary_of_large_strings_is_decoded_in_batches_of_the_budget(tmp_path):
+    """Parquet stores a repeated string once (dictionary encoding): the footer counts it once, and the shards'
+    encoding tasks decoded 1,000 rows of one 256 KB text from a small file as one batch of 256 MB; an entry
+    over the record limit was decoded into every row that holds it before being nulled."""
+    from prep.ingest.readers import ReaderConfig
+
+    path = tmp_path / "dict.parquet"
+    pq.write_table(pa.table({"id": [f"{i}" for i in range(1000)],
+                             "text": [f"{i % 2}" * (256 << 10) if i % 3 else "z" * (600 << 10) for i in range(1000)]}),
+                   path, compression="zstd")
+    assert path.stat().st_size < 64 << 10
+    config = ReaderConfig(parquet_batch_bytes=4 << 20, max_record_bytes=512 << 10)
+    batches = list(parquet_documents([(str(path), None)], config=config))
+    assert max(b.nbytes for b in batches) <= (4 << 20) + (512 << 10), [b.nbytes for b in batches]
+    ids = [i for b in batches for i in b.column("id").to_pylist()]
+    texts = [t for b in batches for t in b.column("text").to_pylist()]
+    assert ids == [None if i % 3 == 0 else f"{i}" for i in range(1000)]
+    assert texts == [None if i % 3 == 0 else f"{i % 2}" * (256 << 10) for i in range(1000)]
+    assert all(b.schema.field("text").type == pa.string() for b in batches)
+
+
 def test_the_quarantine_of_one_value_of_a_column_holds_that_values_documents_alone(spark, tmp_path):
     """The shards job's --split-by writes a folder per value, each with the quarantine of its documents."""
     from prep.ingest.readers import ReaderConfig
