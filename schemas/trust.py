@@ -146,6 +146,17 @@ _DECIMAL = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")  
 _RATIO = re.compile(r"([0-9]+)/([0-9]+)")
 
 
+def valid_unicode(*texts: str) -> bool:
+    """Whether the strings can be written as UTF-8: JSON and Python allow an unpaired surrogate ("\\ud800"),
+    which every later encode (a key, a token, a page) would fail on."""
+    try:
+        for text in texts:
+            text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def bounded_decimal(text: str) -> Fraction | None:
     """The exact value of a decimal as written (`0.37`, `-2`, `1e-3`, `.5`, or a ratio `1/3`), or None
     when it is none, or has over MAX_DIGITS significant digits or a leading digit past 10^+-MAX_EXPONENT

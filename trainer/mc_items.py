@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from prep.ingest.readers import parquet_rows
 from prep.ingest.streams import StreamDamaged, decompressed_chunks, split_lines
-from schemas.trust import TooLarge, bounded_json
+from schemas.trust import TooLarge, bounded_json, valid_unicode
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".csv", ".parquet")
 MAX_FILE_BYTES = 256 << 20  # MMLU's test set is 7 MB as Parquet, 10 MB as JSON Lines
@@ -117,10 +117,7 @@ def item_of(record) -> Item | str:
     answer = _answer(record.get("answer", record.get("Answer")), len(choices))
     if answer is None:
         return "no answer (a letter or an index of a choice)"
-    try:  # an item is keyed and tokenized as UTF-8 (JSON allows a lone "\ud800")
-        for text in (question, *choices):
-            text.encode("utf-8")
-    except UnicodeEncodeError:
+    if not valid_unicode(question, *choices):  # an item is keyed and tokenized as UTF-8
         return "an unpaired surrogate (not valid Unicode)"
     return Item(question, choices, answer)
 

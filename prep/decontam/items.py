@@ -18,6 +18,7 @@ import pyarrow as pa
 from prep.ingest.inputs import InputError, InputFile, expand_inputs, is_warc
 from prep.ingest.readers import parquet_rows
 from prep.ingest.streams import StreamDamaged, decompressed_chunks, split_lines
+from schemas.trust import valid_unicode
 
 MAX_ITEM_BYTES = 10_000_000
 PARQUET_BATCH_BYTES = 64 << 20  # values read at a time (parquet_rows)
@@ -70,10 +71,7 @@ def item_of(record, position: str, fields: list[str], id_field: str) -> tuple[st
     text = "\n".join(parts)
     if 4 * len(text) > MAX_ITEM_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_ITEM_BYTES:
         return f"record over {MAX_ITEM_BYTES} bytes"  # the fields' text together (a list of choices too)
-    try:  # an item is matched as code points and shown in reports as UTF-8
-        text.encode("utf-8")
-        item_id.encode("utf-8")
-    except UnicodeEncodeError:
+    if not valid_unicode(text, item_id):  # an item is matched as code points and shown in reports as UTF-8
         return "an unpaired surrogate (not valid Unicode)"
     return item_id, text
 

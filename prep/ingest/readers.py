@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from prep.ingest.inputs import InputFile, is_warc
 from prep.ingest.streams import CHUNK_BYTES, StreamDamaged, decompressed_chunks, split_lines
+from schemas.trust import valid_unicode
 
 UTF8_BOM = b"\xef\xbb\xbf"
 RESERVED_FIELDS = ("id", "text", "source", "metadata")
@@ -68,9 +69,7 @@ def _text_problem(text) -> str | None:
         return f"text is {type(text).__name__}, not a string"
     if "\x00" in text:
         return "text contains a NUL byte"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    if not valid_unicode(text):
         return "text contains an unpaired surrogate (not valid Unicode)"
     return None
 
