@@ -8,7 +8,7 @@ import pyarrow as pa
 from report.config import ReportConfig
 from report.documents import clipped, raw_text
 from report.model import Bars, Document, Histogram, Note, Reason, Section, Table
-from report.sample import Distributions, Smallest, length_labels, score_labels
+from report.sample import OTHER_VALUES, Distributions, Smallest, length_labels, score_labels
 from report.scan import Plan, scanned, schema_names
 
 DOCUMENT_COLUMNS = ["id", "text", "lang", "source", "metadata"]
@@ -78,11 +78,7 @@ def distributions(series: dict[str, Distributions]) -> list:
     languages = sorted({lang for d in series.values() for lang in d.languages},
                        key=lambda lang: -sum(d.languages[lang] for d in series.values()))
     if languages:
-        shown = languages[:20]
-        rows = [[lang, *(d.languages[lang] for d in series.values())] for lang in shown]
-        if len(languages) > len(shown):
-            rows.append([f"{len(languages) - len(shown)} others",
-                         *(sum(d.languages[x] for x in languages[20:]) for d in series.values())])
+        rows = _listed(languages, [d.languages for d in series.values()], 20)
         blocks.append(Table("Languages (documents read)", ["language", *series], rows))
     for column in sorted({c for d in series.values() for c in d.scores}):
         blocks.append(Histogram(f"Classifier score {column}", score_labels(),
@@ -90,9 +86,19 @@ def distributions(series: dict[str, Distributions]) -> list:
                                 note="the probability of the classifier's label; bins of 0.05"))
     for column in sorted({c for d in series.values() for c in d.buckets}):
         values = sorted({v for d in series.values() for v in d.buckets.get(column, {})}, key=_number_first)
-        rows = [[v, *(d.buckets.get(column, {}).get(v, 0) for d in series.values())] for v in values[:100]]
+        rows = _listed(values, [d.buckets.get(column, {}) for d in series.values()], 100)
         blocks.append(Table(f"Documents by {column}", ["bucket", *series], rows))
     return blocks
+
+
+def _listed(values: list[str], counts: list[dict], limit: int) -> list[list]:
+    """A row per value of the first `limit`, its count in each series, and the rest (with the values counted
+    as OTHER_VALUES) summed in one row."""
+    named = [v for v in values if v != OTHER_VALUES]
+    rows = [[v, *(c.get(v, 0) for c in counts)] for v in named[:limit]]
+    if rest := named[limit:] + [OTHER_VALUES] * (len(named) < len(values)):
+        rows.append([OTHER_VALUES, *(sum(c.get(v, 0) for v in rest) for c in counts)])
+    return rows
 
 
 def _number_first(value: str):

@@ -201,6 +201,24 @@ def test_language_and_bucket_values_are_clipped_and_their_number_bounded(tmp_pat
     assert len(html) < 1_000_000 and "z" * (ReportConfig().field_chars + 1) not in html
 
 
+def test_values_past_those_listed_are_summed_in_one_row_not_left_out():
+    """Found by reading: past the 100 bucket values listed, the rest (and OTHER_VALUES, which sorts after the
+    numbers) was left out of the table, so its counts no longer added up to the documents read."""
+    from report.sample import MAX_VALUES, OTHER_VALUES, Distributions
+    from report.stages.common import distributions
+
+    seen = Distributions()
+    values = [f"{i % (MAX_VALUES + 200)}" for i in range(3 * MAX_VALUES)]
+    seen.add(pa.table({"id": [f"d{i}" for i in range(len(values))], "text": ["t"] * len(values), "lang": values,
+                       "bucket_q": values}))
+    tables = {block.title: block for block in distributions({"kept": seen}) if hasattr(block, "rows")}
+    for title in ("Languages (documents read)", "Documents by bucket_q"):
+        rows = tables[title].rows
+        assert sum(row[1] for row in rows) == len(values), title
+        assert rows[-1][0] == OTHER_VALUES and len(rows) in (21, 101)
+        assert [row[0] for row in rows].count(OTHER_VALUES) == 1  # the most counted language here
+
+
 def test_a_comparison_clips_the_reasons_that_changed(tmp_path):
     """Found by trying: reasons of a megabyte in one run's rejected documents were shown whole in compare.html
     (the stage's own report clips them)."""
