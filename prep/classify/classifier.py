@@ -16,9 +16,10 @@ from prep.classify import fasttext_bin
 from prep.classify.fasttext_bin import ModelError, SupervisedModel
 from prep.classify.mlp import log_odds
 from prep.classify.predict import Scorer
-from prep.classify.stats import document_stats
+from prep.classify.stats import NAMES, document_stats
 from prep.classify.text import TEXT_FORM, model_line
 
+WORD_CHARS, HAN_SHARE = NAMES.index("mean_word_chars"), NAMES.index("han")
 FORM_MARK = TEXT_FORM.rpartition("-")[0].encode()  # "⟨tokenmill:text": the marks of every text form
 
 
@@ -56,7 +57,10 @@ class Classifier:
         out = self.scorer.probabilities(lines)
         if self.second_stage is not None and len(lines):
             first = out[:, self.positive]
-            out[:, self.positive] = self.second_stage.probability(np.column_stack([stats, log_odds(first)]))
+            second = self.second_stage.probability(np.column_stack([stats, log_odds(first)]))
+            # a document without a word has statistics of nothing (zeros) the second stage never learned
+            # from ('|||||||' scored 1.0 as prose): the n-gram model's probability stands
+            out[:, self.positive] = np.where(_without_words(stats), first, second)
             out[:, 1 - self.positive] = 1 - out[:, self.positive]
         return out
 
@@ -65,3 +69,8 @@ class Classifier:
         if label not in self.labels:
             raise ModelError(f"{source}: no label {label!r} (its labels: {', '.join(self.labels)})")
         return self.labels.index(label)
+
+
+def _without_words(stats: np.ndarray) -> np.ndarray:
+    """Which documents' statistics (document_stats) count no word and no Han character."""
+    return (stats[:, WORD_CHARS] == 0) & (stats[:, HAN_SHARE] == 0)

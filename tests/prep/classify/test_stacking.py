@@ -81,6 +81,21 @@ def test_both_stages_are_written_read_and_give_the_same_scores(stacked, prose_ju
     assert (tmp_path / "again.bin").read_bytes() == path.read_bytes()
 
 
+def test_a_document_without_a_word_has_the_ngram_models_score(stacked):
+    """Found by trying: '', '....' and '|||||||' scored about 1.0 as prose, the second stage reading statistics
+    of nothing (no word, no sentence: all zeros) it never learned from; the n-gram model gave '|||||||' 0.000."""
+    classifier = Classifier(stacked)
+    wordless = ["", "....", "|||||||", "-----\n-----\n-----", "  \n\n  ", "→ ★ ★ ★ ←"]
+    scores = classifier.probabilities(wordless)
+    first = classifier.scorer.probabilities([classifier.line(text) for text in wordless])
+    prose = classifier.label_index("prose")
+    assert np.array_equal(scores[:, prose], first[:, prose]) and np.allclose(scores, first, atol=1e-6)
+    assert scores[2, prose] < 0.5
+    worded = ["word", "一个字"]  # one word is still read by both stages
+    assert not np.allclose(classifier.probabilities(worded),
+                           classifier.scorer.probabilities([classifier.line(text) for text in worded]), atol=1e-3)
+
+
 def test_fasttext_reads_the_file_and_gives_the_ngram_models_scores(stacked, prose_junk, tmp_path):
     import fasttext  # fasttext-predict: fastText's own predict
 
