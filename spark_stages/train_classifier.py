@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from prep.classify import fasttext_bin
 from prep.classify.classifier import Classifier
+from prep.classify.fasttext_bin import MAX_WORD_BYTES
 from prep.classify.metrics import evaluation
 from prep.classify.stacking import train_classifier
 from prep.classify.stats import NAMES as STAT_NAMES
@@ -101,6 +102,14 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     held, lines, labels, stats = examples["heldout"], examples["line"], examples["label"], examples["stats"]
     training = [i for i in range(len(lines)) if not held[i]]
     log.info("training on %d documents (%d held out)", len(training), len(lines) - len(training))
+    trained = sorted({labels[i] for i in training})
+    if len(trained) < 2:
+        raise InputError(f"the documents left for training (after the held-out {cfg.heldout:g}) hold "
+                         f"{len(trained)} label{'s' if len(trained) != 1 else ''}: a classifier needs two; add "
+                         f"documents of {', '.join(sorted(set(labels) - set(trained)))[:200]} or lower --heldout")
+    # a label whose documents were all held out is no label of the model: said, then counted, not scored
+    unlearned = [f"the label {label!r} is not in the model: all its {labels.count(label)} documents were held out"
+                 for label in sorted(set(labels) - set(trained))]
     if examples["read"]["without_label"] or examples["read"]["quarantined"]:
         log.warning("%s", left_out(examples["read"]))
     model, loss = train_classifier(
@@ -109,7 +118,6 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     fasttext_bin.write(model, str(staging / "model.bin"))
     if cfg.fasttext_copy:
         fasttext_bin.write(model, str(staging / "fasttext.bin"), whole=True)
-    # a label whose documents were all held out is no label of the model: they are counted, not scored
     heldout = [i for i in range(len(lines)) if held[i] and labels[i] in model.labels]
     classifier = Classifier(model)
     scores = classifier.probabilities_of([lines[i] for i in heldout], stats[heldout])
@@ -128,6 +136,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         "settings": asdict(cfg),
         "seconds": round(time.time() - started, 1),
     }
+    report["heldout"]["warnings"][:0] = unlearned
     for warning in report["heldout"]["warnings"]:
         log.warning("%s", warning)
     (staging / "report.md").write_text(classifier_report(report), encoding="utf-8")
@@ -145,14 +154,15 @@ def _examples(spark, sources: Sources, cfg: Config, staging) -> dict[str, list]:
     with persisted() as kept:
         docs, unreadable = _labelled(spark, sources, cfg, kept)
         unreadable.write.parquet(str(staging / "quarantine"))
-        labelled = F.col("label").isNotNull() & (F.length("label") > 0)
+        has_label = F.col("label").isNotNull() & (F.length("label") > 0)
+        labelled = has_label & ~F.col("also_positive")
         read = docs.agg(F.count(F.lit(1)).alias("documents"),
-                        F.sum(F.when(labelled, 0).otherwise(1)).alias("without_label")).first()
-        key = F.xxhash64(F.lit(cfg.split_seed), "id", "text")
-        ranked = docs.where(labelled).withColumn("key", key).withColumn(
+                        F.sum(F.when(has_label, 0).otherwise(1)).alias("without_label"),
+                        F.sum(F.when(has_label & F.col("also_positive"), 1).otherwise(0)).alias("also_positive")
+                        ).first()
+        ranked = docs.where(labelled).withColumn("key", split_key(cfg.split_seed)).withColumn(
             "rank", F.row_number().over(Window.partitionBy("label").orderBy("key", "id")))
-        chosen = ranked.where(F.col("rank") <= F.col("limit")).withColumn(
-            "heldout", F.pmod("key", F.lit(HELD_OUT_PARTS)) < F.lit(int(cfg.heldout * HELD_OUT_PARTS)))
+        chosen = ranked.where(F.col("rank") <= F.col("limit")).withColumn("heldout", held_out(cfg.heldout))
         max_tokens = cfg.train.max_tokens
 
         def text_form(batches):
@@ -172,10 +182,27 @@ def _examples(spark, sources: Sources, cfg: Config, staging) -> dict[str, list]:
     labels = sorted({row["label"] for row in rows})
     if len(labels) < 2:
         raise InputError(f"a classifier needs documents of two labels at least; found {labels or 'none'}")
+    if unwritable := [label for label in labels if "\0" in label or len(label.encode()) > MAX_WORD_BYTES]:
+        raise InputError(f"a label must be 1 to {MAX_WORD_BYTES} bytes without NUL (a model file holds it), got "
+                         f"{unwritable[0][:60]!r}")
     return {"label": [row["label"] for row in rows], "line": [row["line"] for row in rows],
             "heldout": [row["heldout"] for row in rows], "key": [row["key"] for row in rows],
             "stats": np.array([row["stats"] for row in rows], np.float32).reshape(len(rows), len(STAT_NAMES)),
             "read": counts}
+
+
+def split_key(seed: int):
+    """The hash of a document (its id and text) that samples, holds out and orders the examples."""
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(F.lit(seed), "id", "text")
+
+
+def held_out(share: float):
+    """Whether a document of split_key `key` is held out."""
+    from pyspark.sql import functions as F
+
+    return F.pmod("key", F.lit(HELD_OUT_PARTS)) < F.lit(int(share * HELD_OUT_PARTS))
 
 
 def _labelled(spark, sources: Sources, cfg: Config, kept):
@@ -196,7 +223,15 @@ def _labelled(spark, sources: Sources, cfg: Config, kept):
         else:
             field_ = F.col(cfg.label_field) if cfg.label_field in docs.columns else None
             label, limit = _label_field(docs, cfg.label_field, field_), cfg.max_per_label
-        frames.append(docs.select("id", "text", label.cast("string").alias("label"), F.lit(limit).alias("limit")))
+        frames.append(docs.select("id", "text", label.cast("string").alias("label"), F.lit(limit).alias("limit"),
+                                  F.lit(False).alias("also_positive")))
+    if POSITIVE in sources and NEGATIVE_FROM in sources:
+        # a document of --positive that --negative-from holds too (a corpus the positives were cleaned into)
+        # would be taken under both labels: it is no negative
+        positive, negative = (list(sources).index(name) for name in (POSITIVE, NEGATIVE_FROM))
+        texts = frames[positive].select("text").distinct().withColumn("in_positive", F.lit(True))
+        frames[negative] = (frames[negative].drop("also_positive").join(texts, "text", "left")
+                            .withColumn("also_positive", F.col("in_positive").isNotNull()).drop("in_positive"))
     docs, unreadable = frames[0], quarantined[0]
     for frame, more in zip(frames[1:], quarantined[1:]):
         docs, unreadable = docs.unionByName(frame), unreadable.unionByName(more)
@@ -205,11 +240,12 @@ def _labelled(spark, sources: Sources, cfg: Config, kept):
 
 def _read_counts(read, quarantined: int, taken: int) -> dict:
     """What was read and not taken, none of it dropped unseen: documents without a label (or with an empty
-    one), documents over their label's limit (max_per_label, negatives: the last by the examples' hash), and
-    records that could not be read (in OUT/quarantine/, with their error, file and line)."""
-    documents, without_label = read["documents"], read["without_label"] or 0
-    return {"documents": documents, "taken": taken, "without_label": without_label,
-            "over_the_limit": documents - without_label - taken, "quarantined": quarantined}
+    one), documents of --negative-from that --positive holds too, documents over their label's limit
+    (max_per_label, negatives: the last by the examples' hash), and records that could not be read (in
+    OUT/quarantine/, with their error, file and line)."""
+    documents, without_label, also_positive = read["documents"], read["without_label"] or 0, read["also_positive"] or 0
+    return {"documents": documents, "taken": taken, "without_label": without_label, "also_positive": also_positive,
+            "over_the_limit": documents - without_label - also_positive - taken, "quarantined": quarantined}
 
 
 EXAMPLE_SCHEMA = pa.schema([("key", pa.int64()), ("id", pa.string()), ("label", pa.string()),
@@ -238,23 +274,26 @@ def _counts(labels: list[str], chosen: list[int], lines: list[str]) -> dict:
 
 def left_out(read: dict) -> str:
     """What was read and not taken, in words (_read_counts)."""
+    also = f"{read['also_positive']} of --negative-from also in --positive (no negatives), " \
+        if read.get("also_positive") else ""
     return (f"{read['documents']} documents read, {read['taken']} taken: {read['without_label']} without a label, "
-            f"{read['over_the_limit']} over their label's limit (max_per_label, negatives); "
+            f"{also}{read['over_the_limit']} over their label's limit (max_per_label, negatives); "
             f"{read['quarantined']} records could not be read (OUT/quarantine/: their error, file and line)")
 
 
 def classifier_report(report: dict) -> str:
     held = report["heldout"]
-    lines = ["# Classifier", "", f"Labels: {', '.join(report['labels'])}. Trained on {report['training']['documents']} "
-             f"documents ({_by_label(report['training'])}); {held['documents']} held out "
-             f"({_by_label(held)}): accuracy {held.get('accuracy', 0):.4f}.", "", left_out(report["read"]) + ".", "",
+    scored = f"accuracy {held.get('accuracy', 0):.4f}" if held["documents"] else "no figures (heldout 0)"
+    lines = ["# Classifier", "", f"Labels: {', '.join(map(_cell, report['labels']))}. Trained on "
+             f"{report['training']['documents']} documents ({_by_label(report['training'])}); {held['documents']} "
+             f"held out ({_by_label(held)}): {scored}.", "", left_out(report["read"]) + ".", "",
              "| label | documents held out | precision | recall | F1 | ROC AUC |", "|---|---|---|---|---|---|"]
     for label, figures in held.get("labels", {}).items():
         auc = "" if figures["roc_auc"] is None else f"{figures['roc_auc']:.4f}"
-        lines.append(f"| {label} | {figures['documents']} | {figures['precision']:.4f} | {figures['recall']:.4f} | "
-                     f"{figures['f1']:.4f} | {auc} |")
+        lines.append(f"| {_cell(label)} | {figures['documents']} | {figures['precision']:.4f} | "
+                     f"{figures['recall']:.4f} | {figures['f1']:.4f} | {auc} |")
     if "confusion" in held:
-        names = held["confusion"]["rows_true_columns_predicted"]
+        names = [_cell(name) for name in held["confusion"]["rows_true_columns_predicted"]]
         lines += ["", "Confusion (rows: the label, columns: the prediction):", "",
                   "| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         lines += [f"| {name} | " + " | ".join(map(str, row)) + " |"
@@ -269,7 +308,12 @@ def classifier_report(report: dict) -> str:
 
 
 def _by_label(part: dict) -> str:
-    return ", ".join(f"{label} {n}" for label, n in part["by_label"].items())
+    return ", ".join(f"{_cell(label)} {n}" for label, n in part["by_label"].items())
+
+
+def _cell(label: str) -> str:
+    """A label as Markdown shows it in a table's cell: on one line, its bars escaped."""
+    return " ".join(label.split()).replace("|", "\\|")
 
 
 def summary(report: dict) -> str:
@@ -280,8 +324,9 @@ def summary(report: dict) -> str:
     missing = (f"; {read['without_label']} documents without a label and {read['quarantined']} unreadable records "
                "left out (report.md)") if read["without_label"] or read["quarantined"] else ""
     missing += f"; {len(held['warnings'])} warnings (report.md)" if held.get("warnings") else ""
-    return (f"trained on {report['training']['documents']} documents, {held['documents']} held out: accuracy "
-            f"{held.get('accuracy', 0)}{', ROC AUC ' + aucs if aucs else ''}{missing} ({report['seconds']} s)")
+    scored = f"accuracy {held.get('accuracy', 0)}" if held["documents"] else "no figures (heldout 0)"
+    return (f"trained on {report['training']['documents']} documents, {held['documents']} held out: {scored}"
+            f"{', ROC AUC ' + aucs if aucs else ''}{missing} ({report['seconds']} s)")
 
 
 def check(cfg: Config, sources: Sources) -> None:
