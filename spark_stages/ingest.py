@@ -13,7 +13,7 @@ from prep.ingest.readers import ReaderConfig, one_huge_row, rows_per_batch
 from prep.ingest.records import READ_SCHEMA, read_records
 from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
 from spark_stages.persisted import Persisted
-from spark_stages.session import session_conf, spark_schema
+from spark_stages.session import column, session_conf, spark_schema
 
 SOURCE = "_source"  # the index of a document's source, in the order the sources were named
 MAX_INPUT_PARTITIONS = 10_000
@@ -170,7 +170,7 @@ def load_documents(spark, files: list[InputFile], kept: Persisted | None = None,
         if where is not None:
             from pyspark.sql import functions as F
 
-            native = native.where(F.col(where[0]) == F.lit(where[1]))
+            native = native.where(column(where[0]) == F.lit(where[1]))
         return _split_native(native, ReaderConfig().max_record_bytes)
     records = read_input(spark, files, ReaderConfig())
     return _split_records(kept.keep(records) if kept is not None else records)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from schemas import strict_json
 from schemas.trust import regular_file_text
+from spark_stages.session import column
 
 SCRATCH = "_scratch"
 STAGING = "_staging"
@@ -157,7 +158,7 @@ def content_checksum(spark, folder: Path) -> str:
     if not any(folder.rglob("part-*.parquet")):
         return "0:0000000000000000"
     frame = spark.read.parquet(str(folder))
-    values = [F.to_json(F.col(f.name)) if isinstance(f.dataType, MapType) else F.col(f.name)  # maps: no hash
+    values = [F.to_json(column(f.name)) if isinstance(f.dataType, MapType) else column(f.name)  # maps: no hash
               for f in frame.schema.fields]
     row_hash = F.xxhash64(F.col("_metadata.file_name"), F.col("_metadata.row_index"), *values)
     rows, total = frame.agg(F.count("*"), F.sum(row_hash.cast("decimal(38,0)"))).first()

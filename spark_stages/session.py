@@ -133,3 +133,10 @@ def spark_schema(arrow_schema: pa.Schema):
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(arrow_schema)
+
+
+def column(name: str):
+    """The top-level column `name` as it is written: F.col reads "score_q.v" as field v of score_q."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")

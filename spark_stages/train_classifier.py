@@ -41,7 +41,7 @@ from spark_stages.ingest import load_documents
 from spark_stages.outputs import commit, staging_dir
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
-from spark_stages.session import spark_schema
+from spark_stages.session import column, spark_schema
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +221,7 @@ def _labelled(spark, sources: Sources, cfg: Config, kept):
         elif name == NEGATIVE_FROM:
             label, limit = F.lit(cfg.negative_label), cfg.negatives
         else:
-            field_ = F.col(cfg.label_field) if cfg.label_field in docs.columns else None
+            field_ = column(cfg.label_field) if cfg.label_field in docs.columns else None
             label, limit = _label_field(docs, cfg.label_field, field_), cfg.max_per_label
         frames.append(docs.select("id", "text", label.cast("string").alias("label"), F.lit(limit).alias("limit"),
                                   F.lit(False).alias("also_positive")))

@@ -194,6 +194,20 @@ def test_a_file_that_is_not_a_model_or_a_label_it_lacks_fails_the_clean_job_in_o
         assert message in err and "classifier q" in err and len(err.splitlines()) == 1
 
 
+def test_a_classifier_named_with_a_dot_scores_its_column(trained, labelled, tmp_path):
+    """Found by trying: `q.v` made the column score_q.v, which Spark read as field v of score_q when the output
+    was checksummed, after all the work: exit 1 and the output left in staging."""
+    folder, records = labelled
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps({"classifiers": {"q.v": {"model": str(trained / "model.bin"), "label": "good",
+                                                          "buckets": 2}}}))
+    assert run_stage(clean.STAGE, ["--input", str(folder / "all"), "--output", str(tmp_path / "o"),
+                                   "--config", str(config)]) == 0
+    docs, rejected = pq.read_table(tmp_path / "o" / "docs"), pq.read_table(tmp_path / "o" / "rejected")
+    assert {"score_q.v", "bucket_q.v"} <= set(docs.column_names) and "score_q.v" in rejected.column_names
+    assert docs.num_rows + rejected.num_rows == len(records)
+
+
 @pytest.fixture(scope="module")
 def scored(spark, trained, labelled, tmp_path_factory):
     folder, _ = labelled
