@@ -117,18 +117,37 @@ def source_weights(cfg: SourcesConfig, names: list[str]) -> dict[str, Fraction] 
     return {name: weights[name] for name in names}
 
 
+def _check_quality(cfg: Config, sources: Sources) -> None:
+    quality = cfg.quality
+    if quality.positive and quality.model:
+        raise ValueError("quality: give positive (a classifier trained here) or model (one trained before), not both")
+    if not quality:
+        for name in ("min_quality", "keep_top", "buckets"):
+            if getattr(quality, name):
+                raise ValueError(f"quality.{name} needs quality.positive or quality.model (a classifier to score)")
+        return
+    named = [f"sources.{source}.clean" for source in sources if QUALITY in clean_settings(cfg, source).classifiers]
+    if named:  # both would write the column score_quality
+        where = "clean" if QUALITY in cfg.clean.classifiers else named[0]
+        raise ValueError(f"{where}.classifiers.{QUALITY}: '{QUALITY}' is the pipeline's quality classifier "
+                         "(quality.*); name it otherwise")
+    if quality.model:
+        quality.classifiers(quality.model)  # read and checked: one line, before Spark starts
+        return
+    trained = (quality.train.positive_label, quality.train.negative_label)
+    if quality.label and quality.label not in trained:
+        raise ValueError(f"quality.label {quality.label!r} is no label of the classifier trained here "
+                         f"({', '.join(trained)})")
+    expand_inputs(quality.positive)
+
+
 def clean_settings(cfg: Config, source: str) -> clean_stage.Config:
     """The cleaning settings of one source: the pipeline's, with the source's own over them."""
     return override(cfg.clean, cfg.sources.each.get(source, {}).get("clean", {}), f"sources.{source}.clean")
 
 
 def check(cfg: Config, sources: Sources) -> None:
-    if cfg.quality.positive and cfg.quality.model:
-        raise ValueError("quality: give positive (a classifier trained here) or model (one trained before), not both")
-    if cfg.quality.model:
-        cfg.quality.classifiers(cfg.quality.model)  # read and checked: one line, before Spark starts
-    elif cfg.quality.positive:
-        expand_inputs(cfg.quality.positive)
+    _check_quality(cfg, sources)
     if cfg.shards.split_by and is_named(sources):
         raise ValueError("shards.split_by splits one source by a column: give one --input (the split's folders "
                          "are the mixture's sources)")

@@ -136,7 +136,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         "settings": asdict(cfg),
         "seconds": round(time.time() - started, 1),
     }
-    report["heldout"]["warnings"][:0] = unlearned
+    report["heldout"]["warnings"][:0] = unlearned + _trained_on_the_pool(examples["read"], report["training"], cfg)
     for warning in report["heldout"]["warnings"]:
         log.warning("%s", warning)
     (staging / "report.md").write_text(classifier_report(report), encoding="utf-8")
@@ -158,8 +158,9 @@ def _examples(spark, sources: Sources, cfg: Config, staging) -> dict[str, list]:
         labelled = has_label & ~F.col("also_positive")
         read = docs.agg(F.count(F.lit(1)).alias("documents"),
                         F.sum(F.when(has_label, 0).otherwise(1)).alias("without_label"),
-                        F.sum(F.when(has_label & F.col("also_positive"), 1).otherwise(0)).alias("also_positive")
-                        ).first()
+                        F.sum(F.when(has_label & F.col("also_positive"), 1).otherwise(0)).alias("also_positive"),
+                        F.sum(F.when(labelled & (F.col("label") == cfg.negative_label), 1).otherwise(0)).alias(
+                            "negative_pool")).first()
         ranked = docs.where(labelled).withColumn("key", split_key(cfg.split_seed)).withColumn(
             "rank", F.row_number().over(Window.partitionBy("label").orderBy("key", "id")))
         chosen = ranked.where(F.col("rank") <= F.col("limit")).withColumn("heldout", held_out(cfg.heldout))
@@ -179,6 +180,8 @@ def _examples(spark, sources: Sources, cfg: Config, staging) -> dict[str, list]:
         rows = chosen.select("key", "id", "label", "heldout", "text").mapInArrow(
             text_form, spark_schema(EXAMPLE_SCHEMA)).orderBy("key", "id").collect()
         counts = _read_counts(read, unreadable.count(), len(rows))
+        if NEGATIVE_FROM in sources:
+            counts["negative_pool"] = read["negative_pool"] or 0
     labels = sorted({row["label"] for row in rows})
     if len(labels) < 2:
         raise InputError(f"a classifier needs documents of two labels at least; found {labels or 'none'}")
@@ -236,6 +239,20 @@ def _labelled(spark, sources: Sources, cfg: Config, kept):
     for frame, more in zip(frames[1:], quarantined[1:]):
         docs, unreadable = docs.unionByName(frame), unreadable.unionByName(more)
     return docs, unreadable
+
+
+POOL_SHARE = 0.1  # negatives trained on, as a share of the corpus they come from, past which scores are biased
+
+
+def _trained_on_the_pool(read: dict, training: dict, cfg: Config) -> list[str]:
+    """The DCLM recipe's warning where the negatives trained on are much of the corpus they come from: scoring
+    that corpus, the model sees them again and scores them lower than documents it has not seen."""
+    pool, trained = read.get("negative_pool", 0), training["by_label"].get(cfg.negative_label, 0)
+    if not pool or trained <= POOL_SHARE * pool:
+        return []
+    return [f"{trained} of the {pool} documents of --negative-from are the model's training negatives: scored by "
+            "it, they score lower than documents it has not seen, so a threshold (min_score) means less on that "
+            f"corpus; give --negatives under {POOL_SHARE:.0%} of it, or a larger corpus"]
 
 
 def _read_counts(read, quarantined: int, taken: int) -> dict:

@@ -98,6 +98,16 @@ def test_a_label_field_and_the_dclm_recipe_give_their_labels(labelled, tmp_path)
     # under both labels, they brought the held-out ROC AUC down to 0.69)
     assert report["read"]["also_positive"] == goods
     assert "also in --positive" in (tmp_path / "dclm" / "report.md").read_text()
+    # most of the corpus trained on as negatives (found by trying: the pipeline then scored its own negatives
+    # lower than all the rest and min_quality removed them all): said; a small share is not
+    pool = len(records) - goods
+    assert report["read"]["negative_pool"] == pool and report["training"]["by_label"]["negative"] > 0.1 * pool
+    assert any("training negatives" in w for w in report["heldout"]["warnings"])
+    assert run_stage(train_classifier.STAGE, ["--positive", str(folder / "good"), "--negative-from",
+                                              str(folder / "all"), "--negatives", str(pool // 20), "--output",
+                                              str(tmp_path / "few"), *FAST]) == 0
+    report = json.loads((tmp_path / "few" / "report.json").read_text())
+    assert not any("training negatives" in w for w in report["heldout"]["warnings"])
 
 
 def one_error_line(err: str) -> str:

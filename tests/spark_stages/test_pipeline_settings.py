@@ -63,3 +63,24 @@ def test_a_section_file_for_a_source_named_as_input_names_are(tmp_path):
     (tmp_path / "c.yaml").write_text("profile: code\n")
     cfg = parse(["--clean-config", f"web-2.0={tmp_path / 'c.yaml'}"])
     assert pipeline.clean_settings(cfg, "web-2.0").profile == "code"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--quality.positive", "{data}", "--quality.label", "good"],
+     "quality.label 'good' is no label of the classifier trained here (positive, negative)"),
+    (["--quality.buckets", "3"], "quality.buckets needs quality.positive or quality.model"),
+    (["--quality.keep_top", "0.5"], "quality.keep_top needs quality.positive or quality.model"),
+    (["--quality.positive", "{data}", "--config", "{config}"],
+     "clean.classifiers.quality: 'quality' is the pipeline's quality classifier (quality.*); name it otherwise"),
+])
+def test_quality_settings_that_cannot_work_are_one_line_before_spark(tmp_path, capsys, args, message):
+    """Found by trying: a label the trained classifier has not and a clean classifier named quality failed after
+    the clean stage (a traceback, exit 1); quality's rules without a classifier were silently ignored."""
+    data = write_lines(tmp_path / "in" / "a.jsonl", [{"text": "x"}], mkdir=True)
+    config = {"clean": {"classifiers": {"quality": {"model": str(tmp_path / "m.bin"), "label": "good"}}}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    args = [a.format(data=data, config=tmp_path / "c.yaml") for a in args]
+    code = run_stage(pipeline.STAGE, ["--input", str(data), "--output", str(tmp_path / "out"), *args])
+    error = capsys.readouterr().err
+    assert code == 2 and message in error and error.count("\n") == 1, error
+    assert not (tmp_path / "out").exists()
