@@ -14,6 +14,7 @@ to the rejected documents (reason `classifier:NAME`), the others get `bucket_NAM
 """
 
 import os
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ def apply(spark, staging: Path, rules: dict[str, ClassifierConfig], docs_schema:
         return {}
     files = sorted(str(p) for p in (staging / "docs").glob("part-*.parquet"))
     top = {name: cfg.keep_top for name, cfg in rules.items() if cfg.keep_top is not None}
-    thresholds = {name: _at_ranks(spark, files, name, lambda n, share=share: [n - round(share * n)], {})
+    thresholds = {name: _at_ranks(spark, files, name, lambda n, share=share: [n - kept_of(share, n)], {})
                   for name, share in top.items()}
     kept_above = {name: t[0] for name, t in thresholds.items()}
     buckets = {name: cfg.buckets for name, cfg in rules.items() if cfg.buckets}
@@ -71,6 +72,12 @@ def apply(spark, staging: Path, rules: dict[str, ClassifierConfig], docs_schema:
     _swap(staging)
     return {name: {"keep_top": top.get(name), "threshold_key": kept_above.get(name), "rejected": moved.get(name, 0),
                    "buckets": buckets.get(name, 0), "bucket_edges": edges.get(name, [])} for name in rules}
+
+
+def kept_of(share: float, documents: int) -> int:
+    """How many of `documents` keep_top `share` keeps: the share of them rounded to the nearest, a half up
+    (Python's round() takes halves to even: 0.5 kept 0 of 1 and 2 of 5)."""
+    return int(Fraction(share) * documents + Fraction(1, 2))
 
 
 MOVED_SCHEMA = pa.schema([("classifier", pa.string()), ("count", pa.int64())])

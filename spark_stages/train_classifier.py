@@ -83,7 +83,8 @@ def input_specs(args) -> dict[str, str]:
     if labels:
         found = [NAMED_INPUT.fullmatch(value) for value in labels]
         if not all(found):
-            raise ValueError(f"--label takes NAME=PATH, got {labels[found.index(None)]!r}")
+            raise ValueError(f"--label takes NAME=PATH, NAME of letters, digits, '_', '.' and '-' from a letter or "
+                             f"digit (a label field may hold any label), got {labels[found.index(None)]!r}")
         names = [m.group(1) for m in found]
         if len(set(names)) < 2 or len(set(names)) < len(names):
             raise ValueError(f"--label needs two labels or more, each once, got {', '.join(names)}")

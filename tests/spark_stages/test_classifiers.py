@@ -17,7 +17,7 @@ import pytest
 from prep.classify.classifier import Classifier
 from prep.classify.scoring import ClassifierConfig
 from prep.ingest.inputs import single_source
-from spark_stages import clean, train_classifier
+from spark_stages import classifier_rules, clean, train_classifier
 from spark_stages.runner import run_stage
 from tests.conftest import write_lines
 from tests.labelled.quality_set import build
@@ -240,8 +240,8 @@ def test_every_document_is_scored_and_the_rules_are_exact_over_the_corpus(scored
     reasons = rejected.column("reason").to_pylist()
     # keep_top over the documents the rules and min_score kept: exactly half of them, the best
     before = docs.num_rows + reasons.count("classifier:q")
-    assert docs.num_rows == round(0.5 * before) and stats["classifiers"]["q"]["rejected"] == reasons.count(
-        "classifier:q")
+    assert docs.num_rows == classifier_rules.kept_of(0.5, before)
+    assert stats["classifiers"]["q"]["rejected"] == reasons.count("classifier:q")
     top_rejected = rejected.filter(pc.equal(rejected.column("reason"), "classifier:q")).column("score_q")
     assert pc.max(top_rejected).as_py() <= pc.min(docs.column("score_q")).as_py()
     low = rejected.filter(pc.equal(rejected.column("reason"), "classifier:low")).column("score_low").to_numpy()
@@ -253,6 +253,13 @@ def test_every_document_is_scored_and_the_rules_are_exact_over_the_corpus(scored
     assert all(pc.max(by_bucket[b]).as_py() <= pc.min(by_bucket[b + 1]).as_py() for b in range(2))
     assert stats["input"] == stats["kept"] + stats["rejected"] + stats["quarantined"]
     assert stats["kept"] == docs.num_rows and stats["rejected"] == rejected.num_rows
+
+
+def test_keep_top_keeps_the_share_rounded_to_the_nearest_a_half_up():
+    """Found by trying: round() took halves to even, keep_top 0.5 keeping 0 of 1 document and 2 of 5."""
+    cases = {(0.5, 1): 1, (0.5, 5): 3, (0.5, 4): 2, (0.1, 30): 3, (0.1, 35): 4, (1 / 3, 3): 1, (0.0, 7): 0,
+             (1.0, 7): 7, (0.25, 10): 3, (0.999, 1000): 999}
+    assert {case: classifier_rules.kept_of(*case) for case in cases} == cases
 
 
 def test_the_scores_and_rules_give_the_same_rows_on_any_partitioning(spark, scored, labelled, tmp_path):
