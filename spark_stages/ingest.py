@@ -130,7 +130,7 @@ def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: in
 def _decoded_slices(batch: pa.RecordBatch, budget: int, max_bytes: int):
     """(id, text) batches of `batch`'s rows, each of about `budget` bytes decoded (one row more at most), a
     row whose id or text is over `max_bytes` null in both and never decoded."""
-    def column(name: str) -> pa.Array:
+    def named(name: str) -> pa.Array:
         return batch.column(name) if name in batch.schema.names else pa.nulls(batch.num_rows, pa.string())
 
     def lengths(values: pa.Array) -> np.ndarray:
@@ -140,7 +140,7 @@ def _decoded_slices(batch: pa.RecordBatch, budget: int, max_bytes: int):
             values = pc.binary_length(values)
         return pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(np.int64)
 
-    ids, texts = column("id"), column("text")
+    ids, texts = named("id"), named("text")
     id_bytes, text_bytes = lengths(ids), lengths(texts)
     over = (id_bytes > max_bytes) | (text_bytes > max_bytes)
     row_bytes = np.where(over, 0, id_bytes + text_bytes)
@@ -156,7 +156,7 @@ def _decoded(values: pa.Array, keep: pa.Array) -> pa.Array:
     """`values` as plain strings, null where not `keep` (a dictionary's entry is copied only where kept)."""
     if pa.types.is_dictionary(values.type):
         return values.dictionary.take(pc.if_else(keep, values.indices, pa.scalar(None, values.indices.type)))
-    return values if pc.all(keep).as_py() is not False else pc.if_else(keep, values, pa.scalar(None, values.type))
+    return values if pc.all(keep).as_py() else pc.if_else(keep, values, pa.scalar(None, values.type))
 
 
 def load_documents(spark, files: list[InputFile], kept: Persisted | None = None,
