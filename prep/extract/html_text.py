@@ -21,7 +21,8 @@ block) to its last block of prose (a long line, or a sentence of eight words). A
 three that the page names its title (its <title>, og:title or first <h1>, whole or as the headline within
 "Headline | Site") is the headline: it comes out as the page's title, not as text, as trafilatura and
 Zyte's article schema keep the two apart (html_article). Paragraphs, headings, list items and table rows
-come out as blocks separated by blank lines, in Unicode NFC.
+come out as blocks separated by blank lines, in Unicode NFC; a listing (<pre>) is one block that keeps its
+lines and their indentation (a <figure>, where doc sites put listings, is read as a <div>).
 
 Two second chances: when the main-content pass keeps a small share of the page's prose (it took the
 article's wrapper for a sidebar, by a class such as "share" or "promoted"), the whole page goes
@@ -39,6 +40,7 @@ Zyte's article-extraction benchmark (benchmarks/bench_extract.py; docs/extract.m
 
 import html
 import re
+import textwrap
 import unicodedata
 
 import numpy as np
@@ -74,6 +76,9 @@ RESCUE_BELOW = 2000  # characters of prose under which the main-content pass is 
 RESCUE_SHARE = 0.1  # ... and replaced by the whole page when it kept less than this share of the prose
 ZERO_WIDTH = re.compile("[\u200b\ufeff]")  # zero-width space and BOM: invisible, and they split words
 LIST_TAGS = (b"li", b"ul", b"ol", b"dl", b"dt", b"dd")
+# resiliparse drops a <figure>'s text with its images (alt_texts=False), where doc sites put their code listings:
+# renamed to a <div> in the page's bytes (the same length; its <figcaption> still goes, NEVER_CONTENT)
+FIGURE, FIGURE_RENAMED = b"figure", b"div   "
 WORD_BYTES = np.zeros(256, dtype=bool)  # bytes that go on a tag name ([A-Za-z0-9_]): "<li" then one is <link>, <lid>
 WORD_BYTES[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", np.uint8)] = True
 # the tags, and the readings: the text after <rt> or <rp> up to the next tag (their end tags may be left out,
@@ -101,6 +106,8 @@ MIN_DEPTH = 100
 MAX_OPTIONS = 1000
 TAG = re.compile(r"<[^>]+>")
 LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
+# a listing, as resiliparse renders a <pre> (its lines and their indentation kept): one block, not a block a line
+PRE = re.compile(r"<pre\b[^>]*>(.*?)</pre>", re.S)
 BLOCK = re.compile(r"</?(?:p|h[1-6]|li|ul|ol|pre|br|div|tr|table|blockquote)\b[^>]*>")
 CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")  # kana, Han, Hangul
 SENTENCE_ENDS = frozenset(".!?。！？…\"”»)")  # a block's last character other than white space
@@ -187,20 +194,27 @@ def _drop_non_content(body, measure: bool = True) -> None:
             node.parent.remove_child(node)
 
 
+def _listing(text: str) -> str:
+    """A <pre>'s text as one block: its lines without trailing white space, the blank ones left out (they would
+    be paragraph breaks in the text), less the indentation they all share."""
+    return textwrap.dedent("\n".join(line.rstrip() for line in text.split("\n") if line.strip()))
+
+
 def _blocks(tree: HTMLTree, main_content: bool = True, noscript: bool = False) -> list[tuple[str, float]]:
-    """(text, share of it in links) of each block (paragraph, heading, list item, table row) of the page's
-    main content (or of the whole page), in order."""
+    """(text, share of it in links) of each block (paragraph, heading, list item, table row, listing) of the
+    page's main content (or of the whole page), in order."""
     marked = extract_plain_text(tree, preserve_formatting="minimal_html", main_content=main_content, comments=False,
                                 links=True, alt_texts=False, form_fields=False, noscript=noscript, post_meta=False,
                                 list_bullets=False)
     blocks = []
-    for part in BLOCK.split(marked):
-        for block in part.split("\n"):
+    for at, part in enumerate(PRE.split(marked)):
+        listing = at % 2 == 1  # a listing is one block; the text between splits at its block tags and lines
+        for block in [part] if listing else (line for piece in BLOCK.split(part) for line in piece.split("\n")):
             linked = 0
             if "<" in block:  # most blocks hold no markup once the block tags are split off: no regex for them
                 linked = sum(len(html.unescape(TAG.sub("", link))) for link in LINK.findall(block))
                 block = TAG.sub("", block)
-            text = html.unescape(block).strip()
+            text = _listing(html.unescape(block)) if listing else html.unescape(block).strip()
             if text:
                 blocks.append((text, linked / len(text)))
     return blocks
@@ -303,12 +317,12 @@ def _fixed_tags(page: bytes) -> tuple[bytearray, int]:
     """The page's bytes as the parse should see them. Every list tag (<li>, </ul>, <DT ...>: LIST_TAGS in any
     case, the name ending there) is renamed to a paragraph's, "<p " and "</p ": resiliparse's main-content
     pass drops lists (it takes them for menus), and their items, as paragraphs, face the link-density and
-    boilerplate rules like any other block. More than MAX_OPTIONS <option> and <optgroup> tags become "x-tion"
-    and "x-tgroup", which a <select> passes over. A quoted tweet's class is renamed (EMBEDDED_POST). Where a
-    tag's name starts "ru", <ruby> readings go: resiliparse drops a <ruby>'s base text and keeps its reading,
-    the reverse of what is read. One vectorized look at each "<", where a regular expression over the page's
-    text cost a tenth of the extraction. The bytes are
-    UTF-8, or any encoding where an ASCII byte is always its ASCII character. Returns the bytes and the number
+    boilerplate rules like any other block. A <figure> becomes a <div> (FIGURE). More than MAX_OPTIONS <option>
+    and <optgroup> tags become "x-tion" and "x-tgroup", which a <select> passes over. A quoted tweet's class is
+    renamed (EMBEDDED_POST). Where a tag's name starts "ru", <ruby> readings go: resiliparse drops a <ruby>'s
+    base text and keeps its reading, the reverse of what is read. One vectorized look at each "<", where a
+    regular expression over the page's text cost a tenth of the extraction. The bytes are UTF-8, or any
+    encoding where an ASCII byte is always its ASCII character. Returns the bytes and the number
     of "<" in them (at most the page's tags)."""
     copy = bytearray(page)
     data = np.frombuffer(copy, dtype=np.uint8)
@@ -321,6 +335,12 @@ def _fixed_tags(page: bytes) -> tuple[bytearray, int]:
         listed |= (first == tag[0]) & (second == tag[1])
     at = names[listed & ~WORD_BYTES[data[names + 2]]]
     data[at], data[at + 1] = ord("p"), ord(" ")
+    figures = names[(first == FIGURE[0]) & (second == FIGURE[1]) & (names < len(data) - len(FIGURE))]
+    figures = figures[~WORD_BYTES[data[figures + len(FIGURE)]]]
+    for k in range(2, len(FIGURE)):
+        figures = figures[(data[figures + k] | 0x20) == FIGURE[k]]
+    for k, byte in enumerate(FIGURE_RENAMED):
+        data[figures + k] = byte
     options = names[(first == ord("o")) & (second == ord("p"))]
     if len(options) > MAX_OPTIONS:
         data[options], data[options + 1] = ord("x"), ord("-")
@@ -491,9 +511,10 @@ def _main_text(page: str, tags: int, max_link_share: float, short_block: int) ->
     if not text and "<noscript" in page:  # pages that put their text only where scripts are off
         text = _kept(_blocks(_parsed(page, tags)[0], main_content, noscript=True), max_link_share, short_block)
     items = _items(text)
-    starts = [i for i, block in enumerate(text) if _is_prose(block) or items[i]]
-    if starts:  # from the article's title to its last prose block (or list's item): the page's head and tail
-        # fall outside
+    # a listing of lines (the one kind of block that holds a line break) is the article's, as prose is
+    starts = [i for i, block in enumerate(text) if _is_prose(block) or items[i] or "\n" in block]
+    if starts:  # from the article's title to its last prose block (or list's item, or listing): the page's head
+        # and tail fall outside
         text = text[max(0, starts[0] - TITLE_BLOCKS):starts[-1] + 1]
     titles = page_titles(tree)
     at = _headline(text, titles)

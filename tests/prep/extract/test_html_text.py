@@ -352,3 +352,36 @@ def test_a_title_of_a_megabyte_is_cut_and_a_long_block_equal_to_it_stays_text():
     text, title = article(page.replace("<h1>x</h1>", ""))
     assert title == " ".join(huge.split())[:MAX_TITLE_CHARS] and len(title) == MAX_TITLE_CHARS
     assert text.startswith("A title that goes on")  # a block too long to be a headline is the article's
+
+
+CODE = ["def read(path):\n    with open(path) as f:\n        for line in f:\n            print(line)",
+        "int main() {\n  return 0;\n}",
+        "try {\n  run();\n} catch (e) {\n  log(e);\n}"]
+
+
+def test_a_code_listing_is_one_block_with_its_lines_and_indentation_in_a_figure_or_not():
+    # a <pre> split at every line lost its indentation and made each "}" a paragraph of its own (the gopher
+    # rules' duplicate paragraphs, paragraph dedup and the template step then cut lines out of the code); and
+    # resiliparse drops a <figure>'s text with alt_texts=False, where doc sites put their listings
+    body = articles(1, size=2)[0]
+    page = _page(f"<article><h1>Reading files</h1><p>{body[0]}</p>"
+                 f"<pre><code>\n{CODE[0]}\n</code></pre>"
+                 f"<figure><pre>{CODE[1]}</pre><figcaption>A C program that does nothing</figcaption></figure>"
+                 f'<FIGURE class="highlight"><pre><code>{CODE[2]}\n\n  \n</code></pre></FIGURE>'
+                 f"<p>{body[1]}</p></article>")
+    text, title = article(page)
+    assert title == "Reading files" and text.split("\n\n") == [body[0], *CODE, body[1]]
+
+
+def test_a_listing_indented_in_the_source_loses_the_common_indentation_and_its_blank_lines_and_ends_an_article():
+    # one listing is one block: its blank lines would be paragraph breaks in the text; and a listing of lines
+    # after the last paragraph is the article's, as a list's items are (a line of text there is the page's tail)
+    listing = "        first();\n\n        if (x) {\n            second();\n        }\n"
+    text = main_text(_page(f"<main><p>{articles(1, size=1)[0][0]}</p><pre>{listing}</pre><p>Back to top</p></main>"))
+    assert text.split("\n\n")[1:] == ["first();\nif (x) {\n    second();\n}"]
+
+
+def test_figure_tags_become_div_tags_of_the_same_length_and_nothing_else_does():
+    page = b'<figure class="a"><FIGURE>x</Figure ></figure><figures><figcaption>c</figcaption><fig'
+    assert _fixed_tags(page)[0] == (b'<div    class="a"><div   >x</div    ></div   ><figures><figcaption>c'
+                                    b'</figcaption><fig')
