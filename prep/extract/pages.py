@@ -100,7 +100,8 @@ def _outcomes(file: InputFile, cfg: ExtractConfig, worker: PageWorker) -> Iterat
                 text, charset, title = _text(outcome, cfg, worker)
             except (ExtractionFailed, PageOverBudget) as e:
                 reason = "extraction failed" if isinstance(e, ExtractionFailed) else "over budget"
-                yield {**base, "status": "quarantined", "reason": reason, "error": str(e), "id": outcome.id}
+                yield {**base, "status": "quarantined", "reason": reason, "error": str(e), "id": outcome.id,
+                       "offset": outcome.offset}
                 continue
             yield {**base, "status": "page" if text else "empty", "id": outcome.id, "text": text, "url": outcome.url,
                    "host": host_of(outcome.url), "warc_date": outcome.date, "content_type": outcome.content_type,

@@ -55,6 +55,7 @@ class Page:
     charset: str | None  # as the HTTP header declares it
     payload: bytes
     is_text: bool  # a WET conversion record: text already, no HTML to extract
+    offset: int  # the record's byte offset in the file (where a quarantined page is found again)
 
 
 @dataclass
@@ -296,7 +297,7 @@ def _outcome(record, cfg: WarcConfig, offset: int) -> Outcome:
     if (kind := binary_kind(payload, record.http_charset)) is not None:
         return Skipped(f"not_text_{kind}")
     return Page(record.record_id, record.headers.get("WARC-Target-URI") or "", record.headers.get("WARC-Date") or "",
-                content_type, record.http_charset, payload, False)
+                content_type, record.http_charset, payload, False, offset)
 
 
 def _conversion(record, cfg: WarcConfig, offset: int) -> Outcome:
@@ -307,4 +308,4 @@ def _conversion(record, cfg: WarcConfig, offset: int) -> Outcome:
     if len(block) < record.content_length:
         return Quarantined(f"a block of {len(block)} bytes, {record.content_length} declared", offset, cut=True)
     return Page(record.record_id, record.headers.get("WARC-Target-URI") or "", record.headers.get("WARC-Date") or "",
-                record.headers.get("Content-Type") or "text/plain", "utf-8", block, True)
+                record.headers.get("Content-Type") or "text/plain", "utf-8", block, True, offset)

@@ -6,6 +6,7 @@ import faulthandler
 import os
 import signal
 import time
+import zlib
 
 from prep.extract.page_worker import ExtractionFailed, PageOverBudget, PageWorker
 from prep.extract.pages import ExtractConfig, file_outcomes
@@ -109,3 +110,8 @@ def test_a_hostile_page_is_stopped_at_its_budget_and_every_other_page_is_read(tm
     assert [row["status"] for row in rows] == ["page", "quarantined", "quarantined", "page"]
     assert "longer than 3 s" in rows[1]["error"] and "max_html_bytes" in rows[2]["error"]
     assert all(row["reason"] == "over budget" for row in rows[1:3])
+    # where the record is: docs/extract.md promises each quarantined record its byte offset in the file
+    data = path.read_bytes()
+    for row, page in zip(rows[1:3], (hostile, huge)):
+        record = zlib.decompressobj(wbits=31).decompress(data[row["offset"]:], 4096)
+        assert record.startswith(b"WARC/1") and f"WARC-Target-URI: {page.url}".encode() in record
