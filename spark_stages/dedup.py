@@ -222,7 +222,8 @@ def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, 
     the first; those left under cfg.min_doc_chars marked DROPPED and written to OUT/dropped (reason
     paragraphs:too_short); OUT/paragraphs: each shared unit's key and documents, and its text for the most
     shared. Only keys cross the network (a unit's text stays in its document), and Spark counts them: the
-    driver holds EXAMPLES keys at most. Returns (the documents, the step's counts)."""
+    driver holds EXAMPLES keys at most. Returns (the documents, the step's counts, the documents it dropped by
+    source index)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_type
 
@@ -260,7 +261,9 @@ def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, 
     counts = {"unit": cfg.unit, "max_documents": cfg.max_documents, "units": stages.measured["paragraph units"]["rows"],
               "shared_units": stages.measured["shared units"]["rows"], "units_removed": measured["units_removed"] or 0,
               "documents_changed": measured["changed"] or 0, "documents_dropped": measured["dropped"] or 0}
-    return result.drop("_units_removed"), counts
+    by_source = dict(result.where(F.col(DROPPED)).groupBy(SOURCE).count().collect()) if counts["documents_dropped"] \
+        else {}
+    return result.drop("_units_removed"), counts, by_source
 
 
 EXAMPLES = 200  # shared units whose text OUT/paragraphs holds: the most shared
@@ -320,12 +323,18 @@ def _counted(source_count: int) -> dict:
             for i in range(source_count) for key, condition in conditions.items()}
 
 
-def _per_source(found: list[SourceCounts], quarantine, names: list[str]) -> dict:
-    """stats.json's counts per source, its quarantined records in its input."""
+def _per_source(found: list[SourceCounts], quarantine, names: list[str], dropped_in: dict[int, int] | None) -> dict:
+    """stats.json's counts per source, its quarantined records in its input; where the paragraphs' step ran
+    (`dropped_in`: the documents it left too short, by source index), those are not kept."""
     held = dict(quarantine.groupBy(SOURCE).count().collect())
-    return {name: {"input": c.input + held.get(i, 0), "kept": c.kept, "exact_duplicates": c.exact,
-                   "near_duplicates": c.near, "in_an_earlier_source": c.earlier, "quarantined": held.get(i, 0)}
-            for i, (name, c) in enumerate(zip(names, found))}
+    counts = {}
+    for i, (name, c) in enumerate(zip(names, found)):
+        counts[name] = {"input": c.input + held.get(i, 0), "kept": c.kept, "exact_duplicates": c.exact,
+                        "near_duplicates": c.near, "in_an_earlier_source": c.earlier, "quarantined": held.get(i, 0)}
+        if dropped_in is not None:
+            counts[name]["kept"] -= dropped_in.get(i, 0)
+            counts[name]["paragraphs_dropped"] = dropped_in.get(i, 0)
+    return counts
 
 
 def _decided(features, cfg: Config, per_source: bool, source_count: int, stages: Stages, scratch: Path) -> Decided:
@@ -407,9 +416,10 @@ def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: boo
         log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",
                     decided.graph.giant_buckets, cfg.giant_bucket)
 
-    shared = {}
+    shared, dropped_in = {}, None
     if cfg.paragraphs.enabled:
-        docs, shared = _without_shared_units(docs, decided.frame, cfg.paragraphs, partitions, staging, stages)
+        docs, shared, dropped_in = _without_shared_units(docs, decided.frame, cfg.paragraphs, partitions, staging,
+                                                         stages)
     outputs, quarantined = _write_outputs(docs, decided.frame, quarantine, partitions, staging, sources)
     outputs += ["paragraphs", "dropped"] if cfg.paragraphs.enabled else []
     stages.done("write")
@@ -433,7 +443,7 @@ def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: boo
         "signature_seconds": round(stages.measured["signatures"]["signature_seconds"] or 0.0, 3),
         "seconds": stages.seconds,
         "checksums": checksums(spark, staging, outputs),
-        "sources": _per_source(decided.counts, quarantine, list(sources)),
+        "sources": _per_source(decided.counts, quarantine, list(sources), dropped_in),
         "scope": "per-source" if per_source else "across",
         **({"paragraphs": shared} if shared else {}),
     }
@@ -454,10 +464,14 @@ def dedup_report(stats: dict) -> str:
     lines += bar_chart(stats["cluster_size_histogram"], stats["clusters"])
     lines += ["```", ""]
     if len(stats["sources"]) > 1:
-        lines += [f"## Sources (deduplicated {stats['scope']})", "",
-                  "| source | input | kept | exact | near | in an earlier source | quarantined |", "|---" * 7 + "|"]
-        lines += [f"| {name} | {s['input']} | {s['kept']} | {s['exact_duplicates']} | {s['near_duplicates']} | "
-                  f"{s['in_an_earlier_source']} | {s['quarantined']} |" for name, s in stats["sources"].items()]
+        keys = ["input", "kept", "exact_duplicates", "near_duplicates", "in_an_earlier_source", "quarantined"]
+        heads = ["input", "kept", "exact", "near", "in an earlier source", "quarantined"]
+        if "paragraphs" in stats:  # left too short by the paragraphs' step
+            keys, heads = keys + ["paragraphs_dropped"], heads + ["too short after paragraphs"]
+        lines += [f"## Sources (deduplicated {stats['scope']})", "", "| source | " + " | ".join(heads) + " |",
+                  "|---" * (len(heads) + 1) + "|"]
+        lines += [f"| {name} | " + " | ".join(str(s.get(key, 0)) for key in keys) + " |"
+                  for name, s in stats["sources"].items()]
         lines.append("")
     lines += ["## Seconds per stage", ""] + [f"- {k}: {v}" for k, v in stats["seconds"].items()] + [""]
     return "\n".join(lines)

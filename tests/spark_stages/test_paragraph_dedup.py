@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from prep.dedup.paragraphs import ParagraphConfig
-from prep.ingest.inputs import single_source
+from prep.ingest.inputs import expand_sources, single_source
 from spark_stages.dedup import Config, run
 from tests.conftest import write_lines
 from tests.spark_stages.conftest import OTHER_CLUSTER, spark_settings
@@ -79,6 +79,26 @@ def test_a_document_left_too_short_is_dropped_with_its_reason(planted, deduplica
     assert stats["paragraphs"]["documents_dropped"] == len(dropped) and stats["kept"] == len(kept)
     assert len(kept) + len(dropped) == len(planted[1])
     assert json.loads((out / "stats.json").read_text())["paragraphs"] == stats["paragraphs"]
+
+
+def test_each_sources_kept_count_leaves_out_the_documents_the_step_dropped(spark, planted, tmp_path):
+    # stats.json's per-source counts add up to the top-level ones and to the rows written: a document the
+    # paragraph step left too short is not kept in its source either
+    folder, docs, _ = planted
+    mirrors = [{"id": f"mirror-{i}", "text": f"{line}\n\nMirror page {i}."} for i, line in enumerate(BOILERPLATE)]
+    write_lines(tmp_path / "thin" / "docs.jsonl", mirrors, mkdir=True)
+    sources = expand_sources({"web": str(folder), "thin": str(tmp_path / "thin")})
+    stats = run(spark, sources, Config(paragraphs=ParagraphConfig(enabled=True)), str(tmp_path / "out"))
+    assert stats["sources"]["web"]["paragraphs_dropped"] > 0 and stats["sources"]["thin"]["paragraphs_dropped"] > 0
+    for name, counts in stats["sources"].items():
+        written = pq.read_table(tmp_path / "out" / "docs" / f"source={name}").num_rows
+        assert counts["kept"] == written, name
+    assert sum(c["kept"] for c in stats["sources"].values()) == stats["kept"]
+    assert sum(c["paragraphs_dropped"] for c in stats["sources"].values()) == stats["paragraphs"]["documents_dropped"]
+    row = " | ".join(str(stats["sources"]["thin"][key]) for key in (
+        "input", "kept", "exact_duplicates", "near_duplicates", "in_an_earlier_source", "quarantined",
+        "paragraphs_dropped"))
+    assert f"| thin | {row} |" in (tmp_path / "out" / "report.md").read_text()
 
 
 def test_the_same_rows_on_any_partitioning(spark, planted, deduplicated, tmp_path):
