@@ -88,7 +88,7 @@ def fates(run: Run, stage: StageDir, under: int) -> Fates:
                     found.where.setdefault(doc_id, folder)
     if stage.kind == "dedup":
         _duplicates(stage, found, under, cfg)
-    if stage.kind == "decontaminate":
+    if stage.kind in CUTS:
         _cut(stage, found, cfg)
     return found
 
@@ -106,13 +106,20 @@ def _duplicates(stage: StageDir, found: Fates, under: int, cfg: ReportConfig) ->
                 found.fate.setdefault(doc_id, []).append("removed: a duplicate")
 
 
+# the output naming by id the kept documents a stage cut text from, and their fate
+CUTS = {"decontaminate": ("matches", "kept, spans cut"), "dedup": ("changed", "kept, paragraphs cut")}
+
+
 def _cut(stage: StageDir, found: Fates, cfg: ReportConfig) -> None:
-    """Kept documents that lost a span are kept with a difference."""
-    _, tables = scanned(stage.folder / "matches", ["id"], cfg.read_bytes, cfg.max_files)
+    """Kept documents that lost text (a benchmark's span, a paragraph shared by many) are kept with a
+    difference."""
+    output, cut = CUTS[stage.kind]
+    plan, tables = scanned(stage.folder / output, ["id"], cfg.read_bytes, cfg.max_files)
+    found.whole &= plan.whole
     for table in tables:
         for doc_id in table.column("id").to_pylist():
-            if doc_id in found.fate:  # (which of the documents of a repeated id lost the span cannot be told)
-                found.fate[doc_id] = ["kept, spans cut" if fate == KEPT else fate for fate in found.fate[doc_id]]
+            if doc_id in found.fate:  # (which of the documents of a repeated id lost text cannot be told)
+                found.fate[doc_id] = [cut if fate == KEPT else fate for fate in found.fate[doc_id]]
 
 
 def stage_changes(a: Run, b: Run, sa: StageDir, sb: StageDir, under: int) -> StageChanges:

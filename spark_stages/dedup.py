@@ -220,10 +220,10 @@ DROPPED = "_dropped"  # the paragraphs' step: a document left too short
 def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, staging: Path, stages: Stages):
     """The kept documents with the units shared by more than cfg.max_documents of them removed from all but
     the first; those left under cfg.min_doc_chars marked DROPPED and written to OUT/dropped (reason
-    paragraphs:too_short); OUT/paragraphs: each shared unit's key and documents, and its text for the most
-    shared. Only keys cross the network (a unit's text stays in its document), and Spark counts them: the
-    driver holds EXAMPLES keys at most. Returns (the documents, the step's counts, the documents it dropped by
-    source index)."""
+    paragraphs:too_short), the others changed listed in OUT/changed (id, units_removed); OUT/paragraphs: each
+    shared unit's key and documents, and its text for the most shared. Only keys cross the network (a unit's
+    text stays in its document), and Spark counts them: the driver holds EXAMPLES keys at most. Returns (the
+    documents, the step's counts, the documents it dropped by source index)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_type
 
@@ -256,6 +256,10 @@ def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, 
         "reason", F.lit("paragraphs:too_short"))
     dropped.repartition(partitions, "id").sortWithinPartitions("id", F.xxhash64("text")).write.parquet(
         str(staging / "dropped"))
+    # the documents kept with text cut, by id: what `jobs.report --compare` tells apart from the kept as they were
+    (result.where((F.col("_units_removed") > 0) & ~F.col(DROPPED)).select("id", F.col("_units_removed").alias(
+        "units_removed")).repartition(partitions, "id").sortWithinPartitions("id", "units_removed")
+     .write.parquet(str(staging / "changed")))
     _shared_examples(shared, units, result, cfg).write.parquet(str(staging / "paragraphs"))
     measured = stages.measured["paragraphs cut"]
     counts = {"unit": cfg.unit, "max_documents": cfg.max_documents, "units": stages.measured["paragraph units"]["rows"],
@@ -421,7 +425,7 @@ def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: boo
         docs, shared, dropped_in = _without_shared_units(docs, decided.frame, cfg.paragraphs, partitions, staging,
                                                          stages)
     outputs, quarantined = _write_outputs(docs, decided.frame, quarantine, partitions, staging, sources)
-    outputs += ["paragraphs", "dropped"] if cfg.paragraphs.enabled else []
+    outputs += ["paragraphs", "dropped", "changed"] if cfg.paragraphs.enabled else []
     stages.done("write")
     sizes, params = decided.cluster_sizes, cfg.lsh
     stats = {

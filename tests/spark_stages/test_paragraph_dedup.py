@@ -71,6 +71,18 @@ def test_shared_boilerplate_is_removed_from_all_but_its_first_document_and_uniqu
     assert {row["text"]: row["documents"] for row in listed} == planted_in
 
 
+def test_the_documents_the_step_changed_are_listed_by_id_with_the_units_removed(planted, deduplicated):
+    _, docs, _ = planted
+    out, stats = deduplicated
+    before = {d["id"]: d["text"] for d in docs}
+    changed = {d["id"] for d in pq.read_table(out / "docs").to_pylist() if d["text"] != before[d["id"]]}
+    listed = pq.read_table(out / "changed").to_pylist()
+    assert changed and {row["id"] for row in listed} == changed
+    dropped = pq.read_table(out / "dropped").num_rows
+    assert sum(row["units_removed"] for row in listed) + dropped <= stats["paragraphs"]["units_removed"]
+    assert len(listed) + dropped == stats["paragraphs"]["documents_changed"]
+
+
 def test_a_document_left_too_short_is_dropped_with_its_reason(planted, deduplicated):
     out, stats = deduplicated
     dropped = pq.read_table(out / "dropped").to_pylist()
