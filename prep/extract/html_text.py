@@ -106,6 +106,9 @@ MIN_DEPTH = 100
 MAX_OPTIONS = 1000
 TAG = re.compile(r"<[^>]+>")
 LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
+# a heading's permalink: a link within the page whose text is a sign, not words (Sphinx's and MkDocs' "¶",
+# Node.js docs' "#", rustdoc's "§", Docusaurus' zero-width space), on every heading of every doc site
+PERMALINK = re.compile(r'<a\b[^>]*\bhref="#[^"]*"[^>]*>\s*(?:[¶#§⚓🔗\u200b]|&para;|&sect;|&#182;)?\s*</a>')
 # a listing, as resiliparse renders a <pre> (its lines and their indentation kept): one block, not a block a line
 PRE = re.compile(r"<pre\b[^>]*>(.*?)</pre>", re.S)
 BLOCK = re.compile(r"</?(?:p|h[1-6]|li|ul|ol|pre|br|div|tr|table|blockquote)\b[^>]*>")
@@ -212,6 +215,7 @@ def _blocks(tree: HTMLTree, main_content: bool = True, noscript: bool = False) -
         for block in [part] if listing else (line for piece in BLOCK.split(part) for line in piece.split("\n")):
             linked = 0
             if "<" in block:  # most blocks hold no markup once the block tags are split off: no regex for them
+                block = PERMALINK.sub("", block)
                 linked = sum(len(html.unescape(TAG.sub("", link))) for link in LINK.findall(block))
                 block = TAG.sub("", block)
             text = _listing(html.unescape(block)) if listing else html.unescape(block).strip()

@@ -385,3 +385,20 @@ def test_figure_tags_become_div_tags_of_the_same_length_and_nothing_else_does():
     page = b'<figure class="a"><FIGURE>x</Figure ></figure><figures><figcaption>c</figcaption><fig'
     assert _fixed_tags(page)[0] == (b'<div    class="a"><div   >x</div    ></div   ><figures><figcaption>c'
                                     b'</figcaption><fig')
+
+
+def test_a_headings_permalink_sign_goes_and_other_in_page_links_stay():
+    # Sphinx and MkDocs put a "¶" link after each heading, Node.js's docs a "#", rustdoc a "§", Docusaurus a
+    # zero-width space: signs, not text, on every heading of every doc site
+    body = articles(1, size=4)[0]
+    headings = ['Install<a class="headerlink" href="#install" title="Permalink to this heading">¶</a>',
+                'From source<a class="headerlink" href="#from-source">&para;</a>',
+                '<span><a class="mark" href="#fs_api" id="fs_api">#</a></span> Usage',
+                '<a href="#method.read" class="anchor">§</a>Reading',
+                'Options<a href="#options" class="hash-link" aria-label="Direct link to Options">\u200b</a>']
+    page = _page("<main><h1>Manual</h1>" + "".join(
+        f"<h2>{heading}</h2><p>{p}</p>" for heading, p in zip(headings, [*body, body[0]]))
+        + '<p>See the note <a href="#fn1">[1]</a> and <a href="#options">the options</a>, then run it.</p></main>')
+    blocks = main_text(page).split("\n\n")
+    assert blocks[:10:2] == ["Install", "From source", "Usage", "Reading", "Options"]
+    assert blocks[-1] == "See the note [1] and the options, then run it."
