@@ -106,6 +106,9 @@ MIN_DEPTH = 100
 MAX_OPTIONS = 1000
 TAG = re.compile(r"<[^>]+>")
 LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
+# a heading wrapped in a link to its own anchor (mdBook, Hugo and Jekyll themes): a heading, not navigation (a
+# table of contents, a list of such links, still is)
+SELF_LINKED_HEADING = re.compile(r'(<h[1-6]>)\s*<a href="#[^"]*">([^<]*)</a>')
 # a heading's permalink: a link within the page whose text is a sign, not words (Sphinx's and MkDocs' "¶",
 # Node.js docs' "#", rustdoc's "§", Docusaurus' zero-width space), on every heading of every doc site
 PERMALINK = re.compile(r'<a\b[^>]*\bhref="#[^"]*"[^>]*>\s*(?:[¶#§⚓🔗\u200b]|&para;|&sect;|&#182;)?\s*</a>')
@@ -209,13 +212,13 @@ def _blocks(tree: HTMLTree, main_content: bool = True, noscript: bool = False) -
     marked = extract_plain_text(tree, preserve_formatting="minimal_html", main_content=main_content, comments=False,
                                 links=True, alt_texts=False, form_fields=False, noscript=noscript, post_meta=False,
                                 list_bullets=False)
+    marked = SELF_LINKED_HEADING.sub(r"\1\2", PERMALINK.sub("", marked))
     blocks = []
     for at, part in enumerate(PRE.split(marked)):
         listing = at % 2 == 1  # a listing is one block; the text between splits at its block tags and lines
         for block in [part] if listing else (line for piece in BLOCK.split(part) for line in piece.split("\n")):
             linked = 0
             if "<" in block:  # most blocks hold no markup once the block tags are split off: no regex for them
-                block = PERMALINK.sub("", block)
                 linked = sum(len(html.unescape(TAG.sub("", link))) for link in LINK.findall(block))
                 block = TAG.sub("", block)
             text = _listing(html.unescape(block)) if listing else html.unescape(block).strip()

@@ -402,3 +402,14 @@ def test_a_headings_permalink_sign_goes_and_other_in_page_links_stay():
     blocks = main_text(page).split("\n\n")
     assert blocks[:10:2] == ["Install", "From source", "Usage", "Reading", "Options"]
     assert blocks[-1] == "See the note [1] and the options, then run it."
+
+
+def test_a_heading_that_links_to_itself_is_a_heading_and_a_table_of_contents_still_goes():
+    # mdBook (the Rust book), Hugo and Jekyll themes wrap each heading in a link to its own anchor: all link
+    # text, it was taken for navigation and every heading of those sites went
+    body = articles(1, size=3)[0]
+    toc = "".join(f'<li><a href="#part-{i}">Part {i} of the guide</a></li>' for i in range(3))
+    page = _page(f'<main><h1 class="menu-title">The Guide</h1><ul class="toc">{toc}</ul>' + "".join(
+        f'<h2 id="part-{i}"><a class="header" href="#part-{i}">Part {i} of the guide</a></h2><p>{p}</p>'
+        for i, p in enumerate(body)) + "</main>")
+    assert main_text(page).split("\n\n") == [x for i, p in enumerate(body) for x in (f"Part {i} of the guide", p)]
