@@ -9,7 +9,7 @@ from prep.tokenizer.base import BOS, EOS, PAD, is_special, special_tokens
 from prep.tokenizer.pretokenize import byte_alphabet, pre_tokens, to_symbols
 from prep.tokenizer.report import evaluate
 from prep.tokenizer.superwords import SuperwordConfig, is_superword
-from prep.tokenizer.train import TokenizerConfig, train_local
+from prep.tokenizer.train import TokenizerConfig
 from tests.fuzz_text import fuzz_strings
 
 VOCAB = 4096
@@ -36,8 +36,8 @@ def test_a_superword_spans_fine_pre_tokens():
 
 
 @pytest.fixture(scope="module")
-def trained(split_sample):
-    return train_local(split_sample[1], SUPERWORDS)
+def trained(trained_on_sample):
+    return trained_on_sample(SUPERWORDS)
 
 
 def test_round_trip_is_exact_on_fuzz_and_held_out_text(trained, split_sample):
@@ -65,8 +65,8 @@ def test_superwords_stay_within_their_share_and_their_byte_limit(trained):
     assert details["rounds"][-1]["superwords"] == len(superwords)
 
 
-def test_superwords_compress_held_out_text_better_than_the_hybrid(trained, split_sample):
-    hybrid, _ = train_local(split_sample[1], TokenizerConfig(vocab_size=VOCAB))
+def test_superwords_compress_held_out_text_better_than_the_hybrid(trained, split_sample, trained_on_sample):
+    hybrid, _ = trained_on_sample(TokenizerConfig(vocab_size=VOCAB))
     held = {"en": split_sample[0]}
     with_superwords = evaluate(trained[0], held)["all"]["bytes_per_token"]
     without = evaluate(hybrid, held)["all"]["bytes_per_token"]
