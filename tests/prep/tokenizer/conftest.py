@@ -4,7 +4,13 @@ import pytest
 
 from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
+from prep.tokenizer.superwords import SuperwordConfig
 from prep.tokenizer.train import TokenizerConfig, train_local
+
+# The tokenizers the tests train on the sample, by name: 4,096 pieces each.
+SAMPLE_CONFIGS = {"hybrid": TokenizerConfig(vocab_size=4096, algorithm="hybrid"),
+                  "bpe": TokenizerConfig(vocab_size=4096, algorithm="bpe"),
+                  "superwords": TokenizerConfig(vocab_size=4096, superword=SuperwordConfig(superwords=True))}
 
 
 @pytest.fixture(scope="session")
@@ -17,13 +23,13 @@ def split_sample(sample_dir) -> tuple[list[str], list[str]]:
 
 @pytest.fixture(scope="session")
 def trained_on_sample(split_sample):
-    """(tokenizer, details) trained on the sample's training part, each configuration once in the run (the
-    tokenizer tests share them: about 15 s each)."""
-    trained: dict[TokenizerConfig, tuple] = {}
+    """(tokenizer, details) of SAMPLE_CONFIGS[name] trained on the sample's training part, each once in the
+    run (the tokenizer tests share them: about 15 s each)."""
+    trained: dict[str, tuple] = {}
 
-    def train(cfg: TokenizerConfig) -> tuple:
-        if cfg not in trained:
-            trained[cfg] = train_local(split_sample[1], cfg)
-        return trained[cfg]
+    def train(name: str) -> tuple:
+        if name not in trained:
+            trained[name] = train_local(split_sample[1], SAMPLE_CONFIGS[name])
+        return trained[name]
 
     return train

@@ -9,8 +9,6 @@ from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.base import from_json
 from prep.tokenizer.encoder import Encoder, UnsupportedTokenizer
-from prep.tokenizer.superwords import SuperwordConfig
-from prep.tokenizer.train import TokenizerConfig
 from tests.fuzz_text import fuzz_strings, hostile_strings
 
 
@@ -19,16 +17,10 @@ def sample_texts(sample_dir) -> list[str]:
     return [r.text for f in expand_inputs(str(sample_dir)) for r in read_file(f) if isinstance(r, Document)]
 
 
-def config(name: str) -> TokenizerConfig:
-    if name == "superwords":
-        return TokenizerConfig(vocab_size=4096, superword=SuperwordConfig(superwords=True))
-    return TokenizerConfig(vocab_size=4096, algorithm=name)
-
-
 @pytest.fixture(scope="module", params=["hybrid", "bpe", "superwords"])
 def tokenizer_json(request, trained_on_sample) -> str:
     """Trained on the sample's training part: the held-out part's documents are new to it."""
-    return trained_on_sample(config(request.param))[0].to_str()
+    return trained_on_sample(request.param)[0].to_str()
 
 
 def assert_same_ids(tokenizer_json: str, texts: list[str]) -> None:
@@ -85,7 +77,7 @@ def without_byte(tokenizer_json: str, byte: str) -> str:
 def test_a_byte_no_piece_covers_is_refused_naming_it_instead_of_inventing_ids(trained_on_sample, algorithm):
     from prep.tokenizer.encoder import UnencodableText
 
-    tokenizer, _ = trained_on_sample(config(algorithm))
+    tokenizer, _ = trained_on_sample(algorithm)
     damaged = without_byte(tokenizer.to_str(), "~")
     texts = ["a clean document", "home is ~/.bashrc"]
     if algorithm == "hybrid":  # what `tokenizers` itself does with such a Unigram vocabulary

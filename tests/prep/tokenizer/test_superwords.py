@@ -11,9 +11,10 @@ from prep.tokenizer.report import evaluate
 from prep.tokenizer.superwords import SuperwordConfig, is_superword
 from prep.tokenizer.train import TokenizerConfig
 from tests.fuzz_text import fuzz_strings
+from tests.prep.tokenizer.conftest import SAMPLE_CONFIGS
 
-VOCAB = 4096
-SUPERWORDS = TokenizerConfig(vocab_size=VOCAB, superword=SuperwordConfig(superwords=True))
+SUPERWORDS = SAMPLE_CONFIGS["superwords"]
+VOCAB = SUPERWORDS.vocab_size
 
 
 def spelled(text: str) -> list[str]:
@@ -37,7 +38,7 @@ def test_a_superword_spans_fine_pre_tokens():
 
 @pytest.fixture(scope="module")
 def trained(trained_on_sample):
-    return trained_on_sample(SUPERWORDS)
+    return trained_on_sample("superwords")
 
 
 def test_round_trip_is_exact_on_fuzz_and_held_out_text(trained, split_sample):
@@ -66,7 +67,7 @@ def test_superwords_stay_within_their_share_and_their_byte_limit(trained):
 
 
 def test_superwords_compress_held_out_text_better_than_the_hybrid(trained, split_sample, trained_on_sample):
-    hybrid, _ = trained_on_sample(TokenizerConfig(vocab_size=VOCAB))
+    hybrid, _ = trained_on_sample("hybrid")
     held = {"en": split_sample[0]}
     with_superwords = evaluate(trained[0], held)["all"]["bytes_per_token"]
     without = evaluate(hybrid, held)["all"]["bytes_per_token"]

@@ -50,8 +50,7 @@ def test_fit_prunes_to_the_target_and_keeps_every_byte_and_required_character():
 
 @pytest.fixture(scope="module")
 def trained(split_sample, trained_on_sample):
-    return {"hybrid": trained_on_sample(TokenizerConfig(vocab_size=4096, algorithm="hybrid")),
-            "bpe": trained_on_sample(TokenizerConfig(vocab_size=4096, algorithm="bpe")),
+    return {"hybrid": trained_on_sample("hybrid"), "bpe": trained_on_sample("bpe"),
             "unigram": train_local(split_sample[1][:600], TokenizerConfig(vocab_size=4096, algorithm="unigram"))}
 
 
