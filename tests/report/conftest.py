@@ -2,6 +2,9 @@
 tests: the pipeline over a crawl and documents as two named sources with a benchmark, and the clean job
 twice with different settings (for the comparison). Each job writes its report.html itself (the runner)."""
 
+import contextlib
+import io
+
 import pytest
 
 from tests.report import corpus
@@ -27,15 +30,19 @@ def inputs(tmp_path_factory):
 @pytest.fixture(scope="session")
 def pipeline_run(spark, inputs, tmp_path_factory):
     """The pipeline: extract (web), clean, dedup (and its shared paragraphs' step), decontaminate, tokenizer,
-    shards; two named sources."""
+    shards; two named sources. What it printed is in stdout.txt beside the run's folder."""
     from spark_stages import pipeline
     from spark_stages.runner import run_stage
 
     del spark  # the session the job takes (getOrCreate)
     out = tmp_path_factory.mktemp("report-pipeline") / "run"
-    code = run_stage(pipeline.STAGE, ["--input", f"web={inputs['crawl'].parent}", "--input", f"docs={inputs['docs']}",
-                                      "--benchmark", f"ref={inputs['benchmark']}", "--output", str(out),
-                                      "--vocab-size", "1024", "--dedup.paragraphs.enabled", "true"])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = run_stage(pipeline.STAGE, ["--input", f"web={inputs['crawl'].parent}", "--input",
+                                          f"docs={inputs['docs']}", "--benchmark", f"ref={inputs['benchmark']}",
+                                          "--output", str(out), "--vocab-size", "1024",
+                                          "--dedup.paragraphs.enabled", "true"])
+    (out.parent / "stdout.txt").write_text(printed.getvalue())  # what the run printed, beside its folder
     assert code == 0
     return out
 

@@ -29,6 +29,7 @@ HOSTILE = [
 ]
 NOT_JSON = '{"id": "broken", "text": "<script>alert(1)</script>"'  # a quarantined record: its raw bytes shown
 SOURCES = ("licenses.en", "python-index-pages.en", "debian-faq.zh")
+CRAWL_ARTICLES = 8  # and the page whose text is markup
 
 
 def documents(folder: Path) -> Path:
@@ -67,7 +68,7 @@ def crawl(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     site = Site("docs.example.org", "Example Docs")
     pages = [Response(f"http://docs.example.org/a/{i}", site.page(f"Article {i}", body).encode())
-             for i, body in enumerate(articles(8))]
+             for i, body in enumerate(articles(CRAWL_ARTICLES))]
     shown = html.escape(f"<script>alert('{PWNED}')</script> <img src=x onerror=alert(1)>")
     evil = site.page("Markup as text", [f"{shown} " + " ".join(articles(1)[0])])
     pages.append(Response("http://docs.example.org/markup", evil.encode()))

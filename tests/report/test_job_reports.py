@@ -63,6 +63,14 @@ def test_every_job_and_the_pipeline_write_their_report_and_what_ran(pipeline_run
     assert "settings that ran" in html_of(pipeline_run).lower() and "min_doc_words: 400" in html_of(clean_runs[1])
 
 
+def test_the_pipeline_extracts_a_source_of_warc_files_first(pipeline_run):
+    assert stats(pipeline_run / "extract" / "web")["written"] == corpus.CRAWL_ARTICLES + 1
+    assert not (pipeline_run / "extract" / "docs").exists()  # a source of documents is not extracted
+    assert stats(pipeline_run / "clean" / "web")["input"] == corpus.CRAWL_ARTICLES + 1
+    assert list(json.loads((pipeline_run / "shards" / "mixture.json").read_text())["sources"]) == ["web", "docs"]
+    assert "extract:" in (pipeline_run.parent / "stdout.txt").read_text()
+
+
 def test_the_funnel_holds_every_stage_and_source_as_its_outputs_count_them(pipeline_run):
     shown = {(r[0], r[1]): r[2:6] for r in table_rows(html_of(pipeline_run), FUNNEL)}
 

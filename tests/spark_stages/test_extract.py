@@ -165,16 +165,3 @@ def test_the_command_line(crawl, tmp_path):
     assert missing.returncode == 2 and "no such file" in missing.stderr
     bad = run_module("extract", "--input", str(folder), "--output", str(tmp_path / "o"), "--extractor", "magic")
     assert bad.returncode == 2 and "extractor must be one of" in bad.stderr
-
-
-def test_the_pipeline_extracts_a_source_of_warc_files_first(crawl, sample_dir, tmp_path):
-    folder, _, _ = crawl
-    done = run_module("pipeline", "--input", f"web={folder}", "--input", f"docs={sample_dir}/debian-faq.en.jsonl.zst",
-                      "--output", str(tmp_path / "out"), "--vocab-size", "2048", "--clean.profile", "docs")
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = tmp_path / "out"
-    assert json.loads((out / "extract" / "web" / "stats.json").read_text())["written"] == 16
-    assert not (out / "extract" / "docs").exists()  # a source of documents is not extracted
-    assert json.loads((out / "clean" / "web" / "stats.json").read_text())["input"] == 16
-    mixture = json.loads((out / "shards" / "mixture.json").read_text())
-    assert list(mixture["sources"]) == ["web", "docs"] and "extract:" in done.stdout

@@ -2,6 +2,7 @@
 (a copy kept in the source named first) or per source, a tokenizer sample that follows the weights,
 mixture.json that validates and loads, and errors that name the source."""
 
+import contextlib
 import io
 import json
 from fractions import Fraction
@@ -18,7 +19,6 @@ from spark_stages import pipeline
 from spark_stages.ingest import SOURCE
 from spark_stages.runner import run_stage
 from spark_stages.tokenizer import source_rates
-from tests.spark_stages.conftest import run_module
 
 pytestmark = pytest.mark.spark
 
@@ -45,13 +45,19 @@ def sources(sample_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def mixture_run(sources, tmp_path_factory):
+def mixture_run(spark, sources, tmp_path_factory):
+    """(the run's folder, what it printed): in this process, on the run's Spark (tests/spark_stages/
+    test_pipeline.py runs the pipeline as a command)."""
+    del spark  # the session the run finds
     out = tmp_path_factory.mktemp("mixture")
     inputs = [arg for name, path in sources.items() for arg in ("--input", f"{name}={path}")]
-    done = run_module("pipeline", *inputs, "--weights", WEIGHTS, "--output", str(out), "--vocab-size", "4096",
-                      "--sources.code.clean.profile", "docs")  # the Python docs as documentation, the rest as web
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out, done.stdout
+    printed = io.StringIO()
+    # the Python docs cleaned as documentation, the rest as web
+    with contextlib.redirect_stdout(printed):
+        code = run_stage(pipeline.STAGE, [*inputs, "--weights", WEIGHTS, "--output", str(out), "--vocab-size", "4096",
+                                          "--sources.code.clean.profile", "docs"])
+    assert code == 0, printed.getvalue()[-3000:]
+    return out, printed.getvalue()
 
 
 def test_each_source_has_its_shards_and_the_mixture_names_them(mixture_run):
