@@ -40,6 +40,9 @@ MAX_NGRAMS = 5
 MAX_OUTPUTS = 1 << 28
 SECOND_STAGE = b"\0tokenmill:second-stage\0"  # after fastText's model: the second stage (prep/classify/mlp.py)
 SECOND_STAGE_INPUTS = len(NAMES) + 1  # the document's statistics and the n-gram model's log-odds
+# 2: the statistics of what a sentence's place says (unbalanced paragraphs, ...); a version 1 second stage read
+# 20 statistics, which this tokenmill no longer computes alone
+SECOND_STAGE_VERSION = 2
 MAX_HIDDEN = 256
 
 
@@ -105,13 +108,17 @@ def _second_stage_bytes(stage: SecondStage, positive: int) -> bytes:
     inputs, hidden = stage.hidden_weights.shape
     arrays = (stage.mean, stage.scale, stage.hidden_weights, stage.hidden_bias, stage.output_weights,
               np.array([stage.output_bias], np.float32))
-    return (SECOND_STAGE + struct.pack("<4i", 1, inputs, hidden, positive)
+    return (SECOND_STAGE + struct.pack("<4i", SECOND_STAGE_VERSION, inputs, hidden, positive)
             + b"".join(np.ascontiguousarray(a, "<f4").tobytes() for a in arrays))
 
 
 def _second_stage(r: "_Reader", labels: int) -> tuple[SecondStage, int]:
     version, inputs, hidden, positive = r.take("<4i")
-    if version != 1 or inputs != SECOND_STAGE_INPUTS or not 0 < hidden <= MAX_HIDDEN or not 0 <= positive < labels:
+    if 0 < version < SECOND_STAGE_VERSION:
+        r.fail(f"a second stage of an earlier tokenmill (version {version}), over statistics this one no longer "
+               "computes: train the classifier again")
+    if (version != SECOND_STAGE_VERSION or inputs != SECOND_STAGE_INPUTS or not 0 < hidden <= MAX_HIDDEN
+            or not 0 <= positive < labels):
         r.fail(f"a second stage of version {version}, {inputs} inputs, {hidden} hidden units, label {positive}: "
                f"not one this tokenmill reads ({SECOND_STAGE_INPUTS} inputs)")
     mean, scale = r.array("<f4", inputs), r.array("<f4", inputs)

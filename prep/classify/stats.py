@@ -5,8 +5,12 @@ reads them beside the n-gram model's score.
 Word salad drawn from a text's own vocabulary and prose shuffled together from other texts have the n-grams
 of prose (fastText with word bigrams tells them from it at ROC AUC 0.89 and 0.49 on the benchmark's
 validation part) and not its coherence: a sentence of prose shares content words with the ones before it.
-Listings, templates and spam repeat themselves in ways prose does not. Each number is cheap: a pass of a few
-regular expressions over the text.
+Listings, templates and spam repeat themselves in ways prose does not. A document's own sentences shuffled
+keep every word and n-gram; what changes is what a sentence's place says: a parenthesis or a quotation that
+spans two sentences is left open in one paragraph and closed in another, the lowercase word after an
+abbreviation's full stop ("e.g. the") follows a sentence's end, and a sentence that opens with a word
+referring back ("this", "however", "这") is as likely to open a paragraph as to follow a sentence of it.
+Each number is cheap: a pass of a few regular expressions over the text.
 """
 
 import math
@@ -21,10 +25,22 @@ FUNCTION_WORDS = frozenset(
     "the of and to a in is that for it as with on be by this are or from at an not can you which".split()
 ) | frozenset("的了是在和有也就都而及与着或一")
 SENTENCE_MARKS = frozenset(".!?。！？:;")
+PAIRED = {")": "(", "）": "（", "”": "“", "」": "「", "》": "《", "]": "[", "』": "『"}  # closing: opening
+PAIR_MARK = re.compile("[" + re.escape("".join(PAIRED) + "".join(PAIRED.values()) + '"') + "]")
+# a word of three letters or more that ends a sentence, then a lowercase one: the sentence split at an
+# abbreviation's full stop, its two halves apart (abbreviations of three letters or more excepted)
+LOWER_AFTER_END = re.compile(r"[.!?]\s+[a-z]")
+WORD_BEFORE = re.compile(r"\w{3,}$")
+ABBREVIATIONS = frozenset("etc approx inc ltd mrs vol eds fig nos".split())
+REFERS_BACK = re.compile(r"(?:it|its|he|his|she|her|they|their|this|these|that|those|however|therefore|thus|also|"
+                         r"but|and|so|then|moreover|furthermore|in addition|for example|for instance|as a result|"
+                         r"instead|otherwise|such|both|another|the other|here|there)\b|"
+                         r"这|那|他|她|它|但|而|因此|所以|此外|另外|同时|然而|不过|于是|其")
 NAMES = ("log_chars", "log_paragraphs", "log_lines", "log_line_chars", "lines_ending_a_sentence", "log_sentences",
          "log_sentence_words", "sentence_length_spread", "sentences_sharing_with_the_last",
          "content_seen_before", "repeated_sentences", "repeated_trigrams", "distinct_words", "digits", "punctuation",
-         "capitals", "han", "mean_word_chars", "function_words", "short_lines")
+         "capitals", "han", "mean_word_chars", "function_words", "short_lines", "unbalanced_paragraphs",
+         "lowercase_after_a_sentence", "referring_back_inside_not_first")
 MAX_CHARS = 20_000  # read from a document's start: the numbers settle long before
 
 
@@ -37,7 +53,8 @@ def _stats(text: str) -> list[float]:
     lowered = text.lower()
     paragraphs = [p for p in PARAGRAPH.split(lowered) if p.strip()]
     lines = [line for line in text.split("\n") if line.strip()]
-    sentences = [s for p in paragraphs for s in SENTENCE_END.split(p) if s.strip()]
+    split = [[s for s in SENTENCE_END.split(p) if s.strip()] for p in paragraphs]
+    sentences = [s for p in split for s in p]
     han = len(HAN.findall(text))
     chinese = han >= 0.3 * max(1, len(text))
     words = WORD.findall(lowered)
@@ -63,4 +80,42 @@ def _stats(text: str) -> list[float]:
             sum(c.isupper() for c in text) / chars, han / chars,
             sum(len(w) for w in words) / max(1, len(words)),
             sum(t in FUNCTION_WORDS for t in tokens) / max(1, len(tokens)),
-            sum(len(line) < 30 for line in lines) / max(1, len(lines))]
+            sum(len(line) < 30 for line in lines) / max(1, len(lines)),
+            sum(map(_unbalanced, paragraphs)) / max(1, len(paragraphs)),
+            _lowercase_after_a_sentence(text) * 1000 / chars,
+            _referring_back(split)]
+
+
+def _lowercase_after_a_sentence(text: str) -> int:
+    count = 0
+    for found in LOWER_AFTER_END.finditer(text):
+        word = WORD_BEFORE.search(text, max(0, found.start() - 40), found.start())
+        count += word is not None and word.group().lower() not in ABBREVIATIONS
+    return count
+
+
+def _unbalanced(paragraph: str) -> bool:
+    """Whether a paragraph leaves a parenthesis, bracket or quotation open, or closes one it did not open."""
+    open_marks, straight = [], 0
+    for mark in PAIR_MARK.findall(paragraph):
+        if mark == '"':
+            straight += 1
+        elif mark in PAIRED:
+            if not open_marks or open_marks.pop() != PAIRED[mark]:
+                return True
+        else:
+            open_marks.append(mark)
+    return bool(open_marks) or straight % 2 == 1
+
+
+def _referring_back(split: list[list[str]]) -> float:
+    """The share of sentences inside paragraphs (not their first) that open with a word referring back, less
+    that share of the paragraphs' first sentences (of paragraphs of two sentences or more): about 0 for shuffled
+    sentences, which open a paragraph as often as they follow one."""
+    first, inside = [], []
+    for sentences in split:
+        if len(sentences) > 1:
+            refers = [REFERS_BACK.match(s.lstrip()) is not None for s in sentences]
+            first.append(refers[0])
+            inside += refers[1:]
+    return float(np.mean(inside) - np.mean(first)) if first else 0.0

@@ -51,6 +51,30 @@ def test_prose_holds_together_and_prose_shuffled_with_anothers_does_not(labelled
     assert np.mean(real) > np.mean(mixed) + 0.1 and roc_auc(np.array(real), np.array(mixed)) > 0.65
 
 
+def test_what_a_sentences_place_says_is_lost_when_a_documents_own_sentences_are_shuffled(labelled):
+    """Shuffled, a document's sentences leave parentheses and quotations open in one paragraph and closed in
+    another, follow an abbreviation's full stop with a capital and a sentence's with a lowercase word, and
+    open a paragraph with a word referring back as often as they follow a sentence of it."""
+    from tests.labelled.classifier_set import hard, paragraphs
+
+    articles = [d for d in labelled if d.label == "prose" and len(paragraphs(d.text)) > 2]
+    rng = random.Random(0)
+    shuffled = [hard("shuffled_within", d, articles, rng) for d in articles]
+    assert len(articles) > 200 and sum(a.text != b for a, b in zip(articles, shuffled)) > 200
+    found = document_stats([d.text for d in articles] + shuffled)
+    real, mixed = found[:len(articles)], found[len(articles):]
+    for name, real_higher in (("unbalanced_paragraphs", False), ("lowercase_after_a_sentence", False),
+                              ("referring_back_inside_not_first", True)):
+        column = NAMES.index(name)
+        assert (real[:, column].mean() > mixed[:, column].mean()) == real_higher, name
+    both = np.column_stack([found[:, NAMES.index(n)] for n in ("unbalanced_paragraphs", "lowercase_after_a_sentence")])
+    assert (both[len(articles):].sum(axis=1) > 0).sum() > 1.5 * (both[:len(articles)].sum(axis=1) > 0).sum()
+    spans = 'He read it (the first page. Then the last.) and said: "Keep it. Both."\n\nThe end. The rest.'
+    assert document_stats([spans])[0, NAMES.index("unbalanced_paragraphs")] == 0
+    halves = "He read it (the first page. The end. The rest.\n\nThen the last.) and said it."
+    assert document_stats([halves])[0, NAMES.index("unbalanced_paragraphs")] == 1
+
+
 def test_the_network_learns_the_same_weights_twice_and_separates_what_it_can():
     rng = np.random.default_rng(0)
     inputs = rng.normal(size=(400, len(NAMES) + 1))
@@ -129,6 +153,8 @@ def test_a_crafted_second_stage_is_a_model_error(stacked, tmp_path):
         "cut in its header": data[:at + 6],
         "inputs of another version": data[:at] + struct.pack("<4i", version, inputs + 1, hidden, positive)
         + data[weights_at:],
+        "an earlier tokenmill's statistics": data[:at] + struct.pack("<4i", 1, inputs - 3, hidden, positive)
+        + data[weights_at:],
         "2^31 hidden units": data[:at] + struct.pack("<4i", version, inputs, 2**31 - 1, positive) + data[weights_at:],
         "a label past the two": data[:at] + struct.pack("<4i", version, inputs, hidden, 2) + data[weights_at:],
         "a weight not a number": data[:weights_at] + struct.pack("<f", float("nan")) + data[weights_at + 4:],
@@ -137,6 +163,6 @@ def test_a_crafted_second_stage_is_a_model_error(stacked, tmp_path):
     }
     for what, crafted in cases.items():
         (tmp_path / "crafted.bin").write_bytes(crafted)
-        with pytest.raises(ModelError, match="crafted.bin"):
+        with pytest.raises(ModelError, match="crafted.bin") as raised:
             fasttext_bin.read(str(tmp_path / "crafted.bin"))
-        assert what
+        assert ("train the classifier again" in str(raised.value)) == (what == "an earlier tokenmill's statistics")
