@@ -120,6 +120,17 @@ def test_a_document_without_a_word_has_the_ngram_models_score(stacked):
                            classifier.scorer.probabilities([classifier.line(text) for text in worded]), atol=1e-3)
 
 
+def test_strange_text_gets_finite_statistics_and_a_probability(stacked):
+    from tests.fuzz_text import fuzz_strings, hostile_strings
+
+    texts = [*fuzz_strings(), *hostile_strings(300), "(" * 30_000, "）" * 30_000 + "。", '"' * 50_001,
+             "e.g. the end. " * 5_000, "This. " * 10_000, "\n\n".join(["(a. b."] * 3_000)]
+    stats = document_stats(texts)
+    assert stats.shape == (len(texts), len(NAMES)) and np.isfinite(stats).all()
+    scores = Classifier(stacked).probabilities(texts)
+    assert np.isfinite(scores).all() and ((scores >= 0) & (scores <= 1)).all()
+
+
 def test_fasttext_reads_the_file_and_gives_the_ngram_models_scores(stacked, prose_junk, tmp_path):
     import fasttext  # fasttext-predict: fastText's own predict
 
