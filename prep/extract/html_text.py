@@ -49,10 +49,12 @@ from resiliparse.parse.html import HTMLTree
 
 from prep.extract.encoding import html_codec
 
-# never the article: navigation, footers, image captions and credits, comment sections (by the ids and classes
-# WordPress and Disqus give them: a substring such as "comment" also names many an article's wrapper)
-NEVER_CONTENT = ("nav, footer, figcaption, [class*=caption i], #comments, #respond, .comments, .comment-list, "
-                 ".commentlist, #disqus_thread")
+# never the article: navigation, footers, image captions and credits, a comment form; nor, where the page has
+# an article, its comment sections (by the ids and classes WordPress and Disqus give them: a substring such as
+# "comment" also names many an article's wrapper)
+NEVER_CONTENT = "nav, footer, figcaption, [class*=caption i], #respond"
+COMMENT_SECTIONS = "#comments, .comments, .comment-list, .commentlist, #disqus_thread"
+CAPTION_CLASS = "[class*=caption i]"  # ... where a class of the element names a caption (_names_a_caption)
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
 # where content management systems put the article, most specific first: the first found is read on its own
@@ -74,6 +76,8 @@ TITLE_META = 'meta[property="og:title"], meta[name="og:title"], meta[name="twitt
 WORDS = re.compile(r"\w+")
 RESCUE_BELOW = 2000  # characters of prose under which the main-content pass is checked against the whole page
 RESCUE_SHARE = 0.1  # ... and replaced by the whole page when it kept less than this share of the prose
+THREAD_BELOW = 300  # characters of prose under which a page is read again with its comment sections (a forum)
+THREAD_GAIN, THREAD_MIN = 2, 1000  # ... and taken where that holds this many times the prose, and this much
 ZERO_WIDTH = re.compile("[\u200b\ufeff]")  # zero-width space and BOM: invisible, and they split words
 LIST_TAGS = (b"li", b"ul", b"ol", b"dl", b"dt", b"dd")
 # resiliparse drops a <figure>'s text with its images (alt_texts=False), where doc sites put their code listings:
@@ -186,18 +190,36 @@ def _text_outside_links(node) -> int:
     return text - sum(len(TAG.sub("", link)) for link in LINK.findall(node.html))
 
 
-def _drop_non_content(body, measure: bool = True) -> None:
-    """Removes the elements that are never the article, and (where `measure`) the <aside> and <form> elements
-    that do not hold CONTENT_INSIDE characters of text (some sites put the whole post in one)."""
+def _drop_non_content(body, measure: bool = True, comments: bool = True) -> bool:
+    """Removes the elements that are never the article (and, where `comments`, the comment sections), and (where
+    `measure`) the <aside> and <form> elements that do not hold CONTENT_INSIDE characters of text (some sites
+    put the whole post in one). Whether a comment section with text was removed."""
     # values(): a list made at once; iterating the collection itself costs ~90 µs a node in resiliparse 2
     for node in body.query_selector_all(NEVER_CONTENT).values():
-        if node.parent is not None:
+        if node.parent is not None and (not node.matches(CAPTION_CLASS) or _names_a_caption(node.getattr("class"))):
             node.parent.remove_child(node)
+    removed = False
+    if comments:
+        for node in body.query_selector_all(COMMENT_SECTIONS).values():
+            if node.parent is not None:
+                removed = removed or bool(node.text.strip())
+                node.parent.remove_child(node)
     if not measure:
-        return
+        return removed
     for node in body.query_selector_all(SOMETIMES_CONTENT).values():
         if node.parent is not None and _text_outside_links(node) < CONTENT_INSIDE:
             node.parent.remove_child(node)
+    return removed
+
+
+def _names_a_caption(classes: str | None) -> bool:
+    """Whether a class names a caption ("wp-caption", "imageCaption"), not a utility class that styles one:
+    Tailwind's `[&_figcaption]:mt-xs` on an article's wrapper, or `caption-bottom` (a table's caption side)."""
+    for token in (classes or "").split():
+        utility = token.rsplit(":", 1)[-1].lower()
+        if "caption" in utility and "[" not in token and utility not in ("caption-top", "caption-bottom"):
+            return True
+    return False
 
 
 def _listing(text: str) -> str:
@@ -368,19 +390,19 @@ def _decoded(page: bytearray, codec: str) -> str:
     return str(page, codec, "replace").removeprefix("\ufeff")  # a byte order mark is not text
 
 
-def _parsed(page: str, tags: int) -> tuple[HTMLTree, bool]:
-    """A page with its tags fixed (_fixed_tags: `tags`, its count of "<"), parsed, what is never content
-    dropped; and whether its elements nest deeper than depth_limit(tags), where the walks that cost the depth
-    times the elements are not taken: resiliparse's main-content pass, and the text of each of nested <aside>
-    elements (which are kept for the block rules). A page needs MAX_DEPTH tags to be that deep: the query runs
-    on 4%, and costs at most the same product."""
+def _parsed(page: str, tags: int, comments: bool = True) -> tuple[HTMLTree, bool, bool]:
+    """(A page with its tags fixed (_fixed_tags: `tags`, its count of "<"), parsed, what is never content
+    dropped, and where `comments` its comment sections; whether its elements nest deeper than depth_limit(tags),
+    where the walks that cost the depth times the elements are not taken: resiliparse's main-content pass, and
+    the text of each of nested <aside> elements (which are kept for the block rules); whether a comment section
+    with text was dropped). A page needs MAX_DEPTH tags to be that deep: the query runs on 4%, and costs at most
+    the same product."""
     tree = HTMLTree.parse(page)
     if tree.body is None:
-        return tree, False
+        return tree, False, False
     limit = depth_limit(tags)
     deep = tags > limit and tree.body.query_selector("*" + " > *" * limit) is not None
-    _drop_non_content(tree.body, measure=not deep)
-    return tree, deep
+    return tree, deep, _drop_non_content(tree.body, measure=not deep, comments=comments)
 
 
 def _article_body(body):
@@ -489,7 +511,7 @@ def _main_text(page: str, tags: int, max_link_share: float, short_block: int) ->
     """(the main text, its title) of a decoded page with its tags fixed (_fixed_tags: `tags`, its count of
     "<"). The title is the headline block taken out of the text (_headline), else the first of page_titles
     as the page gives it ("" where it has none)."""
-    tree, deep = _parsed(page, tags)
+    tree, deep, dropped_comments = _parsed(page, tags)
     if tree.body is None:
         return "", ""
     main_content = not deep  # else the whole-page pass
@@ -515,6 +537,14 @@ def _main_text(page: str, tags: int, max_link_share: float, short_block: int) ->
             prose = _prose_chars(text)
     if prose < RESCUE_BELOW and prose < RESCUE_SHARE * _prose_chars(whole):
         text = whole
+    # a forum's thread is a comment section too: where the page has next to no prose without it (no article
+    # that the comments are under), the whole page is read again with its comment sections (the main-content
+    # pass drops them too), and taken where they hold a thread's prose
+    if dropped_comments and _prose_chars(text) < THREAD_BELOW:
+        thread = _kept(_split(_blocks(_parsed(page, tags, comments=False)[0], main_content=False))[0],
+                       max_link_share, short_block)
+        if _prose_chars(thread) >= max(THREAD_MIN, THREAD_GAIN * _prose_chars(text)):
+            text = thread
     if not text and "<noscript" in page:  # pages that put their text only where scripts are off
         text = _kept(_blocks(_parsed(page, tags)[0], main_content, noscript=True), max_link_share, short_block)
     items = _items(text)

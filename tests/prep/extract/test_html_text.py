@@ -251,6 +251,35 @@ def test_a_consent_notice_goes_whatever_its_length_and_an_article_about_cookies_
     assert baking in text and all(p in text for p in body)  # "unrelated" is not "related"
 
 
+def test_a_class_that_styles_captions_is_not_a_caption():
+    """Tailwind's arbitrary variants style an article's figures from its wrapper (`[&_figcaption]:mt-xs`) and
+    `caption-bottom` places a table's caption: found on a blog, the whole article went as a caption."""
+    body, caption = articles(2, size=4)
+    wrapper = "break-words [&_p]:text-black60 [&_figcaption]:mt-xxs lg:[&_figcaption]:mt-xs"
+    page = _page(f'<main><article class="{wrapper}">' + "".join(f"<p>{p}</p>" for p in body[:2])
+                 + f'<figure><img src="a.png"><div class="wp-caption-text">{caption[0]}</div></figure>'
+                 + f'<table class="caption-bottom"><tr><td>{body[2]}</td></tr></table>'
+                 + "".join(f"<p>{p}</p>" for p in body[3:]) + "</article></main>")
+    text = main_text(page)
+    assert all(p in text for p in body) and caption[0] not in text
+
+
+def test_a_forums_thread_is_kept_where_the_page_has_no_article_above_its_comments():
+    """Forum software puts a topic's posts in a comment section (`<div id="comments">`, each post an
+    <article>): with it gone the page kept its app banner. Under an article, comments still go."""
+    *posts, body = articles(4, size=3)
+    thread = "".join(f'<article class="ipsEntry"><p class="author">member{i}</p>'
+                     + "".join(f"<p>{p}</p>" for p in post) + "</article>" for i, post in enumerate(posts))
+    forum = _page("<main><h1>If the forum comes to an end soon</h1><p>Tap Add to Home Screen.</p>"
+                  f'<div id="comments"><form>{thread}</form></div></main>')
+    text = main_text(forum)
+    assert all(p in text for post in posts for p in post)
+    blog = _page("<main><h1>About packages</h1>" + "".join(f"<p>{p}</p>" for p in body)
+                 + f'<div id="comments">{thread}</div></main>')
+    text = main_text(blog)
+    assert all(p in text for p in body) and not any(p in text for post in posts for p in post)
+
+
 def test_a_caption_is_found_by_its_class_in_any_case():
     body, caption = articles(2, size=4)
     page = _page("<main>" + "".join(f"<p>{p}</p>" for p in body[:2])
