@@ -75,7 +75,7 @@ TITLE_META = 'meta[property="og:title"], meta[name="og:title"], meta[name="twitt
              'meta[property="twitter:title"]'
 WORDS = re.compile(r"\w+")
 RESCUE_BELOW = 2000  # characters of prose under which the main-content pass is checked against the whole page
-RESCUE_SHARE = 0.1  # ... and replaced by the whole page when it kept less than this share of the prose
+RESCUE_SHARE = 0.2  # ... and replaced by the whole page when it kept less than this share of the prose
 THREAD_BELOW = 300  # characters of prose under which a page is read again with its comment sections (a forum)
 THREAD_GAIN, THREAD_MIN = 2, 1000  # ... and taken where that holds this many times the prose, and this much
 ZERO_WIDTH = re.compile("[\u200b\ufeff]")  # zero-width space and BOM: invisible, and they split words
