@@ -72,20 +72,23 @@ eval-clean: install
 
 # Main-text extraction against trafilatura, resiliparse and readability on trafilatura's evaluation pages, packed
 # into a WARC (its peers installed into .venv the first time), the job end to end on 24 copies, and the accuracy on
-# Zyte's article benchmark and Readability's test pages where they are there. TRAFILATURA_TESTS: the tests/ folder of a
-# clone of https://github.com/adbar/trafilatura; ZYTE_BENCHMARK: a clone of
+# Zyte's article benchmark, Readability's test pages and 2025's web where they are there. TRAFILATURA_TESTS: the
+# tests/ folder of a clone of https://github.com/adbar/trafilatura; ZYTE_BENCHMARK: a clone of
 # https://github.com/scrapinghub/article-extraction-benchmark; READABILITY_PAGES: a clone of
-# https://github.com/mozilla/readability
+# https://github.com/mozilla/readability; MODERN_PAGES: a clone of
+# https://github.com/Murrough-Foley/web-content-extraction-benchmark
 TRAFILATURA_TESTS ?= /tmp/trafilatura/tests
 ZYTE_BENCHMARK ?= /tmp/article-extraction-benchmark
 READABILITY_PAGES ?= /tmp/readability
+MODERN_PAGES ?= /tmp/web-content-extraction-benchmark
 EXTRACT_WARC ?= /tmp/tokenmill-evalwarc
 bench-extract: install
 	$(PY) -m pip install -q 'trafilatura>=2,<3' 'readability-lxml>=0.8,<1'
 	$(PY) -m benchmarks.build_eval_warc --tests $(TRAFILATURA_TESTS) --output $(EXTRACT_WARC)
 	$(PY) -m benchmarks.bench_extract --warc $(EXTRACT_WARC) --trafilatura-tests $(TRAFILATURA_TESTS) \
 		$(if $(wildcard $(ZYTE_BENCHMARK)/ground-truth.json),--zyte $(ZYTE_BENCHMARK)) \
-		$(if $(wildcard $(READABILITY_PAGES)/test/test-pages),--readability $(READABILITY_PAGES))
+		$(if $(wildcard $(READABILITY_PAGES)/test/test-pages),--readability $(READABILITY_PAGES)) \
+		$(if $(wildcard $(MODERN_PAGES)/test/ground-truth),--modern $(MODERN_PAGES))
 
 # The cleaning profiles (web, docs, code) on documentation and source code of this machine's packages.
 eval-profiles: install

@@ -9,9 +9,13 @@ tuning part and on its held-out part (zyte_tuning: the rules are looked at again
 third set never looked at while tuning: the 130 test pages of Mozilla's Readability (github.com/mozilla/
 readability, test/test-pages/*: a page and Readability.js's article from it), real sites and shapes that
 broke it, scored as Zyte's are against Readability's own output (so readability-lxml, a port of it, is
-not a fair peer there).
+not a fair peer there); and a fourth, of 2025's web (github.com/Murrough-Foley/web-content-extraction-
+benchmark: 2,000 pages of as many sites, articles, docs, forums, product and service pages, their main
+content annotated with a model's help), whose dev part the rules were looked at against and whose test part
+never.
 
     python -m benchmarks.bench_extract --warc /tmp/evalwarc [--job-copies 24] [--zyte DIR] [--readability DIR]
+        [--modern DIR]
 
 Accuracy on trafilatura's pages is trafilatura's own measure (tests/eval_common.py): a page's text should
 hold each of its "with" snippets and none of its "without" ones, white space normalized; precision, recall
@@ -169,6 +173,30 @@ def zyte(folder: Path) -> None:
         print(f"| {name} | {precision:.3f} | {recall:.3f} | {f1:.3f} | {tuning[2]:.3f} | {held[2]:.3f} |")
 
 
+def modern_pages(folder: Path) -> None:
+    """Each extractor's accuracy on a benchmark of 2025's web (a clone of github.com/Murrough-Foley/web-content-
+    extraction-benchmark: pages of 2,000 sites, their main content annotated with a model's help, scored as
+    Zyte's are): its dev part, which the rules were looked at against, and its test part, never looked at."""
+    parts = {}
+    for part in ("dev", "test"):
+        truth, pages = {}, {}
+        for path in sorted((folder / part / "ground-truth").glob("*.json")):
+            annotated = json.loads(path.read_text(encoding="utf-8")).get("ground_truth", {})
+            if "main_content" in annotated:  # a few pages have no annotated main content
+                truth[path.stem] = annotated["main_content"]
+                pages[path.stem] = gzip.decompress((folder / part / "html" / f"{path.stem}.html.gz").read_bytes())
+        parts[part] = truth, pages
+    print(f"\nThe web of 2025: {len(parts['dev'][0])} pages of the dev part (tuning), {len(parts['test'][0])} of the "
+          "test part (held out), accuracy, and the pages per second of the test part on one core\n")
+    print("| extractor | F1, dev | precision, test | recall, test | F1, test | pages/s |\n|---|---|---|---|---|---|")
+    for name, extract in extractors().items():
+        dev = zyte_scores(run_one(extract, parts["dev"][1])[0], parts["dev"][0])
+        texts, seconds = run_one(extract, parts["test"][1])
+        precision, recall, f1 = zyte_scores(texts, parts["test"][0])
+        print(f"| {name} | {dev[2]:.3f} | {precision:.3f} | {recall:.3f} | {f1:.3f} | "
+              f"{len(parts['test'][1]) / seconds:.0f} |")
+
+
 def readability_pages(folder: Path) -> None:
     """Each extractor's accuracy on Readability's test pages (a clone of mozilla/readability), the article of
     each as Readability.js gave it (expected.html, its text) the reference."""
@@ -196,6 +224,7 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--zyte", help="a clone of github.com/scrapinghub/article-extraction-benchmark")
     parser.add_argument("--readability", help="a clone of github.com/mozilla/readability (its test pages)")
+    parser.add_argument("--modern", help="a clone of github.com/Murrough-Foley/web-content-extraction-benchmark")
     args = parser.parse_args()
     folder = Path(args.warc)
     annotations = json.loads((folder / "annotations.json").read_text(encoding="utf-8"))
@@ -224,6 +253,8 @@ def main() -> None:
         zyte(Path(args.zyte))
     if args.readability:
         readability_pages(Path(args.readability))
+    if args.modern:
+        modern_pages(Path(args.modern))
 
 
 if __name__ == "__main__":
