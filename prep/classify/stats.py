@@ -27,8 +27,8 @@ FUNCTION_WORDS = frozenset(
 SENTENCE_MARKS = frozenset(".!?。！？:;")
 PAIRED = {")": "(", "）": "（", "”": "“", "」": "「", "》": "《", "]": "[", "』": "『"}  # closing: opening
 PAIR_MARK = re.compile("[" + re.escape("".join(PAIRED) + "".join(PAIRED.values()) + '"') + "]")
-# a word of three letters or more that ends a sentence, then a lowercase one: the sentence split at an
-# abbreviation's full stop, its two halves apart (abbreviations of three letters or more excepted)
+# a sentence's end, then a lowercase word, after a word of three letters or more (_lowercase_after_a_sentence):
+# a sentence split at an abbreviation's full stop, its two halves apart
 LOWER_AFTER_END = re.compile(r"[.!?]\s+[a-z]")
 WORD_BEFORE = re.compile(r"\w{3,}$")
 ABBREVIATIONS = frozenset("etc approx inc ltd mrs vol eds fig nos".split())
@@ -87,6 +87,8 @@ def _stats(text: str) -> list[float]:
 
 
 def _lowercase_after_a_sentence(text: str) -> int:
+    """How often a word of three letters or more, not an abbreviation, ends a sentence and a lowercase word
+    follows."""
     count = 0
     for found in LOWER_AFTER_END.finditer(text):
         word = WORD_BEFORE.search(text, max(0, found.start() - 40), found.start())
