@@ -52,9 +52,9 @@ from prep.extract.encoding import html_codec
 # never the article: navigation, footers, image captions and credits, a comment form; nor, where the page has
 # an article, its comment sections (by the ids and classes WordPress and Disqus give them: a substring such as
 # "comment" also names many an article's wrapper)
-NEVER_CONTENT = "nav, footer, figcaption, [class*=caption i], #respond"
+CAPTION_CLASS = "[class*=caption i]"  # where a class of the element names a caption (_names_a_caption)
+NEVER_CONTENT = f"nav, footer, figcaption, {CAPTION_CLASS}, #respond"
 COMMENT_SECTIONS = "#comments, .comments, .comment-list, .commentlist, #disqus_thread"
-CAPTION_CLASS = "[class*=caption i]"  # ... where a class of the element names a caption (_names_a_caption)
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
 # where content management systems put the article, most specific first: the first found is read on its own

@@ -2,9 +2,6 @@
 tests: the pipeline over a crawl and documents as two named sources with a benchmark, and the clean job
 twice with different settings (for the comparison). Each job writes its report.html itself (the runner)."""
 
-import contextlib
-import io
-
 import pytest
 
 from tests.report import corpus
@@ -32,17 +29,15 @@ def pipeline_run(spark, inputs, tmp_path_factory):
     """The pipeline: extract (web), clean, dedup (and its shared paragraphs' step), decontaminate, tokenizer,
     shards; two named sources. What it printed is in stdout.txt beside the run's folder."""
     from spark_stages import pipeline
-    from spark_stages.runner import run_stage
+    from tests.spark_stages.conftest import run_printing
 
     del spark  # the session the job takes (getOrCreate)
     out = tmp_path_factory.mktemp("report-pipeline") / "run"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        code = run_stage(pipeline.STAGE, ["--input", f"web={inputs['crawl'].parent}", "--input",
-                                          f"docs={inputs['docs']}", "--benchmark", f"ref={inputs['benchmark']}",
-                                          "--output", str(out), "--vocab-size", "1024",
-                                          "--dedup.paragraphs.enabled", "true"])
-    (out.parent / "stdout.txt").write_text(printed.getvalue())  # what the run printed, beside its folder
+    code, printed = run_printing(pipeline.STAGE, ["--input", f"web={inputs['crawl'].parent}", "--input",
+                                                  f"docs={inputs['docs']}", "--benchmark", f"ref={inputs['benchmark']}",
+                                                  "--output", str(out), "--vocab-size", "1024",
+                                                  "--dedup.paragraphs.enabled", "true"])
+    (out.parent / "stdout.txt").write_text(printed)  # what the run printed, beside its folder
     assert code == 0
     return out
 

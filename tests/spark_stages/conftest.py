@@ -1,3 +1,5 @@
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -42,3 +44,14 @@ def run_module(job: str, *args: str) -> subprocess.CompletedProcess:
     """Runs `python -m jobs.<job> ARGS` from the repository root."""
     return subprocess.run([sys.executable, "-m", f"jobs.{job}", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=600)
+
+
+def run_printing(stage, args: list[str]) -> tuple[int, str]:
+    """(exit code, what it printed) of a job run in this process (spark_stages.runner.run_stage), on the run's
+    Spark: no JVM of its own, as run_module starts."""
+    from spark_stages.runner import run_stage
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = run_stage(stage, args)
+    return code, printed.getvalue()

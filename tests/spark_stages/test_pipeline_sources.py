@@ -2,7 +2,6 @@
 (a copy kept in the source named first) or per source, a tokenizer sample that follows the weights,
 mixture.json that validates and loads, and errors that name the source."""
 
-import contextlib
 import io
 import json
 from fractions import Fraction
@@ -19,6 +18,7 @@ from spark_stages import pipeline
 from spark_stages.ingest import SOURCE
 from spark_stages.runner import run_stage
 from spark_stages.tokenizer import source_rates
+from tests.spark_stages.conftest import run_printing
 
 pytestmark = pytest.mark.spark
 
@@ -51,13 +51,11 @@ def mixture_run(spark, sources, tmp_path_factory):
     del spark  # the session the run finds
     out = tmp_path_factory.mktemp("mixture")
     inputs = [arg for name, path in sources.items() for arg in ("--input", f"{name}={path}")]
-    printed = io.StringIO()
     # the Python docs cleaned as documentation, the rest as web
-    with contextlib.redirect_stdout(printed):
-        code = run_stage(pipeline.STAGE, [*inputs, "--weights", WEIGHTS, "--output", str(out), "--vocab-size", "4096",
-                                          "--sources.code.clean.profile", "docs"])
-    assert code == 0, printed.getvalue()[-3000:]
-    return out, printed.getvalue()
+    code, printed = run_printing(pipeline.STAGE, [*inputs, "--weights", WEIGHTS, "--output", str(out),
+                                                  "--vocab-size", "4096", "--sources.code.clean.profile", "docs"])
+    assert code == 0, printed[-3000:]
+    return out, printed
 
 
 def test_each_source_has_its_shards_and_the_mixture_names_them(mixture_run):

@@ -274,6 +274,9 @@ def test_a_forums_thread_is_kept_where_the_page_has_no_article_above_its_comment
                   f'<div id="comments"><form>{thread}</form></div></main>')
     text = main_text(forum)
     assert all(p in text for post in posts for p in post)
+    long_thread = _page("<main><h1>A long topic</h1><p>Tap Add to Home Screen.</p>"
+                        f'<div id="comments"><form>{thread * 400}</form></div></main>')
+    assert len(long_thread) > 1_000_000 and main_text(long_thread).count(posts[2][1]) == 400
     blog = _page("<main><h1>About packages</h1>" + "".join(f"<p>{p}</p>" for p in body)
                  + f'<div id="comments">{thread}</div></main>')
     text = main_text(blog)
