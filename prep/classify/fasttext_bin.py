@@ -40,9 +40,10 @@ MAX_NGRAMS = 5
 MAX_OUTPUTS = 1 << 28
 SECOND_STAGE = b"\0tokenmill:second-stage\0"  # after fastText's model: the second stage (prep/classify/mlp.py)
 SECOND_STAGE_INPUTS = len(NAMES) + 1  # the document's statistics and the n-gram model's log-odds
-# 2: the statistics of what a sentence's place says (unbalanced paragraphs, ...); a version 1 second stage read
-# 20 statistics, which this tokenmill no longer computes alone
-SECOND_STAGE_VERSION = 2
+# 2: the statistics of what a sentence's place says (unbalanced paragraphs, ...); 3: how much better the order
+# of a document's sentences is than shuffles of them. An earlier second stage read fewer statistics, which
+# this tokenmill no longer computes alone.
+SECOND_STAGE_VERSION = 3
 MAX_HIDDEN = 256
 
 

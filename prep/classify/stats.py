@@ -9,8 +9,10 @@ Listings, templates and spam repeat themselves in ways prose does not. A documen
 keep every word and n-gram; what changes is what a sentence's place says: a parenthesis or a quotation that
 spans two sentences is left open in one paragraph and closed in another, the lowercase word after an
 abbreviation's full stop ("e.g. the") follows a sentence's end, and a sentence that opens with a word
-referring back ("this", "however", "这") is as likely to open a paragraph as to follow a sentence of it.
-Each number is cheap: a pass of a few regular expressions over the text.
+referring back ("this", "however", "这") is as likely to open a paragraph as to follow a sentence of it; and
+the document's order scores no better than shuffles of its sentences (prep/classify/order.py).
+Each number but the last is a pass of a few regular expressions over the text; the last costs as much as all
+the others together (it compares the document with 60 shuffles of its first 64 sentences).
 """
 
 import math
@@ -18,12 +20,14 @@ import re
 
 import numpy as np
 
-from prep.classify.text import HAN, PARAGRAPH, SENTENCE_END, content_words
+from prep.classify.order import order_against_shuffles
+from prep.classify.text import HAN, PARAGRAPH, REFERS_BACK, SENTENCE_END, content_words
 
 WORD = re.compile(r"[^\W\d_]+|\d+")
 FUNCTION_WORDS = frozenset(
     "the of and to a in is that for it as with on be by this are or from at an not can you which".split()
 ) | frozenset("的了是在和有也就都而及与着或一")
+PUNCTUATION = re.compile(r"[^\w\s]|_")  # neither str.isalnum nor str.isspace: \w is isalnum and "_"
 SENTENCE_MARKS = frozenset(".!?。！？:;")
 PAIRED = {")": "(", "）": "（", "”": "“", "」": "「", "》": "《", "]": "[", "』": "『"}  # closing: opening
 PAIR_MARK = re.compile("[" + re.escape("".join(PAIRED) + "".join(PAIRED.values()) + '"') + "]")
@@ -32,15 +36,11 @@ PAIR_MARK = re.compile("[" + re.escape("".join(PAIRED) + "".join(PAIRED.values()
 LOWER_AFTER_END = re.compile(r"[.!?]\s+[a-z]")
 WORD_BEFORE = re.compile(r"\w{3,}$")
 ABBREVIATIONS = frozenset("etc approx inc ltd mrs vol eds fig nos".split())
-REFERS_BACK = re.compile(r"(?:it|its|he|his|she|her|they|their|this|these|that|those|however|therefore|thus|also|"
-                         r"but|and|so|then|moreover|furthermore|in addition|for example|for instance|as a result|"
-                         r"instead|otherwise|such|both|another|the other|here|there)\b|"
-                         r"这|那|他|她|它|但|而|因此|所以|此外|另外|同时|然而|不过|于是|其")
 NAMES = ("log_chars", "log_paragraphs", "log_lines", "log_line_chars", "lines_ending_a_sentence", "log_sentences",
          "log_sentence_words", "sentence_length_spread", "sentences_sharing_with_the_last",
          "content_seen_before", "repeated_sentences", "repeated_trigrams", "distinct_words", "digits", "punctuation",
          "capitals", "han", "mean_word_chars", "function_words", "short_lines", "unbalanced_paragraphs",
-         "lowercase_after_a_sentence", "referring_back_inside_not_first")
+         "lowercase_after_a_sentence", "referring_back_inside_not_first", "order_against_shuffles")
 MAX_CHARS = 20_000  # read from a document's start: the numbers settle long before
 
 
@@ -76,14 +76,14 @@ def _stats(text: str) -> list[float]:
             float(np.mean(adjacent)) if adjacent else 0.5, float(np.mean(before)) if before else 0.5,
             1 - len({" ".join(s.split()) for s in sentences}) / max(1, len(sentences)),
             1 - len(set(trigrams)) / max(1, len(trigrams)), len(set(tokens[:1000])) / max(1, len(tokens[:1000])),
-            sum(c.isdigit() for c in text) / chars, sum(not c.isalnum() and not c.isspace() for c in text) / chars,
-            sum(c.isupper() for c in text) / chars, han / chars,
+            sum(map(str.isdigit, text)) / chars, len(PUNCTUATION.findall(text)) / chars,
+            sum(map(str.isupper, text)) / chars, han / chars,
             sum(len(w) for w in words) / max(1, len(words)),
             sum(t in FUNCTION_WORDS for t in tokens) / max(1, len(tokens)),
             sum(len(line) < 30 for line in lines) / max(1, len(lines)),
             sum(map(_unbalanced, paragraphs)) / max(1, len(paragraphs)),
             _lowercase_after_a_sentence(text) * 1000 / chars,
-            _referring_back(split)]
+            _referring_back(split), order_against_shuffles(split, contents)]
 
 
 def _lowercase_after_a_sentence(text: str) -> int:

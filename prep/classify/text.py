@@ -22,6 +22,11 @@ PARAGRAPH = re.compile(r"\n[^\S\n]*\n\s*")
 # after a full stop and white space (not inside 1.2.3 or sources.list), or after a CJK one
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 CONTENT_WORD = re.compile(f"[^\\W\\d_{CJK}]{{4,}}")
+# a sentence that opens with one of these refers back to what came before it
+REFERS_BACK = re.compile(r"(?:it|its|he|his|she|her|they|their|this|these|that|those|however|therefore|thus|also|"
+                         r"but|and|so|then|moreover|furthermore|in addition|for example|for instance|as a result|"
+                         r"instead|otherwise|such|both|another|the other|here|there)\b|"
+                         r"这|那|他|她|它|但|而|因此|所以|此外|另外|同时|然而|不过|于是|其")
 STOP_WORDS = frozenset(
     "that this with from have were what when which their there about would these other into more some could "
     "them than then only also been such most over will your just like each many much must very where while does "

@@ -164,7 +164,9 @@ def test_a_crafted_second_stage_is_a_model_error(stacked, tmp_path):
         "cut in its header": data[:at + 6],
         "inputs of another version": data[:at] + struct.pack("<4i", version, inputs + 1, hidden, positive)
         + data[weights_at:],
-        "an earlier tokenmill's statistics": data[:at] + struct.pack("<4i", 1, inputs - 3, hidden, positive)
+        "an earlier tokenmill's statistics, version 1": data[:at] + struct.pack("<4i", 1, inputs - 4, hidden, positive)
+        + data[weights_at:],
+        "an earlier tokenmill's statistics, version 2": data[:at] + struct.pack("<4i", 2, inputs - 1, hidden, positive)
         + data[weights_at:],
         "2^31 hidden units": data[:at] + struct.pack("<4i", version, inputs, 2**31 - 1, positive) + data[weights_at:],
         "a label past the two": data[:at] + struct.pack("<4i", version, inputs, hidden, 2) + data[weights_at:],
@@ -176,4 +178,4 @@ def test_a_crafted_second_stage_is_a_model_error(stacked, tmp_path):
         (tmp_path / "crafted.bin").write_bytes(crafted)
         with pytest.raises(ModelError, match="crafted.bin") as raised:
             fasttext_bin.read(str(tmp_path / "crafted.bin"))
-        assert ("train the classifier again" in str(raised.value)) == (what == "an earlier tokenmill's statistics")
+        assert ("train the classifier again" in str(raised.value)) == what.startswith("an earlier tokenmill's")

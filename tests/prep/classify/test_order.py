@@ -1,0 +1,44 @@
+"""How much better a document's order of sentences is than shuffles of them (prep/classify/order.py): on the
+sample's prose, English and Chinese, a document scores well above its own sentences shuffled, and a shuffled
+one scores about 0 (it is one of the shuffles); the same document scores the same every time; too few
+sentences score 0."""
+
+import random
+
+import numpy as np
+import pytest
+
+from prep.classify.metrics import roc_auc
+from prep.classify.order import order_against_shuffles
+from prep.classify.stats import NAMES, document_stats
+from tests.labelled.classifier_set import hard, paragraphs
+
+COLUMN = NAMES.index("order_against_shuffles")
+
+
+@pytest.fixture(scope="module")
+def real_and_shuffled(labelled):
+    articles = [d for d in labelled if d.label == "prose" and len(paragraphs(d.text)) > 2]
+    rng = random.Random(0)
+    shuffled = [hard("shuffled_within", d, articles, rng) for d in articles]
+    found = document_stats([d.text for d in articles] + shuffled)[:, COLUMN]
+    return articles, found[:len(articles)], found[len(articles):]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_documents_own_order_beats_its_sentences_shuffled(real_and_shuffled, lang):
+    articles, real, shuffled = real_and_shuffled
+    ours = np.array([d.lang == lang for d in articles])
+    assert ours.sum() > 100
+    assert roc_auc(real[ours], shuffled[ours]) > 0.75
+    assert real[ours].mean() > 3 and abs(shuffled[ours].mean()) < 1  # a shuffle is one of the shuffles: about 0
+
+
+def test_the_same_document_scores_the_same_every_time_and_too_few_sentences_score_0(real_and_shuffled):
+    articles, real, _ = real_and_shuffled
+    again = document_stats([articles[1].text, articles[0].text])[:, COLUMN]
+    assert again.tolist() == [real[1], real[0]]
+    assert order_against_shuffles([["one sentence.", "two sentences."], ["three."]], [{"sentence"}] * 3) == 0
+    alike = [["the same words here."] * 5] * 3  # nothing changes under a shuffle: a number, not infinity
+    value = order_against_shuffles(alike, [{"words"}] * 15)
+    assert np.isfinite(value) and abs(value) <= 8 * 10
