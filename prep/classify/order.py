@@ -63,10 +63,9 @@ def order_against_shuffles(paragraphs: list[list[str]], contents: list[set[str]]
     i, j = np.nonzero(pair_weights.any(2))
     # the cues of a sentence at a position: at a paragraph's opening, not referring back; at its end, ending
     # with a colon; at its opening, long, and a list item
-    lengths = np.array([len(s) for s in sentences], np.float64)
     sentence_cues = np.column_stack([
         [-(REFERS_BACK.match(s) is not None) for s in sentences], [s.endswith((":", "：")) for s in sentences],
-        (lengths - lengths.mean()) / (lengths.std() + 1e-9), [LIST_ITEM.match(s) is not None for s in sentences]])
+        [len(s) for s in sentences], [LIST_ITEM.match(s) is not None for s in sentences]]).astype(np.float64)
     positions = np.column_stack([first, last, first, first])
     orders = _orders(n)
     cues = np.column_stack([shared[orders[:, i], orders[:, j]] @ pair_weights[i, j],
@@ -87,14 +86,21 @@ def _orders(n: int) -> np.ndarray:
 
 def _similarity(contents: list[set[str]]) -> np.ndarray:
     """[n, n]: the cosine of the sentences' content words weighted by log inverse document frequency over
-    the sentences, 0 on the diagonal."""
+    the sentences, 0 on the diagonal. Only the words of two sentences or more are multiplied out, by numpy's
+    own loops: a BLAS product would start threads that spin on the cores of a task beside it."""
+    n = len(contents)
     flat = [word for words in contents for word in words]
     vocabulary = {word: k for k, word in enumerate(dict.fromkeys(flat))}
-    words = np.zeros((len(contents), max(1, len(vocabulary))))
-    words[np.repeat(np.arange(len(contents)), [len(c) for c in contents]), [vocabulary[w] for w in flat]] = 1.0
-    words *= np.log((len(contents) + 1) / np.maximum(words.sum(0), 1)) + 0.1
-    norms = np.linalg.norm(words, axis=1)
-    words /= np.where(norms > 0, norms, 1)[:, None]
-    shared = words @ words.T
+    rows = np.repeat(np.arange(n), [len(c) for c in contents])
+    columns = np.array([vocabulary[w] for w in flat], np.int64)
+    counts = np.bincount(columns, minlength=len(vocabulary))
+    weights = (np.log((n + 1) / np.maximum(counts, 1)) + 0.1)[columns]
+    norms = np.sqrt(np.bincount(rows, weights=weights ** 2, minlength=n))
+    shared_words = counts[columns] > 1
+    compact = np.unique(columns[shared_words], return_inverse=True)[1]
+    words = np.zeros((n, int(compact.max(initial=-1)) + 1))
+    words[rows[shared_words], compact] = weights[shared_words]
+    norms = np.where(norms > 0, norms, 1)
+    shared = np.einsum("iw,jw->ij", words, words) / np.outer(norms, norms)
     np.fill_diagonal(shared, 0)
     return shared

@@ -11,8 +11,8 @@ spans two sentences is left open in one paragraph and closed in another, the low
 abbreviation's full stop ("e.g. the") follows a sentence's end, and a sentence that opens with a word
 referring back ("this", "however", "这") is as likely to open a paragraph as to follow a sentence of it; and
 the document's order scores no better than shuffles of its sentences (prep/classify/order.py).
-Each number but the last is a pass of a few regular expressions over the text; the last costs as much as all
-the others together (it compares the document with 60 shuffles of its first 64 sentences).
+Each number but the last is a pass of a few regular expressions over the text; the last, which compares the
+document with shuffles of its sentences, costs about as much as all the others together.
 """
 
 import math
