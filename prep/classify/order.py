@@ -37,13 +37,13 @@ LIST_ITEM = re.compile(r"(?:[*•·‣–-]|\d{1,2}[.)]|\([a-z0-9]\))\s")
 def order_against_shuffles(paragraphs: list[list[str]], contents: list[set[str]]) -> float:
     """`paragraphs`: each paragraph's sentences, lowercased; `contents`: each sentence's content words
     (prep/classify/text.py), in the same order. 0 for fewer than four sentences."""
-    sizes, kept = [], 0
+    read, n = [], 0
     for sentences in paragraphs:
-        if kept < MAX_SENTENCES and sentences:
-            sizes.append(min(len(sentences), MAX_SENTENCES - kept))
-            kept += sizes[-1]
-    sentences = [s.strip() for p, size in zip(paragraphs, sizes) for s in p[:size]]
-    n = len(sentences)
+        if sentences and n < MAX_SENTENCES:
+            read.append(sentences[:MAX_SENTENCES - n])
+            n += len(read[-1])
+    sizes = np.array([len(p) for p in read])
+    sentences = [s.strip() for p in read for s in p]
     if n < 4:
         return 0.0
     shared = _similarity(contents[:n])

@@ -39,6 +39,9 @@ def test_the_same_document_scores_the_same_every_time_and_too_few_sentences_scor
     again = document_stats([articles[1].text, articles[0].text])[:, COLUMN]
     assert again.tolist() == [real[1], real[0]]
     assert order_against_shuffles([["one sentence.", "two sentences."], ["three."]], [{"sentence"}] * 3) == 0
+    text = [["a first sentence.", "the first again."], ["a second one.", "the second again."], ["a third."]]
+    words = [{"first"}, {"first"}, {"second"}, {"second"}, {"third"}]
+    assert order_against_shuffles([[], *text[:2], [], text[2]], words) == order_against_shuffles(text, words) > 0
     alike = [["the same words here."] * 5] * 3  # nothing changes under a shuffle: a number, not infinity
     value = order_against_shuffles(alike, [{"words"}] * 15)
     assert np.isfinite(value) and abs(value) <= 8 * MAX_Z  # eight cues
