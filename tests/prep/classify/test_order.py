@@ -1,7 +1,7 @@
 """How much better a document's order of sentences is than shuffles of them (prep/classify/order.py): on the
 sample's prose, English and Chinese, a document scores well above its own sentences shuffled, and a shuffled
 one scores about 0 (it is one of the shuffles); the same document scores the same every time; too few
-sentences score 0."""
+sentences score 0; a document of thousands of sentences is read to its first 64."""
 
 import random
 
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from prep.classify.metrics import roc_auc
-from prep.classify.order import MAX_Z, order_against_shuffles
+from prep.classify.order import MAX_SENTENCES, MAX_Z, order_against_shuffles
 from prep.classify.stats import NAMES, document_stats
+from prep.classify.text import SENTENCE_END, content_words
 from tests.labelled.classifier_set import hard, paragraphs
 
 COLUMN = NAMES.index("order_against_shuffles")
@@ -45,3 +46,13 @@ def test_the_same_document_scores_the_same_every_time_and_too_few_sentences_scor
     alike = [["the same words here."] * 5] * 3  # nothing changes under a shuffle: a number, not infinity
     value = order_against_shuffles(alike, [{"words"}] * 15)
     assert np.isfinite(value) and abs(value) <= 8 * MAX_Z  # eight cues
+
+
+def test_a_document_of_thousands_of_sentences_is_read_to_its_first_64(real_and_shuffled):
+    """Bounded work whatever the document: a paragraph of 5,000 sentences scores as its first MAX_SENTENCES."""
+    articles, _, _ = real_and_shuffled
+    sentences = [s for d in articles for s in SENTENCE_END.split(d.text.lower()) if s.strip()][:5000]
+    assert len(sentences) == 5000
+    contents = [content_words(s) for s in sentences]
+    whole = order_against_shuffles([sentences], contents)
+    assert whole == order_against_shuffles([sentences[:MAX_SENTENCES]], contents[:MAX_SENTENCES]) and whole != 0
