@@ -87,9 +87,11 @@ def _orders(n: int) -> np.ndarray:
 def _similarity(contents: list[set[str]]) -> np.ndarray:
     """[n, n]: the cosine of the sentences' content words weighted by log inverse document frequency over
     the sentences, 0 on the diagonal. Only the words of two sentences or more are multiplied out, by numpy's
-    own loops: a BLAS product would start threads that spin on the cores of a task beside it."""
+    own loops: a BLAS product would start threads that spin on the cores of a task beside it. The words are
+    taken in sorted order: a set's order depends on the process's string hash seed, and the order of a sum
+    changes its last bits."""
     n = len(contents)
-    flat = [word for words in contents for word in words]
+    flat = [word for words in contents for word in sorted(words)]
     vocabulary = {word: k for k, word in enumerate(dict.fromkeys(flat))}
     rows = np.repeat(np.arange(n), [len(c) for c in contents])
     columns = np.array([vocabulary[w] for w in flat], np.int64)

@@ -1,9 +1,13 @@
 """How much better a document's order of sentences is than shuffles of them (prep/classify/order.py): on the
 sample's prose, English and Chinese, a document scores well above its own sentences shuffled, and a shuffled
-one scores about 0 (it is one of the shuffles); the same document scores the same every time; too few
-sentences score 0; a document of thousands of sentences is read to its first 64."""
+one scores about 0 (it is one of the shuffles); the same document scores the same every time, in this
+process and in others; too few sentences score 0; a document of thousands of sentences is read to its first 64."""
 
+import json
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,7 +15,8 @@ import pytest
 from prep.classify.metrics import roc_auc
 from prep.classify.order import MAX_SENTENCES, MAX_Z, order_against_shuffles
 from prep.classify.stats import NAMES, document_stats
-from prep.classify.text import SENTENCE_END, content_words
+from prep.classify.text import PARAGRAPH, SENTENCE_END, content_words
+from tests.conftest import REPO
 from tests.labelled.classifier_set import hard, paragraphs
 
 COLUMN = NAMES.index("order_against_shuffles")
@@ -56,3 +61,26 @@ def test_a_document_of_thousands_of_sentences_is_read_to_its_first_64(real_and_s
     contents = [content_words(s) for s in sentences]
     whole = order_against_shuffles([sentences], contents)
     assert whole == order_against_shuffles([sentences[:MAX_SENTENCES]], contents[:MAX_SENTENCES]) and whole != 0
+
+
+def exact(texts: list[str]) -> list[str]:
+    """Each text's statistic, its float64 bits in hex."""
+    found = []
+    for text in texts:
+        split = [[s for s in SENTENCE_END.split(p) if s.strip()] for p in PARAGRAPH.split(text.lower()) if p.strip()]
+        found.append(order_against_shuffles(split, [content_words(s) for p in split for s in p]).hex())
+    return found
+
+
+def test_processes_with_other_string_hash_seeds_give_the_same_bits(real_and_shuffled, tmp_path):
+    """A set of words iterates in an order that the process's string hash seed decides; the statistic, and so a
+    model's bytes and a corpus's scores, must not depend on it."""
+    articles, _, _ = real_and_shuffled
+    texts = [d.text for d in articles[:200]]
+    (tmp_path / "texts.json").write_text(json.dumps(texts))
+    code = ("import json, sys; from tests.prep.classify.test_order import exact; "
+            "print(json.dumps(exact(json.load(open(sys.argv[1])))))")
+    found = [json.loads(subprocess.run([sys.executable, "-c", code, str(tmp_path / "texts.json")], cwd=REPO,
+                                       env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True,
+                                       check=True, timeout=300).stdout) for seed in ("1", "2")]
+    assert found[0] == found[1] == exact(texts)

@@ -4,8 +4,12 @@ repeats itself); the network over them and the n-gram model's log-odds (prep/cla
 same way twice; the model file carries it after fastText's model, fastText still reads the file (and gives
 the n-gram model's scores), and a crafted second stage is a ModelError."""
 
+import json
+import os
 import random
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -16,6 +20,7 @@ from prep.classify.fasttext_bin import SECOND_STAGE, ModelError
 from prep.classify.metrics import roc_auc
 from prep.classify.stacking import train_classifier
 from prep.classify.stats import NAMES, document_stats
+from tests.conftest import REPO
 from tests.prep.classify.conftest import SETTINGS
 
 SENTENCES = {"en": ". ", "zh": "。"}
@@ -143,13 +148,24 @@ def test_fasttext_reads_the_file_and_gives_the_ngram_models_scores(stacked, pros
         assert all(abs(found[f"__label__{label}"] - 1e-5 - row[i]) < 1e-5 for i, label in enumerate(stacked.labels))
 
 
-def test_the_same_examples_give_the_same_model_bytes(stacked, prose_junk, tmp_path):
-    folds = np.arange(len(prose_junk.train_lines)) % 2
-    again = train_classifier(prose_junk.train_lines, document_stats(prose_junk.train_texts),
-                             prose_junk.train_labels, folds, SETTINGS)[0]
+def trained_and_written(examples: str, path: str) -> None:
+    texts, lines, labels = json.load(open(examples))
+    model = train_classifier(lines, document_stats(texts), labels, np.arange(len(lines)) % 2, SETTINGS)[0]
+    fasttext_bin.write(model, path)
+
+
+def test_the_same_examples_give_the_same_model_bytes_in_another_process(stacked, prose_junk, tmp_path):
+    """Trained again here, and in another process with another string hash seed (the order in which a set
+    iterates): the same bytes."""
+    examples = tmp_path / "examples.json"
+    examples.write_text(json.dumps([prose_junk.train_texts, prose_junk.train_lines, prose_junk.train_labels]))
     fasttext_bin.write(stacked, str(tmp_path / "a.bin"))
-    fasttext_bin.write(again, str(tmp_path / "b.bin"))
-    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    trained_and_written(str(examples), str(tmp_path / "b.bin"))
+    code = "import sys; from tests.prep.classify.test_stacking import trained_and_written as t; t(*sys.argv[1:])"
+    subprocess.run([sys.executable, "-c", code, str(examples), str(tmp_path / "c.bin")], cwd=REPO, check=True,
+                   env={**os.environ, "PYTHONHASHSEED": "12345"}, timeout=600)
+    first = (tmp_path / "a.bin").read_bytes()
+    assert (tmp_path / "b.bin").read_bytes() == first and (tmp_path / "c.bin").read_bytes() == first
 
 
 def test_a_crafted_second_stage_is_a_model_error(stacked, tmp_path):
