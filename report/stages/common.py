@@ -75,8 +75,9 @@ def distributions(series: dict[str, Distributions]) -> list:
         return []
     blocks: list = [Histogram("Document length (characters)", length_labels(),
                               {name: d.lengths.tolist() for name, d in series.items()})]
+    # the most counted first, ties by name: a set's own order is the process's string hash seed's
     languages = sorted({lang for d in series.values() for lang in d.languages},
-                       key=lambda lang: -sum(d.languages[lang] for d in series.values()))
+                       key=lambda lang: (-sum(d.languages[lang] for d in series.values()), lang))
     if languages:
         rows = _listed(languages, [d.languages for d in series.values()], 20)
         blocks.append(Table("Languages (documents read)", ["language", *series], rows))

@@ -219,6 +219,22 @@ def test_values_past_those_listed_are_summed_in_one_row_not_left_out():
         assert [row[0] for row in rows].count(OTHER_VALUES) == 1  # the most counted language here
 
 
+def test_languages_of_equal_counts_are_listed_by_name_whatever_the_process():
+    """Found by an audit: languages counted alike were listed in the order a set of them iterates, which each
+    process's string hash seed decides, and so was which of them got a row of the 20 and which went to the
+    rest: the same run's report differed from process to process."""
+    from report.sample import OTHER_VALUES, Distributions
+    from report.stages.common import distributions
+
+    seen = Distributions()
+    languages = [f"l{i:02d}" for i in range(30)] + ["zz"] * 3 + ["aa"] * 2
+    seen.add(pa.table({"id": [f"d{i}" for i in range(len(languages))], "text": ["t"] * len(languages),
+                       "lang": languages}))
+    rows = next(b for b in distributions({"kept": seen}) if b.title == "Languages (documents read)").rows
+    assert [row[0] for row in rows] == ["zz", "aa", *[f"l{i:02d}" for i in range(18)], OTHER_VALUES]
+    assert rows[-1][1] == 12
+
+
 def test_a_comparison_clips_the_reasons_that_changed(tmp_path):
     """Found by trying: reasons of a megabyte in one run's rejected documents were shown whole in compare.html
     (the stage's own report clips them)."""
