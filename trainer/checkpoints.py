@@ -235,9 +235,10 @@ def first_line(error: BaseException) -> str:
 
 def complete_checkpoints(folder: Path) -> list[Path]:
     """The complete checkpoints in a folder (step-N, N digits: no .partial), newest first by their step's
-    number, not their name: step-10000000 comes after step-9999990."""
+    number, not their name: step-10000000 comes after step-9999990. Two names of one step (step-10, step-010,
+    copied in) by name, not in the order the file system lists them."""
     found = [p for p in folder.glob("step-*") if step_of(p) is not None and p.is_dir()]
-    return sorted(found, key=step_of, reverse=True)
+    return sorted(found, key=lambda p: (step_of(p), p.name), reverse=True)
 
 
 def step_of(checkpoint: Path) -> int | None:

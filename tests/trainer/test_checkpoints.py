@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 
 from schemas.trust import UntrustedPath
-from trainer.checkpoints import MANIFEST, Checkpoints, Unfit, check_checkpoint, intact
+from trainer.checkpoints import MANIFEST, Checkpoints, Unfit, check_checkpoint, complete_checkpoints, intact
 
 
 class Planted:
@@ -145,6 +145,18 @@ def test_the_newest_checkpoint_is_the_highest_step_not_the_last_name(saved):
         _copied(checkpoint, step)
     (checkpoints.folder / "step-000000x").mkdir()  # not a step: not a checkpoint
     assert [p.name for p in checkpoints.complete()] == ["step-10000000", "step-9999990", "step-0000010"]
+
+
+def test_two_names_of_one_step_are_ordered_by_name_not_by_the_file_systems_listing(tmp_path, monkeypatch):
+    """Found by an audit: step-10 and step-010 (copied in, the loop writes neither form twice) came in the
+    order the folder listed them, which is the file system's (the order they were made, on some)."""
+    for name in ("step-010", "step-10", "step-9"):
+        (tmp_path / name).mkdir()
+    listed = Path.glob
+    for backwards in (False, True):
+        monkeypatch.setattr(Path, "glob", lambda folder, pattern, b=backwards: sorted(listed(folder, pattern),
+                                                                                      reverse=b))
+        assert [p.name for p in complete_checkpoints(tmp_path)] == ["step-10", "step-010", "step-9"]
 
 
 def test_a_checkpoint_under_another_steps_name_is_damage(saved):
