@@ -35,7 +35,7 @@ from tests.labelled.classifier_set import HARD_KINDS, SPAM_KINDS, build, held_ou
 
 REPO = Path(__file__).resolve().parent.parent
 RUNNER = REPO / "benchmarks" / "fasttext_runner.py"
-TIMED_RUNS = 3  # each timing the best of three runs, both sides
+TIMED_RUNS = 3  # training and scoring timed the best of three runs, both sides
 
 
 def fasttext_python(given: str | None) -> str:
