@@ -36,9 +36,8 @@ from tests.labelled.classifier_set import HARD_KINDS, SPAM_KINDS, build, held_ou
 REPO = Path(__file__).resolve().parent.parent
 RUNNER = REPO / "benchmarks" / "fasttext_runner.py"
 TIMED_RUNS = 3  # training and scoring timed the best of three runs, both sides
-# the held-out lines scored this many times over in each timed run of each predictor: one pass
-# (1.2 MB, 20-40 ms) is over before the scorer's tables are warm (its first passes ran at 33-42 MB/s, from the
-# sixth on at 61-70)
+# the held-out lines scored this many times over in each timed run of each predictor: one pass (1.2 MB) is
+# over in 20-40 ms, and eight such passes in one process ran at 33-70 MB/s
 SCORING_PASSES = 5
 
 
