@@ -121,8 +121,7 @@ def main() -> None:
     model, _ = train_classifier(train_lines, train_stats, labels, folds, cfg)
     stacked_seconds = time.process_time() - started
     scorer = Scorer(ngrams)
-    scorer.probabilities(test_lines[:2])  # compiled before the clock
-    first = scorer.probabilities(test_lines)[:, ngrams.labels.index("good")]
+    first = scorer.probabilities(test_lines)[:, ngrams.labels.index("good")]  # also compiles it before the clock
     scoring_lines = test_lines * SCORING_PASSES
     _, score_seconds = best_of(lambda: scorer.probabilities(scoring_lines))
     ours = Classifier(model).probabilities_of(test_lines, test_stats)[:, model.labels.index("good")]
