@@ -77,6 +77,9 @@ class QualityConfig:
     min_quality: float | None = None  # a document scoring under this is rejected (classifier:quality; min_score)
     keep_top: float | None = None  # keep this share of each source's documents, the best by score (exact)
     buckets: int = 0  # > 0: bucket_quality, the score's quantile (shards.split_by bucket_quality mixes them)
+    # the documents the clean rules rejected scored too (OUT/quality/rules_rejected/): every document has its
+    # score_quality, and the report shows the good documents a rule threw away; false saves their scoring time
+    score_rejected: bool = True
     train: train_classifier_stage.Config = field(default_factory=train_classifier_stage.Config)  # how it is trained
 
     def __bool__(self) -> bool:
@@ -253,7 +256,9 @@ def _scored(spark, cleaned: Sources, cfg: QualityConfig, out_path: Path, named: 
     for name, files in cleaned.items():
         log.info("quality %s", name)
         folder = _folder(out_path, "quality", name, named)
-        stats["quality"][name] = score_stage.run(spark, {name: files}, classifiers, str(folder))
+        rejected = expand_inputs(str(_folder(out_path, "clean", name, named) / "rejected")) if cfg.score_rejected \
+            else None
+        stats["quality"][name] = score_stage.run(spark, {name: files}, classifiers, str(folder), rejected)
     return {name: _documents(_folder(out_path, "quality", name, named) / "docs", name, "the quality classifier")
             for name in cleaned}
 

@@ -4,7 +4,11 @@ their rules (prep/classify/scoring.py): the pipeline's quality step, once it has
 A task reads a file of documents, scores them, and writes the kept ones with their score_NAME (bucket_NAME
 added once every document is scored: spark_stages/classifier_rules.py) to OUT/docs/ and those a rule
 rejects to OUT/rejected/ with the reason classifier:NAME, in the file's order; OUT/stats.json counts them,
-input = kept + rejected exactly.
+input = kept + rejected exactly. Documents the rules before rejected (the clean job's OUT/rejected/, given as
+`rules_rejected`) are scored too and written as they were, reason and all, with their score_NAME to
+OUT/rules_rejected/ (no rule of the classifier applies to them; `rules_rejected` in stats.json counts them):
+every document then has its score, kept and rejected alike, as `clean.classifiers` gives it, so that a report
+can show the good documents a rule threw away.
 """
 
 import time
@@ -16,36 +20,45 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from prep.classify.scoring import Classifiers
-from prep.ingest.inputs import InputError, Sources, all_files
+from prep.ingest.inputs import InputError, InputFile, Sources, all_files
 from schemas import FORMAT_VERSION
 from spark_stages import classifier_rules
 from spark_stages.ingest import document_parquet, map_files
 from spark_stages.outputs import checksums, commit, staging_dir
 from spark_stages.task_outputs import TaskOutputs, fill_empty, prepare
 
-OUTPUTS = ["docs", "rejected"]
-COUNTS_SCHEMA = pa.schema([("reason", pa.string()), ("count", pa.int64())])
+RULES_REJECTED = "rules_rejected"
+# a row per reason of a file's documents (None: kept); rules_rejected: the count of a file the rules rejected
+COUNTS_SCHEMA = pa.schema([("reason", pa.string()), ("count", pa.int64()), ("rules_rejected", pa.bool_())])
 BATCH_ROWS = 1024
 
 
-def run(spark, sources: Sources, classifiers: Classifiers, out: str) -> dict:
+def run(spark, sources: Sources, classifiers: Classifiers, out: str,
+        rules_rejected: list[InputFile] | None = None) -> dict:
     started = time.time()
     files = all_files(sources)
-    if not document_parquet(files):
+    if not document_parquet(files) or (rules_rejected and not document_parquet(rules_rejected)):
         raise InputError("scoring reads documents a tokenmill stage wrote (Parquet with id and text)")
     docs_schema = pa.schema(list(pq.read_schema(files[0].path)) + classifiers.fields())
     schemas = {"docs": docs_schema, "rejected": docs_schema.append(pa.field("reason", pa.string()))}
+    if rules_rejected:
+        schemas[RULES_REJECTED] = pa.schema(list(pq.read_schema(rules_rejected[0].path)) + classifiers.fields())
+    outputs = list(schemas)
     staging = staging_dir(out)
     prepare(staging, schemas)
     shared = spark.sparkContext.broadcast(classifiers)
+    first_rejected = len(files)  # the files from here on are the rules' rejected ones
 
     def score_files(mine):
         for index, file in mine:
-            yield score_file(Path(file.path), index, shared.value, staging, schemas)
+            yield score_file(Path(file.path), index, shared.value, staging, schemas, index >= first_rejected)
 
-    counts = Counter()
-    for row in map_files(spark, files, score_files, COUNTS_SCHEMA).collect():
-        counts[row["reason"]] += row["count"]
+    counts, scored_rejected = Counter(), 0
+    for row in map_files(spark, files + list(rules_rejected or []), score_files, COUNTS_SCHEMA).collect():
+        if row["rules_rejected"]:
+            scored_rejected += row["count"]
+        else:
+            counts[row["reason"]] += row["count"]
     fill_empty(staging, schemas)
     ruled = classifier_rules.apply(spark, staging, classifiers.global_rules(), schemas["docs"], schemas["rejected"])
     for name, applied in ruled.items():
@@ -54,14 +67,17 @@ def run(spark, sources: Sources, classifiers: Classifiers, out: str) -> dict:
     rejected = {reason: n for reason, n in sorted(counts.items(), key=lambda kv: str(kv[0])) if reason and n}
     stats = {"format_version": FORMAT_VERSION, "input": sum(counts.values()), "kept": counts[None],
              "rejected": sum(rejected.values()), "rejected_by_reason": rejected, "classifiers": ruled,
+             **({RULES_REJECTED: scored_rejected} if rules_rejected else {}),
              "files": len(files), "seconds": round(time.time() - started, 1),
-             "checksums": checksums(spark, staging, OUTPUTS)}
-    commit(staging, out, OUTPUTS, stats)
+             "checksums": checksums(spark, staging, outputs)}
+    commit(staging, out, outputs, stats)
     return stats
 
 
-def score_file(path: Path, index: int, classifiers: Classifiers, staging: Path, schemas: dict) -> pa.RecordBatch:
-    """Runs in a task: one file's documents scored and written by fate; their counts by reason (None: kept)."""
+def score_file(path: Path, index: int, classifiers: Classifiers, staging: Path, schemas: dict,
+               rules_rejected: bool = False) -> pa.RecordBatch:
+    """Runs in a task: one file's documents scored and written by fate; their counts by reason (None: kept).
+    A file of documents the rules rejected is scored and written to rules_rejected whole, its count under None."""
     outputs = TaskOutputs(staging, schemas, index)
     counts = Counter()
     try:
@@ -69,6 +85,10 @@ def score_file(path: Path, index: int, classifiers: Classifiers, staging: Path, 
             columns = classifiers.scores(batch.column("text").to_pylist())
             for name, values in columns.items():
                 batch = batch.append_column(name, pa.array(values, schemas["docs"].field(name).type))
+            if rules_rejected:
+                counts[None] += batch.num_rows
+                outputs.write(RULES_REJECTED, batch)
+                continue
             reasons = [classifiers.rejection(columns, i) for i in range(batch.num_rows)]
             counts.update(reasons)
             rejected = pa.array([reason is not None for reason in reasons])
@@ -79,10 +99,12 @@ def score_file(path: Path, index: int, classifiers: Classifiers, staging: Path, 
     except BaseException:
         outputs.abandon()
         raise
-    return pa.RecordBatch.from_pylist([{"reason": r, "count": n} for r, n in counts.items()], schema=COUNTS_SCHEMA)
+    return pa.RecordBatch.from_pylist([{"reason": r, "count": n, "rules_rejected": rules_rejected}
+                                       for r, n in counts.items()], schema=COUNTS_SCHEMA)
 
 
 def summary(stats: dict) -> str:
     reasons = ", ".join(f"{reason} {n}" for reason, n in stats["rejected_by_reason"].items())
+    also = f"; {stats[RULES_REJECTED]} the rules rejected scored too" if RULES_REJECTED in stats else ""
     return (f"scored {stats['input']}: kept {stats['kept']}, rejected {stats['rejected']}"
-            f"{' (' + reasons + ')' if reasons else ''} ({stats['seconds']} s)")
+            f"{' (' + reasons + ')' if reasons else ''}{also} ({stats['seconds']} s)")

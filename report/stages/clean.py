@@ -26,6 +26,7 @@ from report.stages.common import (
 )
 
 TITLES = {"clean": "Clean", "quality": "Quality classifier"}
+RULES_REJECTED = "rules_rejected"  # the quality step's scores of what the clean rules rejected (spark_stages/score.py)
 
 
 def gather(run: Run, stage: StageDir) -> StageView:
@@ -56,7 +57,12 @@ def gather(run: Run, stage: StageDir) -> StageView:
         sections.append(_normalized(folder / "normalized", cfg))
     if stats.get("quarantined"):
         sections.append(quarantine(folder / "quarantine", cfg, stats["quarantined"]))
-    sections.append(Section("Distributions", distributions({"kept": kept, "rejected": removed})))
+    series = {"kept": kept, "rejected": removed}
+    if (folder / RULES_REJECTED).is_dir():
+        series["rejected by the rules before"] = Distributions()
+        stream(folder / RULES_REJECTED, DOCUMENT_COLUMNS + classifier_columns(folder / RULES_REJECTED), cfg, None,
+               series["rejected by the rules before"])
+    sections.append(Section("Distributions", distributions(series)))
     problems = [[clipped(e.get("file"), cfg.field_chars), "damaged", clipped(e.get("error"), cfg.field_chars)]
                 for e in stats.get("file_errors") or [] if isinstance(e, dict)]
     problems += [[clipped(w.get("file"), cfg.field_chars), "warning", clipped(w.get("warning"), cfg.field_chars)]

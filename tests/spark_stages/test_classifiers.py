@@ -294,3 +294,43 @@ def test_quality_buckets_become_shards_folders_the_loader_mixes_exactly(scored, 
         batch = next(loader)
         assert [batch["source"].tolist().count(i) for i in range(3)] == [10, 10, 20]
     loader.close()
+
+
+def test_the_pipeline_trains_scores_every_document_and_mixes_its_quality_buckets(labelled, tmp_path):
+    """--quality.positive end to end: the classifier trained on the run's own cleaned text, every document scored
+    (those the clean rules rejected too, as the clean job's classifiers score them), the buckets exact and
+    written as shards folders the loader mixes with the weights given."""
+    from loaders import ShardLoader
+    from prep.tokenizer.bpe import train_bpe
+    from spark_stages import pipeline
+
+    folder, records = labelled
+    train_bpe([r["text"] for r in records], 1024).save(str(tmp_path / "tokenizer.json"))
+    out = tmp_path / "run"
+    assert run_stage(pipeline.STAGE, [
+        "--input", str(folder / "all"), "--output", str(out), "--quality.positive", str(folder / "good"),
+        "--quality.buckets", "3", *(flag.replace("--train.", "--quality.train.train.") for flag in FAST),
+        "--shards.tokenizer", str(tmp_path / "tokenizer.json"), "--shards.pack.seq-len", "256",
+        "--shards.split-by", "bucket_quality", "--weights", "b0=1,b1=1,b2=2"]) == 0
+    stats = json.loads((out / "quality" / "stats.json").read_text())
+    clean_rejected = pq.read_table(out / "clean" / "rejected")
+    scored_rejected = pq.read_table(out / "quality" / "rules_rejected")
+    assert clean_rejected.num_rows > 0 and stats["rules_rejected"] == clean_rejected.num_rows
+    # the clean rules' rejects as they were, reason and all, with the score the trained model gives them
+    assert scored_rejected.drop_columns(["score_quality"]).sort_by("id").equals(clean_rejected.sort_by("id"))
+    model = Classifier.load(str(out / "classifier" / "model.bin"))
+    expected = model.probabilities(scored_rejected.column("text").to_pylist())[:, model.labels.index("positive")]
+    assert np.array_equal(scored_rejected.column("score_quality").to_numpy(), expected)
+    docs = pq.read_table(out / "quality" / "docs")
+    assert docs.num_rows == pq.read_table(out / "clean" / "docs", columns=["id"]).num_rows  # no rule but buckets
+    sizes = np.bincount(docs.column("bucket_quality").to_numpy(), minlength=3)
+    assert sizes.max() - sizes.min() <= 1
+    # the report shows the scores of the rules' rejects beside the kept ones'
+    assert "rejected by the rules before" in (out / "report.html").read_text()
+    mixture = json.loads((out / "shards" / "mixture.json").read_text())
+    assert list(mixture["sources"]) == ["b0", "b1", "b2"]
+    loader = ShardLoader(str(out / "shards" / "mixture.json"), 40, seed=0)
+    for _ in range(3):
+        batch = next(loader)
+        assert [batch["source"].tolist().count(i) for i in range(3)] == [10, 10, 20]
+    loader.close()
