@@ -39,11 +39,13 @@ def log_odds(p: np.ndarray) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
-def fit(inputs: np.ndarray, positive: np.ndarray, seed: int = 0) -> SecondStage:
-    """The network of inputs [documents, inputs] whose labels are `positive` (bool [documents])."""
+def fit(inputs: np.ndarray, positive: np.ndarray, seed: int = 0,
+        least_scale: np.ndarray | float = 0.0) -> SecondStage:
+    """The network of inputs [documents, inputs] whose labels are `positive` (bool [documents]); each input
+    standardized by its spread, or by `least_scale` (per input) where that is larger."""
     x = inputs.astype(np.float64)
     y = positive.astype(np.float64)
-    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
+    mean, scale = x.mean(axis=0), np.maximum(x.std(axis=0) + 1e-6, least_scale)
     z = (x - mean) / scale
     rng = np.random.default_rng(seed)
     params = [rng.normal(0, 1 / np.sqrt(z.shape[1]), (z.shape[1], HIDDEN)), np.zeros(HIDDEN),
