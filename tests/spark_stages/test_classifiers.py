@@ -325,6 +325,11 @@ def test_the_pipeline_trains_scores_every_document_and_mixes_its_quality_buckets
     assert docs.num_rows == pq.read_table(out / "clean" / "docs", columns=["id"]).num_rows  # no rule but buckets
     sizes = np.bincount(docs.column("bucket_quality").to_numpy(), minlength=3)
     assert sizes.max() - sizes.min() <= 1
+    # a classifier of a few hundred documents, not one score for all (as it was before the second stage took
+    # the log-odds' spread as at least a nat: tests/prep/classify/test_stacking.py)
+    goods = {r["text"] for r in records if r["label"] == "good"}
+    score, positive = docs.column("score_quality").to_numpy(), np.array([t in goods for t in docs["text"].to_pylist()])
+    assert score[positive].mean() > score[~positive].mean() + 0.5
     # the report shows the scores of the rules' rejects beside the kept ones'
     assert "rejected by the rules before" in (out / "report.html").read_text()
     mixture = json.loads((out / "shards" / "mixture.json").read_text())
