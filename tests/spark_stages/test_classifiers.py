@@ -218,13 +218,18 @@ def test_a_classifier_named_with_a_dot_scores_its_column(trained, labelled, tmp_
     assert docs.num_rows + rejected.num_rows == len(records)
 
 
+# The clean rules keep only prose of this set, which the model scores 0.9 to 1: a threshold among those scores
+# (0.5 had rejected some only while the second stage gave a few hundred examples' models wrong scores)
+LOW = 0.999
+
+
 @pytest.fixture(scope="module")
 def scored(spark, trained, labelled, tmp_path_factory):
     folder, _ = labelled
     model = str(trained / "model.bin")
     cfg = clean.Config(classifiers={
         "q": ClassifierConfig(model=model, label="good", keep_top=0.5, buckets=3),
-        "low": ClassifierConfig(model=model, label="good", min_score=0.5),
+        "low": ClassifierConfig(model=model, label="good", min_score=LOW),
         "both": ClassifierConfig(combine="max", of=["q", "low"])})
     out = tmp_path_factory.mktemp("scored") / "out"
     return out, clean.run(spark, single_source(str(folder / "all")), cfg, str(out)), cfg
@@ -245,7 +250,7 @@ def test_every_document_is_scored_and_the_rules_are_exact_over_the_corpus(scored
     top_rejected = rejected.filter(pc.equal(rejected.column("reason"), "classifier:q")).column("score_q")
     assert pc.max(top_rejected).as_py() <= pc.min(docs.column("score_q")).as_py()
     low = rejected.filter(pc.equal(rejected.column("reason"), "classifier:low")).column("score_low").to_numpy()
-    assert len(low) and (low < 0.5).all()
+    assert len(low) and (low < LOW).all()
     assert stats["rejected_by_reason"]["classifier:low"] == len(low)
     sizes = np.bincount(docs.column("bucket_q").to_numpy(), minlength=3)
     assert sizes.sum() == docs.num_rows and sizes.max() - sizes.min() <= 1
