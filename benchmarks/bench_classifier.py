@@ -64,7 +64,7 @@ def raw(text: str) -> str:
 def fasttext_run(python: str, folder: Path, name: str, train_lines, test_lines, labels, args: dict,
                  repeats: int = 1, passes: int = 1) -> dict:
     """fastText trained and predicting in its own environment on these lines (its times the best of `repeats`,
-    each prediction timed over the test lines `passes` times; predict_seconds is per pass)."""
+    each prediction timed over the test lines `passes` times; predict_seconds is for all of them)."""
     train_file, test_file = folder / f"{name}.train", folder / f"{name}.test"
     train_file.write_text("".join(f"__label__{label} {line}\n" for line, label in zip(train_lines, labels)))
     test_file.write_text("".join(line + "\n" for line in test_lines))
@@ -174,7 +174,7 @@ def main() -> None:
           f"statistics {text_mb / stats_seconds:.1f} MB/s of text |")
     same = timings["fastText, tokenmill's settings and text form"]
     print(f"| fastText, same settings and text form | {same['train_seconds']:.2f} s | "
-          f"{line_mb / same['predict_seconds']:.1f} MB/s |")
+          f"{scoring_mb / same['predict_seconds']:.1f} MB/s |")
     print(f"| fastText's predict of tokenmill's model | | {scoring_mb / predict_seconds:.1f} MB/s (largest difference "
           f"in probability {parity:.1e}) |")
     print(f"\ntext form: {form_seconds:.2f} s for {text_mb:.1f} MB of text ({text_mb / form_seconds:.1f} MB/s)")

@@ -256,8 +256,8 @@ def _scored(spark, cleaned: Sources, cfg: QualityConfig, out_path: Path, named: 
     for name, files in cleaned.items():
         log.info("quality %s", name)
         folder = _folder(out_path, "quality", name, named)
-        rejected = expand_inputs(str(_folder(out_path, "clean", name, named) / "rejected")) if cfg.score_rejected \
-            else None
+        clean_rejected = _folder(out_path, "clean", name, named) / "rejected"
+        rejected = expand_inputs(str(clean_rejected)) if cfg.score_rejected else None
         stats["quality"][name] = score_stage.run(spark, {name: files}, classifiers, str(folder), rejected)
     return {name: _documents(_folder(out_path, "quality", name, named) / "docs", name, "the quality classifier")
             for name in cleaned}
