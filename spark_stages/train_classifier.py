@@ -34,6 +34,8 @@ from prep.classify.stats import NAMES as STAT_NAMES
 from prep.classify.stats import document_stats
 from prep.classify.text import model_line
 from prep.classify.train import TrainConfig
+from prep.dedup.batches import BANDS_SCHEMA, DedupConfig, bands_batch, verify_batch
+from prep.dedup.minhash import minhash_batch
 from prep.ingest.inputs import NAMED_INPUT, InputError, Sources
 from prep.normalize import NormalizeConfig, normalize
 from schemas import FORMAT_VERSION
@@ -56,6 +58,9 @@ class Config:
     positive_label: str = "positive"  # --positive: the label of its documents
     negative_label: str = "negative"  # --negative-from: the label of the documents taken from it
     negatives: int = 20_000  # --negative-from: documents taken from it (the first by a hash of the id)
+    # --negative-from: a document whose estimated Jaccard similarity with one of --positive reaches this (the
+    # dedup job's MinHash of 5-word shingles) is a copy of that positive, cleaned or not: no negative
+    copy_threshold: float = 0.8
     max_per_label: int = 20_000  # documents read of each label, the first by a hash of the id (the rest unread)
     heldout: float = 0.1  # the share of each label's documents held out for the report, by the same hash
     split_seed: int = 0  # the hash that samples, holds out and orders the examples
@@ -64,6 +69,8 @@ class Config:
     def __post_init__(self):
         if not 0 <= self.heldout < 1 or self.negatives < 1 or self.max_per_label < 2:
             raise ValueError("heldout must be in [0, 1), negatives at least 1 and max_per_label at least 2")
+        if not 0 < self.copy_threshold <= 1:
+            raise ValueError(f"copy_threshold must be in (0, 1], got {self.copy_threshold}")
 
 
 def input_flags(parser) -> None:
@@ -233,13 +240,51 @@ def _labelled(spark, sources: Sources, cfg: Config, kept):
         # a document of --positive that --negative-from holds too (a corpus the positives were cleaned into)
         # would be taken under both labels: it is no negative
         positive, negative = (list(sources).index(name) for name in (POSITIVE, NEGATIVE_FROM))
-        texts = frames[positive].select("text").distinct().withColumn("in_positive", F.lit(True))
-        frames[negative] = (frames[negative].drop("also_positive").join(texts, "text", "left")
-                            .withColumn("also_positive", F.col("in_positive").isNotNull()).drop("in_positive"))
+        frames[negative] = _marked_copies(frames[negative], frames[positive], cfg.copy_threshold, kept)
     docs, unreadable = frames[0], quarantined[0]
     for frame, more in zip(frames[1:], quarantined[1:]):
         docs, unreadable = docs.unionByName(frame), unreadable.unionByName(more)
     return docs, unreadable
+
+
+def _marked_copies(corpus, positives, threshold: float, kept):
+    """`corpus` with also_positive: whether a document is a copy of one of `positives`, its MinHash Jaccard
+    estimate with it at least `threshold` (LSH candidates, verified as the dedup job verifies them).
+
+    Equal text is not enough: the positives a clean job wrote into the corpus differ from the user's files by
+    what it cleaned (whitespace, citation markers, a dropped line: 0.83-1.0 on the tests' sample, where 65 of
+    201 differ), and trained as negatives they teach the model against its own positives."""
+    from pyspark.sql import functions as F
+
+    dedup = DedupConfig(threshold=threshold)
+    params, minhash = dedup.lsh, dedup.minhash
+
+    def signed(batches):
+        for batch in batches:
+            signatures = minhash_batch(batch["text"], minhash).signatures
+            yield pa.RecordBatch.from_arrays(
+                [batch["rank"], pa.array(np.zeros(len(signatures), np.int32)),
+                 pa.array([bytes(row) for row in signatures], pa.binary())], ["rank", "scope", "signature"])
+
+    def signatures(frame, key):
+        return kept.keep(frame.select(key.alias("rank"), "text").mapInArrow(
+            signed, "rank long, scope int, signature binary"))
+
+    def bands(signed_frame, name):
+        return signed_frame.mapInArrow(lambda batches: (bands_batch(b, params, minhash.num_perm) for b in batches),
+                                       spark_schema(BANDS_SCHEMA)).select(F.col("rank").alias(name), "band", "bucket")
+
+    corpus = corpus.drop("also_positive").withColumn("copy_key", F.xxhash64("id", "text"))
+    ours, theirs = signatures(corpus, F.col("copy_key")), signatures(positives, F.xxhash64("text"))
+    pairs = (bands(ours, "u").join(bands(theirs, "v"), ["band", "bucket"]).select("u", "v").distinct()
+             .join(ours.select(F.col("rank").alias("u"), F.col("signature").alias("sig_u")), "u")
+             .join(theirs.select(F.col("rank").alias("v"), F.col("signature").alias("sig_v")), "v"))
+    verified = pairs.mapInArrow(lambda batches: (verify_batch(b, dedup) for b in batches),
+                                "u long, v long, similarity double")
+    copies = kept.keep(verified.where(F.col("similarity") >= threshold).select(F.col("u").alias("copy_key"))
+                       .distinct().withColumn("also_positive", F.lit(True)))  # the corpus is read twice
+    return (corpus.join(copies, "copy_key", "left").drop("copy_key")
+            .withColumn("also_positive", F.coalesce("also_positive", F.lit(False))))
 
 
 POOL_SHARE = 0.1  # negatives trained on, as a share of the corpus they come from, past which scores are biased
@@ -292,7 +337,7 @@ def _counts(labels: list[str], chosen: list[int], lines: list[str]) -> dict:
 
 def left_out(read: dict) -> str:
     """What was read and not taken, in words (_read_counts)."""
-    also = f"{read['also_positive']} of --negative-from also in --positive (no negatives), " \
+    also = f"{read['also_positive']} of --negative-from copies of a --positive document (no negatives), " \
         if read.get("also_positive") else ""
     return (f"{read['documents']} documents read, {read['taken']} taken: {read['without_label']} without a label, "
             f"{also}{read['over_the_limit']} over their label's limit (max_per_label, negatives); "
