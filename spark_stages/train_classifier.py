@@ -29,7 +29,7 @@ from prep.classify import fasttext_bin
 from prep.classify.classifier import Classifier
 from prep.classify.fasttext_bin import MAX_WORD_BYTES
 from prep.classify.metrics import evaluation
-from prep.classify.stacking import train_classifier
+from prep.classify.stacking import train_classifier, words_learned_little
 from prep.classify.stats import NAMES as STAT_NAMES
 from prep.classify.stats import document_stats
 from prep.classify.text import model_line
@@ -144,7 +144,12 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         "settings": asdict(cfg),
         "seconds": round(time.time() - started, 1),
     }
-    report["heldout"]["warnings"][:0] = unlearned + _trained_on_the_pool(examples["read"], report["training"], cfg)
+    learned_little = [f"the n-gram models of half the {len(training)} training documents told the labels apart by "
+                      "under a nat of log-odds: the scores rest on the documents' statistics more than on their "
+                      f"words; more documents or epochs (train.epoch, {cfg.train.epoch} now) help"
+                      ] if words_learned_little(model) else []
+    report["heldout"]["warnings"][:0] = (unlearned + learned_little +
+                                         _trained_on_the_pool(examples["read"], report["training"], cfg))
     for warning in report["heldout"]["warnings"]:
         log.warning("%s", warning)
     (staging / "report.md").write_text(classifier_report(report), encoding="utf-8")

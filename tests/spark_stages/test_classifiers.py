@@ -63,6 +63,8 @@ def test_the_job_trains_from_labelled_files_and_reports_on_the_held_out_document
     assert report["model"]["sha256"] == hashlib.sha256((trained / "model.bin").read_bytes()).hexdigest()
     assert "| good |" in (trained / "report.md").read_text()
     assert Classifier.load(str(trained / "model.bin")).labels == report["labels"]
+    # three epochs of a few hundred documents teach the n-gram model little (fifteen would): said
+    assert any("under a nat of log-odds" in w for w in held["warnings"])
 
 
 def test_the_same_documents_laid_out_otherwise_give_the_same_model_bytes(spark, trained, labelled, tmp_path):

@@ -19,7 +19,7 @@ from prep.classify import fasttext_bin, mlp
 from prep.classify.classifier import Classifier
 from prep.classify.fasttext_bin import SECOND_STAGE, ModelError
 from prep.classify.metrics import roc_auc
-from prep.classify.stacking import train_classifier
+from prep.classify.stacking import train_classifier, words_learned_little
 from prep.classify.stats import NAMES, document_stats
 from tests.conftest import REPO
 from tests.prep.classify.conftest import SETTINGS
@@ -108,6 +108,7 @@ def test_few_examples_that_the_halves_learn_little_from_still_give_calibrated_sc
     good = np.array([label == "prose" for label in prose_junk.held_labels])
     assert prose[~good].mean() < 0.05 and prose[good].mean() > 0.95
     assert roc_auc(prose[good], prose[~good]) > 0.995
+    assert words_learned_little(model)  # which the train job's report says
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +119,7 @@ def stacked(prose_junk):
 
 
 def test_both_stages_are_written_read_and_give_the_same_scores(stacked, prose_junk, tmp_path):
-    assert stacked.second_stage is not None
+    assert stacked.second_stage is not None and not words_learned_little(stacked)
     path = tmp_path / "model.bin"
     fasttext_bin.write(stacked, str(path))
     again = Classifier.load(str(path))
