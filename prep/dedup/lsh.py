@@ -42,6 +42,14 @@ def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a == b).mean(axis=-1)
 
 
+def estimated_containment(a: np.ndarray, b: np.ndarray, a_shingles: np.ndarray, b_shingles: np.ndarray) -> np.ndarray:
+    """The share of each `a` document's shingles that its `b` document holds, from their signature rows and
+    shingle counts: |A ∩ B| / |A| = J (|A| + |B|) / ((1 + J) |A|), J estimated; at most 1."""
+    jaccard = estimated_jaccard(a, b)
+    a_shingles, b_shingles = np.maximum(a_shingles, 1), np.maximum(b_shingles, 1)
+    return np.minimum(1.0, jaccard * (a_shingles + b_shingles) / ((1 + jaccard) * a_shingles))
+
+
 def id_hash(doc_id: str) -> int:
     """A signed 64-bit hash of an id: the tie-breaker of the survivor rule."""
     return int.from_bytes(hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little",

@@ -34,6 +34,25 @@ def test_estimated_similarity_tracks_jaccard():
     assert (a == b).mean() > 0.6 and (a == c).mean() < 0.1
 
 
+def test_estimated_containment_finds_what_is_left_of_a_document_inside_it():
+    """What the DCLM recipe's copy check reads (spark_stages/train_classifier.py): the first third of a real
+    manual's lines lies inside the whole (a Jaccard similarity of about a quarter); the whole does not lie
+    inside the third, nor another manual inside either."""
+    from prep.dedup.lsh import estimated_containment
+    from prep.dedup.minhash import minhash_batch
+    from tests.prep.clean_reference import sample_texts
+
+    manuals = sorted((t for t in sample_texts() if len(t.split()) > 600 and t.isascii()), key=len)[:2]
+    lines = manuals[0].splitlines()
+    third = "\n".join(lines[:len(lines) // 3])
+    found = minhash_batch([third, manuals[0], manuals[1]], MinHashConfig())
+    sigs, counts = found.signatures, found.shingles
+    jaccard = (sigs[0] == sigs[1]).mean()
+    inside = estimated_containment(sigs[[0, 1, 2, 0]], sigs[[1, 0, 0, 2]], counts[[0, 1, 2, 0]], counts[[1, 0, 0, 2]])
+    assert jaccard < 0.4 and inside[0] > 0.8
+    assert inside[1] < 0.4 and inside[2] < 0.1 and inside[3] < 0.1
+
+
 def test_an_arrow_column_gives_what_python_strings_give():
     """The dedup job hands its Arrow text column over as it is: the same signatures, normalized texts
     and character lengths."""
