@@ -12,15 +12,17 @@ from prep.config import merged, nested, plain
 
 # Documentation (manuals, handbooks, API references): repetition allowed up to twice the web's,
 # lines need not end like sentences, one sentence suffices, nothing is cut from the text (option
-# names stand alone on their lines), shorter documents pass (a man page of one option), 70% of words
-# with a letter suffice (code examples and tables: "{", "|", "=", numbers; a menu whose items are
-# parted by symbols has at most 67%, a number table none).
+# names stand alone on their lines; C4's Wikipedia citation markers are not cut either: in
+# documentation "[0]", "[1151]" and "[]" are code, log lines and syntax, argv[0], sshd[1151]:, "[]
+# matches", and a "[3]" is a footnote's own mark), shorter documents pass (a man page of one option),
+# 70% of words with a letter suffice (code examples and tables: "{", "|", "=", numbers; a menu whose
+# items are parted by symbols has at most 67%, a number table none).
 _DOCS_RULES = {
     "fineweb": {"char_duplicates_ratio": 0.2, "line_punct_thr": 0.0, "new_line_ratio": 1.0, "short_line_thr": 0.8},
     "gopher_repetition": {"dup_line_frac": 0.5, "dup_para_frac": 0.5, "dup_line_char_frac": 0.4,
                           "dup_para_char_frac": 0.4, "top_n_grams": [[2, 0.3], [3, 0.27], [4, 0.24]],
                           "dup_n_grams": [[5, 0.4], [6, 0.38], [7, 0.36], [8, 0.34], [9, 0.32], [10, 0.3]]},
-    "c4": {"min_num_sentences": 1, "min_words_per_line": 0},
+    "c4": {"min_num_sentences": 1, "min_words_per_line": 0, "remove_citations": False},
     "gopher_quality": {"min_doc_words": 20, "max_avg_word_length": 15, "max_non_alpha_words_ratio": 0.7},
 }
 
@@ -52,7 +54,7 @@ _DOCS_ZH_RULES = {
     "gopher_repetition": {"dup_line_frac": 0.5, "dup_para_frac": 0.5, "dup_line_char_frac": 0.4,
                           "dup_para_char_frac": 0.4, "top_n_grams": [[2, 0.384], [3, 0.302], [4, 0.257]],
                           "dup_n_grams": [[5, 0.53], [6, 0.49], [7, 0.46], [8, 0.44], [9, 0.41], [10, 0.38]]},
-    "c4": {"min_num_sentences": 1, "min_words_per_line": 0},
+    "c4": {"min_num_sentences": 1, "min_words_per_line": 0, "remove_citations": False},
 }
 
 LANGUAGES = ("en", "other")

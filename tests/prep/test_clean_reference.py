@@ -7,7 +7,9 @@ entry when the IPv6 redaction stopped reading a word before "::" as an address (
 "co192.0.2.1", Tcl's "::html::cell" "::html192.0.2.1ll": 732 of the sample's 3,711 documents), and again
 when an IPv4 address written the IPv6 way became one address (Postfix's "[::ffff:127.0.0.0]/104" had become
 "[192.0.2.1.0.0.0]/104": 3 documents), and when soft hyphens and zero-width spaces came out in
-normalization (4 documents of the hostile set, whose junk strings hold them)."""
+normalization (4 documents of the hostile set, whose junk strings hold them), and the docs profile's when it
+stopped cutting C4's citation markers (argv[0], sshd[1151]:, "[]": 248 of the sample's documents, 60 of the
+labelled sets', 41 of the hostile set's kept their brackets; no decision changed)."""
 
 import pytest
 

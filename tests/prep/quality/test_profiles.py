@@ -51,3 +51,18 @@ def test_the_docs_profile_still_removes_the_labelled_junk():
         junk = [clean_text(x.text, cfg).reason is not None for x in items if x.lang == lang and x.label != "prose"]
         prose = [clean_text(x.text, cfg).reason is None for x in items if x.lang == lang and x.label == "prose"]
         assert sum(junk) / len(junk) >= 0.95 and sum(prose) / len(prose) >= 0.9, lang
+
+
+def test_the_docs_profile_keeps_the_brackets_c4_cuts_as_citations():
+    """C4's citation rule cuts "[0]", "[1151]" and "[]" out of any text (the web profile keeps it, as C4 does);
+    in the sample's documentation they are code, log lines and syntax (argv[0], sshd[1151]:, "[] matches"),
+    and the docs profile keeps them."""
+    marks = ("argv[0]", "sshd[", "[] ")
+    texts = [t for t in sample_texts(["debian-handbook.en", "python-docs.en"]) if any(m in t for m in marks)]
+    web, docs = (override(CleanConfig(), {"profile": p}) for p in ("web", "docs"))
+    kept = [(t, clean_text(t, web), clean_text(t, docs)) for t in texts]
+    both = [(t, a.text, b.text) for t, a, b in kept if a.reason is None and b.reason is None]
+    assert len(both) >= 5
+    for text, cut, whole in both:
+        assert [whole.count(m) for m in marks] == [text.count(m) for m in marks]
+        assert cut.count("[") < whole.count("[")
