@@ -35,7 +35,7 @@ from prep.classify.stats import document_stats
 from prep.classify.text import model_line
 from prep.classify.train import TrainConfig
 from prep.dedup.batches import BANDS_SCHEMA, DedupConfig, bands_batch, signature_array
-from prep.dedup.lsh import estimated_containment
+from prep.dedup.lsh import estimated_containment, estimated_size
 from prep.dedup.minhash import minhash_batch
 from prep.ingest.inputs import NAMED_INPUT, InputError, Sources
 from prep.normalize import NormalizeConfig, normalize
@@ -54,6 +54,9 @@ HELD_OUT_PARTS = 10_000  # the hash's resolution for `heldout`
 # more (found at 0.7 with probability 0.99, at 0.5 0.55, 0.3 0.06: 25 bands of 5 rows); a lower one would find
 # the copies a clean job cut more of, and would make candidates of every two pages of one site's template
 COPY_CANDIDATES = 0.5
+# ... and a document whose shingles occur this many times each on average is no copy: a positive's line
+# repeated (the README example's cleaned corpus: 1.015 times at the median, at most 1.37, as estimated)
+COPY_REPEATS = 2.0
 
 
 @dataclass
@@ -149,8 +152,8 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         "settings": asdict(cfg),
         "seconds": round(time.time() - started, 1),
     }
-    learned_little = [f"the n-gram models of half the {len(training)} training documents told the labels apart by "
-                      "under a nat of log-odds: the scores rest on the documents' statistics more than on their "
+    learned_little = [f"the log-odds the n-gram models of half the {len(training)} training documents gave the "
+                      "other half spread under a nat: the scores rest on the documents' statistics more than on their "
                       f"words; more documents or epochs (train.epoch, {cfg.train.epoch} now) help"
                       ] if words_learned_little(model) else []
     report["heldout"]["warnings"][:0] = (unlearned + learned_little +
@@ -247,8 +250,8 @@ def _labelled(spark, sources: Sources, cfg: Config, kept):
         frames.append(docs.select("id", "text", label.cast("string").alias("label"), F.lit(limit).alias("limit"),
                                   F.lit(False).alias("also_positive")))
     if POSITIVE in sources and NEGATIVE_FROM in sources:
-        # a document of --positive that --negative-from holds too (a corpus the positives were cleaned into)
-        # would be taken under both labels: it is no negative
+        # a copy of a document of --positive that --negative-from holds (a corpus the positives were cleaned
+        # into) would be taken under both labels: it is no negative
         positive, negative = (list(sources).index(name) for name in (POSITIVE, NEGATIVE_FROM))
         frames[negative] = _marked_copies(frames[negative], frames[positive], cfg.copy_threshold, kept)
     docs, unreadable = frames[0], quarantined[0]
@@ -259,23 +262,24 @@ def _labelled(spark, sources: Sources, cfg: Config, kept):
 
 def _marked_copies(corpus, positives, threshold: float, kept):
     """`corpus` with also_positive: whether a document is a copy of one of `positives`, cleaned or not: at least
-    `threshold` of its 5-word shingles are that positive's (estimated from MinHash signatures and shingle
-    counts, the candidates found by LSH at a Jaccard similarity of COPY_CANDIDATES).
+    `threshold` of its 5-word shingles are that positive's (estimated from the two MinHash signatures), the
+    candidates found by LSH at a Jaccard similarity of COPY_CANDIDATES.
 
     Equal text is not enough, nor is Jaccard similarity: a clean job changes whitespace, drops citation markers
     and whole lines (in the README's example every one of the 710 Python documents the clean job wrote differs
     from its source, a tenth of them by a Jaccard similarity under 0.73), and trained as negatives they teach
-    the model against its own positives. What is left of a positive lies inside it, however much was cut: of
-    those 710, all but 10 have 80% of their shingles or more in their source, and no other document of that
-    corpus more than 38% in any Python one (699 found as copies; by equal text, none)."""
+    the model against its own positives. What is left of a positive lies inside it: of those 710, all but 11
+    have 80% of their shingles or more in their source, and no other document of that corpus more than 37% in
+    any Python one (698 found as copies; by equal text, none). A copy that kept under about half its source
+    is seldom a candidate (COPY_CANDIDATES); a document that repeats itself is none (COPY_REPEATS)."""
     from pyspark.sql import functions as F
 
     lsh = DedupConfig(threshold=COPY_CANDIDATES)
-    params, minhash = lsh.lsh, lsh.minhash
+    params, num_perm = lsh.lsh, lsh.minhash.num_perm
 
     def signed(batches):
         for batch in batches:
-            found = minhash_batch(batch["text"], minhash)
+            found = minhash_batch(batch["text"], lsh.minhash)
             yield pa.RecordBatch.from_arrays(
                 [batch["rank"], pa.array(np.zeros(len(found.shingles), np.int32)),
                  pa.array([bytes(row) for row in found.signatures], pa.binary()), pa.array(found.shingles)],
@@ -286,24 +290,24 @@ def _marked_copies(corpus, positives, threshold: float, kept):
             signed, "rank long, scope int, signature binary, shingles long"))
 
     def bands(signed_frame, name):
-        return signed_frame.mapInArrow(lambda batches: (bands_batch(b, params, minhash.num_perm) for b in batches),
+        return signed_frame.mapInArrow(lambda batches: (bands_batch(b, params, num_perm) for b in batches),
                                        spark_schema(BANDS_SCHEMA)).select(F.col("rank").alias(name), "band", "bucket")
 
     def contained(batches):
         for batch in batches:
-            n = minhash.num_perm
-            share = estimated_containment(signature_array(batch["sig_u"], n), signature_array(batch["sig_v"], n),
-                                          batch["shingles_u"].to_numpy(), batch["shingles_v"].to_numpy())
+            ours_, theirs_ = (signature_array(batch[name], num_perm) for name in ("sig_u", "sig_v"))
+            share = estimated_containment(ours_, theirs_)
+            # a positive's line over and over is junk of its own, not what is left of the positive
+            share[batch["shingles_u"].to_numpy() > COPY_REPEATS * estimated_size(ours_)] = 0.0
             yield pa.RecordBatch.from_arrays([batch["u"], pa.array(share)], ["u", "share"])
 
-    def side(signed_frame, name):
-        return signed_frame.select(F.col("rank").alias(name), F.col("signature").alias(f"sig_{name}"),
-                                   F.col("shingles").alias(f"shingles_{name}"))
-
     corpus = corpus.drop("also_positive").withColumn("copy_key", F.xxhash64("id", "text"))
-    ours, theirs = signatures(corpus, F.col("copy_key")), signatures(positives, F.xxhash64("text"))
+    ours = signatures(corpus, F.col("copy_key"))
+    theirs = signatures(positives.select("text").distinct(), F.xxhash64("text"))
     pairs = (bands(ours, "u").join(bands(theirs, "v"), ["band", "bucket"]).select("u", "v").distinct()
-             .join(side(ours, "u"), "u").join(side(theirs, "v"), "v"))
+             .join(ours.select(F.col("rank").alias("u"), F.col("signature").alias("sig_u"),
+                               F.col("shingles").alias("shingles_u")), "u")
+             .join(theirs.select(F.col("rank").alias("v"), F.col("signature").alias("sig_v")), "v"))
     shares = pairs.mapInArrow(contained, "u long, share double")
     copies = kept.keep(shares.where(F.col("share") >= threshold).select(F.col("u").alias("copy_key"))
                        .distinct().withColumn("also_positive", F.lit(True)))  # the corpus is read twice
@@ -327,7 +331,7 @@ def _trained_on_the_pool(read: dict, training: dict, cfg: Config) -> list[str]:
 
 def _read_counts(read, quarantined: int, taken: int) -> dict:
     """What was read and not taken, none of it dropped unseen: documents without a label (or with an empty
-    one), documents of --negative-from that --positive holds too, documents over their label's limit
+    one), documents of --negative-from that are copies of a --positive one, documents over their label's limit
     (max_per_label, negatives: the last by the examples' hash), and records that could not be read (in
     OUT/quarantine/, with their error, file and line)."""
     documents, without_label, also_positive = read["documents"], read["without_label"] or 0, read["also_positive"] or 0

@@ -42,12 +42,18 @@ def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a == b).mean(axis=-1)
 
 
-def estimated_containment(a: np.ndarray, b: np.ndarray, a_shingles: np.ndarray, b_shingles: np.ndarray) -> np.ndarray:
-    """The share of each `a` document's shingles that its `b` document holds, from their signature rows and
-    shingle counts: |A ∩ B| / |A| = J (|A| + |B|) / ((1 + J) |A|), J estimated; at most 1."""
-    jaccard = estimated_jaccard(a, b)
-    a_shingles, b_shingles = np.maximum(a_shingles, 1), np.maximum(b_shingles, 1)
-    return np.minimum(1.0, jaccard * (a_shingles + b_shingles) / ((1 + jaccard) * a_shingles))
+def estimated_size(signatures: np.ndarray) -> np.ndarray:
+    """The number of distinct shingles behind each signature row [documents, num_perm], at least 1: each value
+    is the least of that many uniform 32-bit hashes (datasketch's MinHash.count()). Counting the shingles
+    as they are hashed would count a repeated line's every time."""
+    return np.maximum(1.0, signatures.shape[1] / (signatures / 2.0 ** 32).sum(axis=1) - 1)
+
+
+def estimated_containment(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The share of each `a` row's distinct shingles that its `b` row holds, from their signatures alone:
+    |A ∩ B| / |A| = J (|A| + |B|) / ((1 + J) |A|), each term estimated; at most 1."""
+    jaccard, size_a, size_b = estimated_jaccard(a, b), estimated_size(a), estimated_size(b)
+    return np.minimum(1.0, jaccard * (size_a + size_b) / ((1 + jaccard) * size_a))
 
 
 def id_hash(doc_id: str) -> int:
