@@ -295,10 +295,10 @@ def _marked_copies(corpus, positives, threshold: float, kept):
 
     def contained(batches):
         for batch in batches:
-            ours_, theirs_ = (signature_array(batch[name], num_perm) for name in ("sig_u", "sig_v"))
-            share = estimated_containment(ours_, theirs_)
+            document, positive = (signature_array(batch[name], num_perm) for name in ("sig_u", "sig_v"))
+            share = estimated_containment(document, positive)
             # a positive's line over and over is junk of its own, not what is left of the positive
-            share[batch["shingles_u"].to_numpy() > COPY_REPEATS * estimated_size(ours_)] = 0.0
+            share[batch["shingles_u"].to_numpy() > COPY_REPEATS * estimated_size(document)] = 0.0
             yield pa.RecordBatch.from_arrays([batch["u"], pa.array(share)], ["u", "share"])
 
     corpus = corpus.drop("also_positive").withColumn("copy_key", F.xxhash64("id", "text"))

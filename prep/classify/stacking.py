@@ -46,8 +46,8 @@ def train_classifier(lines: list[str], stats: np.ndarray, labels: list[str], fol
 
 
 def words_learned_little(model: SupervisedModel) -> bool:
-    """Whether the n-gram models of half the examples told them apart by under LEAST_ODDS_SCALE of log-odds:
-    the second stage then rests on the documents' statistics more than on their words (a few hundred
-    examples, few epochs), which a user can change with more of either."""
+    """Whether the log-odds the n-gram models of half the examples gave the other half spread under
+    LEAST_ODDS_SCALE (the floor the second stage took): it then rests on the documents' statistics more than
+    on their words (a few hundred examples, few epochs), which a user can change with more of either."""
     stage = model.second_stage
     return stage is not None and float(stage.scale[-1]) <= LEAST_ODDS_SCALE

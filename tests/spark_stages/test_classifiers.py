@@ -102,8 +102,8 @@ def test_a_label_field_and_the_dclm_recipe_give_their_labels(labelled, tmp_path)
     assert sorted(report["labels"]) == ["negative", "positive"]
     assert report["training"]["by_label"]["negative"] + report["heldout"]["by_label"]["negative"] == 100
     # taken once, as positives, however respaced (found by trying: taken under both labels, they brought the
-    # held-out ROC AUC down to 0.69), and no junk taken for a positive (a line of one repeated 8-40 times
-    # has all its distinct shingles in it: found by trying, one was before COPY_REPEATS)
+    # held-out ROC AUC down to 0.69), and no junk taken for a positive (the set's repeated_lines junk, a good
+    # document's line 8-40 times, has its distinct shingles in it: one was a copy before COPY_REPEATS)
     assert report["read"]["also_positive"] == goods
     assert "copies of a --positive document" in (tmp_path / "dclm" / "report.md").read_text()
     # most of the corpus trained on as negatives (found by trying: the pipeline then scored its own negatives
