@@ -118,6 +118,7 @@ bench-scale: install
 bench-classifier: install
 	$(PY) -m benchmarks.bench_classifier $(if $(wildcard $(EXTRACT_WARC)/eval.warc.gz),--web-pages $(EXTRACT_WARC)/eval.warc.gz)
 	$(if $(wildcard $(EXTRACT_WARC)/eval.warc.gz),$(PY) -m benchmarks.eval_classifier_chrome --warc $(EXTRACT_WARC)/eval.warc.gz)
+	$(if $(wildcard $(EXTRACT_WARC)/eval.warc.gz),$(PY) -m benchmarks.eval_classifier_web_junk --warc $(EXTRACT_WARC)/eval.warc.gz)
 
 # Paragraph dedup against Dolma's and datatrove's (each in a venv of its own under .bench/, made the first time).
 bench-paragraphs: install
