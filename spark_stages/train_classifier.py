@@ -38,6 +38,7 @@ from prep.dedup.batches import BANDS_SCHEMA, DedupConfig, bands_batch, signature
 from prep.dedup.lsh import estimated_containment, estimated_size
 from prep.dedup.minhash import minhash_batch
 from prep.ingest.inputs import NAMED_INPUT, InputError, Sources
+from prep.langid import LanguageConfig, identify_all
 from prep.normalize import NormalizeConfig, normalize
 from schemas import FORMAT_VERSION
 from spark_stages.ingest import load_documents
@@ -142,7 +143,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         "format_version": FORMAT_VERSION,
         "labels": model.labels,
         "read": examples["read"],
-        "training": _counts(labels, training, lines),
+        "training": {**_counts(labels, training, lines), "languages": _languages(examples["lang"], labels, training)},
         "heldout": {**_counts(labels, [i for i in range(len(lines)) if held[i]], lines),
                     **evaluation(model.labels, truth, scores)},
         "model": {"words": len(model.words), "ngram_buckets_kept": int(len(model.kept_buckets)),
@@ -156,7 +157,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
                       "other half spread under a nat: the scores rest on the documents' statistics more than on their "
                       f"words; more documents or epochs (train.epoch, {cfg.train.epoch} now) help"
                       ] if words_learned_little(model) else []
-    report["heldout"]["warnings"][:0] = (unlearned + learned_little +
+    report["heldout"]["warnings"][:0] = (unlearned + learned_little + _one_label_languages(report["training"]) +
                                          _trained_on_the_pool(examples["read"], report["training"], cfg))
     for warning in report["heldout"]["warnings"]:
         log.warning("%s", warning)
@@ -193,10 +194,11 @@ def _examples(spark, sources: Sources, cfg: Config, staging) -> dict[str, list]:
                 # (raw positives, cleaned negatives) must not be what the classifier learns
                 texts = [normalize(text, NORMALIZE) for text in batch.column("text").to_pylist()]
                 lines = [model_line(text, max_tokens) for text in texts]
+                languages = [lang for lang, _ in identify_all(texts, LANGUAGES)]
                 yield pa.record_batch([batch.column("key"), batch.column("id"), batch.column("label"),
                                        batch.column("heldout"), pa.array(lines, pa.string()),
-                                       pa.array(list(document_stats(texts)), pa.list_(pa.float32()))],
-                                      schema=EXAMPLE_SCHEMA)
+                                       pa.array(list(document_stats(texts)), pa.list_(pa.float32())),
+                                       pa.array(languages, pa.string())], schema=EXAMPLE_SCHEMA)
 
         rows = chosen.select("key", "id", "label", "heldout", "text").mapInArrow(
             text_form, spark_schema(EXAMPLE_SCHEMA)).orderBy("key", "id").collect()
@@ -211,6 +213,7 @@ def _examples(spark, sources: Sources, cfg: Config, staging) -> dict[str, list]:
                          f"{unwritable[0][:60]!r}")
     return {"label": [row["label"] for row in rows], "line": [row["line"] for row in rows],
             "heldout": [row["heldout"] for row in rows], "key": [row["key"] for row in rows],
+            "lang": [row["lang"] for row in rows],
             "stats": np.array([row["stats"] for row in rows], np.float32).reshape(len(rows), len(STAT_NAMES)),
             "read": counts}
 
@@ -315,6 +318,32 @@ def _marked_copies(corpus, positives, threshold: float, kept):
             .withColumn("also_positive", F.coalesce("also_positive", F.lit(False))))
 
 
+def _languages(languages: list[str], labels: list[str], chosen: list[int]) -> dict[str, dict[str, int]]:
+    """Documents of each language (the language id's, "other" where it is unsure) and label, the commonest
+    language first."""
+    counts: dict[str, dict[str, int]] = {}
+    for i in chosen:
+        of = counts.setdefault(languages[i], {})
+        of[labels[i]] = of.get(labels[i], 0) + 1
+    return {lang: dict(sorted(of.items())) for lang, of in
+            sorted(counts.items(), key=lambda item: (-sum(item[1].values()), item[0]))}
+
+
+def _one_label_languages(training: dict) -> list[str]:
+    """A warning for each label that is the only label of a language's training documents, many of them: the
+    model can learn the language as the label (measured: a classifier trained on English and Chinese junk and
+    good pages in a dozen languages kept 36% of the junk made from German pages; docs/classifiers.md)."""
+    alone: dict[str, list[str]] = {}
+    for lang, of in training["languages"].items():
+        if lang != "other" and len(of) == 1:
+            (label, n), = of.items()
+            if n >= MIN_ONE_LABEL_LANGUAGE:
+                alone.setdefault(label, []).append(f"{lang} ({n})")
+    return [f"every training document in {', '.join(found)} is {label!r}: the model can learn the language as "
+            f"the label and score any document in it as {label!r}; add documents of the other labels in "
+            "those languages, or train a classifier per language" for label, found in sorted(alone.items())]
+
+
 POOL_SHARE = 0.1  # negatives trained on, as a share of the corpus they come from, past which scores are biased
 
 
@@ -340,8 +369,12 @@ def _read_counts(read, quarantined: int, taken: int) -> dict:
 
 
 EXAMPLE_SCHEMA = pa.schema([("key", pa.int64()), ("id", pa.string()), ("label", pa.string()),
-                            ("heldout", pa.bool_()), ("line", pa.string()), ("stats", pa.list_(pa.float32()))])
+                            ("heldout", pa.bool_()), ("line", pa.string()), ("stats", pa.list_(pa.float32())),
+                            ("lang", pa.string())])
 NORMALIZE = NormalizeConfig()
+LANGUAGES = LanguageConfig()  # as the clean job identifies a document's language
+MIN_ONE_LABEL_LANGUAGE = 20  # training documents of a language, all of one label, past which the report warns
+SHOWN_LANGUAGES = 20  # in report.md, the commonest; report.json has them all
 
 
 def _label_field(docs, name: str, column):
@@ -376,8 +409,9 @@ def classifier_report(report: dict) -> str:
     held = report["heldout"]
     scored = f"accuracy {held.get('accuracy', 0):.4f}" if held["documents"] else "no figures (heldout 0)"
     lines = ["# Classifier", "", f"Labels: {', '.join(map(_cell, report['labels']))}. Trained on "
-             f"{report['training']['documents']} documents ({_by_label(report['training'])}); {held['documents']} "
-             f"held out ({_by_label(held)}): {scored}.", "", left_out(report["read"]) + ".", "",
+             f"{report['training']['documents']} documents ({_by_label(report['training']['by_label'])}); "
+             f"{held['documents']} held out ({_by_label(held['by_label'])}): {scored}.", "",
+             left_out(report["read"]) + ".", "",
              "| label | documents held out | precision | recall | F1 | ROC AUC |", "|---|---|---|---|---|---|"]
     for label, figures in held.get("labels", {}).items():
         auc = "" if figures["roc_auc"] is None else f"{figures['roc_auc']:.4f}"
@@ -389,6 +423,11 @@ def classifier_report(report: dict) -> str:
                   "| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         lines += [f"| {name} | " + " | ".join(map(str, row)) + " |"
                   for name, row in zip(names, held["confusion"]["matrix"])]
+    if languages := report["training"].get("languages"):
+        shown = list(languages.items())[:SHOWN_LANGUAGES]
+        more = f"; {len(languages) - len(shown)} more languages (report.json)" if len(languages) > len(shown) else ""
+        lines += ["", "Training documents by language: " + "; ".join(
+            f"{lang} {sum(of.values())} ({_by_label(of)})" for lang, of in shown) + more + "."]
     if held.get("warnings"):
         lines += ["", "Warnings:", "", *(f"- {w}" for w in held["warnings"])]
     model = report["model"]
@@ -398,8 +437,8 @@ def classifier_report(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _by_label(part: dict) -> str:
-    return ", ".join(f"{_cell(label)} {n}" for label, n in part["by_label"].items())
+def _by_label(counts: dict[str, int]) -> str:
+    return ", ".join(f"{_cell(label)} {n}" for label, n in counts.items())
 
 
 def _cell(label: str) -> str:

@@ -65,6 +65,32 @@ def test_the_job_trains_from_labelled_files_and_reports_on_the_held_out_document
     assert Classifier.load(str(trained / "model.bin")).labels == report["labels"]
     # three epochs of a few hundred documents teach the n-gram model little (fifteen would): said
     assert any("spread under a nat" in w for w in held["warnings"])
+    # both labels in both languages: counted, and no warning of a language with one label
+    languages = report["training"]["languages"]
+    assert set(languages["en"]) == set(languages["zh"]) == {"good", "junk"}
+    assert sum(n for of in languages.values() for n in of.values()) == report["training"]["documents"]
+    assert not any(w.startswith("every training document in") for w in held["warnings"])
+    assert "Training documents by language: " in (trained / "report.md").read_text()
+
+
+def test_a_language_whose_training_documents_all_carry_one_label_is_warned_of(labelled, tmp_path):
+    """The junk in English only: the Chinese documents are all good, and a model can learn Chinese as good (on
+    web pages in a dozen languages, one so trained kept 36% of the junk made from German pages)."""
+    folder, records = labelled
+    languages = [x.lang for x in build(per_kind=15, max_prose=120)]  # the fixture's items, in its order
+    english_junk = [r for r, lang in zip(records, languages) if r["label"] == "junk" and lang == "en"]
+    write_lines(tmp_path / "junk" / "part.jsonl", english_junk, mkdir=True)
+    assert run_stage(train_classifier.STAGE, ["--label", f"good={folder / 'good'}", "--label",
+                                              f"junk={tmp_path / 'junk'}", "--output", str(tmp_path / "out"),
+                                              *FAST]) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    chinese = report["training"]["languages"]["zh"]
+    assert list(chinese) == ["good"] and chinese["good"] >= train_classifier.MIN_ONE_LABEL_LANGUAGE
+    warned = [w for w in report["heldout"]["warnings"] if w.startswith("every training document in")]
+    assert warned == [f"every training document in zh ({chinese['good']}) is 'good': the model can learn the "
+                      "language as the label and score any document in it as 'good'; add documents of the other "
+                      "labels in those languages, or train a classifier per language"]
+    assert warned[0] in (tmp_path / "out" / "report.md").read_text()
 
 
 def test_the_same_documents_laid_out_otherwise_give_the_same_model_bytes(spark, trained, labelled, tmp_path):
