@@ -1,12 +1,15 @@
 """The train_classifier job's report.json: per label precision, recall, F1 and ROC AUC on the held-out
 documents, the confusion matrix, the score distributions and what it was trained on."""
 
+from report.documents import clipped
 from report.layout import StageDir, read_json
 from report.model import FunnelRow, Histogram, Note, Section, StageView, Table
 from report.run import Run
-from report.stages.common import quarantine, seconds
+from report.sample import OTHER_VALUES
+from report.stages.common import listed, quarantine, seconds
 
 METRICS = ("documents", "precision", "recall", "f1", "roc_auc")
+SHOWN = 20  # languages and labels in the table of languages, the commonest; the rest summed or left out
 
 
 def gather(run: Run, stage: StageDir) -> StageView:
@@ -39,6 +42,7 @@ def gather(run: Run, stage: StageDir) -> StageView:
         ["documents", training.get("documents")], ["by label", training.get("by_label")],
         ["sha256 of the training lines", training.get("sha256")], ["words", model.get("words")],
         ["dimensions", model.get("dim")], ["model bytes", model.get("bytes")], ["seconds", report.get("seconds")]]))
+    blocks += _languages(training, run.cfg.field_chars)
     # not a stage the corpus flows through (it reads examples): its counts are in its Training table
     row = FunnelRow("Train classifier", stage.source or "", None, None, None, None,
                     seconds=seconds(report.get("seconds")))
@@ -47,3 +51,25 @@ def gather(run: Run, stage: StageDir) -> StageView:
         sections.append(quarantine(stage.folder / "quarantine", run.cfg, read["quarantined"]))
     return StageView("classifier", "Classifier", str(stage.folder.relative_to(run.out)) if stage.folder != run.out
                      else ".", [row], sections)
+
+
+def _languages(training: dict, chars: int) -> list:
+    """The training documents by language and label (a report from elsewhere: names clipped, counts numbers)."""
+    languages = training.get("languages") if isinstance(training.get("languages"), dict) else {}
+    counts: dict[str, dict[str, int]] = {}
+    for lang, of in languages.items():
+        if isinstance(of, dict):
+            mine = counts.setdefault(clipped(lang, chars), {})
+            for label, n in of.items():
+                if isinstance(n, int) and not isinstance(n, bool):
+                    mine[clipped(label, chars)] = mine.get(clipped(label, chars), 0) + n
+    if not counts:
+        return []
+    total = {label: sum(of.get(label, 0) for of in counts.values()) for of in counts.values() for label in of}
+    labels = sorted(total, key=lambda label: (-total[label], label))
+    columns = [{lang: counts[lang].get(label, 0) for lang in counts} for label in labels[:SHOWN]]
+    if rest := labels[SHOWN:]:
+        columns.append({lang: sum(counts[lang].get(label, 0) for label in rest) for lang in counts})
+    ordered = sorted(counts, key=lambda lang: (-sum(counts[lang].values()), lang))
+    return [Table("Training documents by language", ["language", *labels[:SHOWN], *[OTHER_VALUES] * bool(rest)],
+                  listed(ordered, columns, SHOWN), note="the language as the clean job identifies it")]

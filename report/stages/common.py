@@ -79,7 +79,7 @@ def distributions(series: dict[str, Distributions]) -> list:
     languages = sorted({lang for d in series.values() for lang in d.languages},
                        key=lambda lang: (-sum(d.languages[lang] for d in series.values()), lang))
     if languages:
-        rows = _listed(languages, [d.languages for d in series.values()], 20)
+        rows = listed(languages, [d.languages for d in series.values()], 20)
         blocks.append(Table("Languages (documents read)", ["language", *series], rows))
     for column in sorted({c for d in series.values() for c in d.scores}):
         blocks.append(Histogram(f"Classifier score {column}", score_labels(),
@@ -87,12 +87,12 @@ def distributions(series: dict[str, Distributions]) -> list:
                                 note="the probability of the classifier's label; bins of 0.05"))
     for column in sorted({c for d in series.values() for c in d.buckets}):
         values = sorted({v for d in series.values() for v in d.buckets.get(column, {})}, key=_number_first)
-        rows = _listed(values, [d.buckets.get(column, {}) for d in series.values()], 100)
+        rows = listed(values, [d.buckets.get(column, {}) for d in series.values()], 100)
         blocks.append(Table(f"Documents by {column}", ["bucket", *series], rows))
     return blocks
 
 
-def _listed(values: list[str], counts: list[dict], limit: int) -> list[list]:
+def listed(values: list[str], counts: list[dict], limit: int) -> list[list]:
     """A row per value of the first `limit`, its count in each series, and the rest (with the values counted
     as OTHER_VALUES) summed in one row."""
     named = [v for v in values if v != OTHER_VALUES]

@@ -261,3 +261,18 @@ def test_the_normalization_view_clips_what_changed_and_its_context(tmp_path):
     html = write_report(out).read_text()
     assert "ab ⟦⍽⟧ cd" in html and "n" * (ReportConfig().field_chars + 1) not in html and len(html) < 1_000_000
     assert "n" * ReportConfig().field_chars + "…" in html  # each row its own (a closure showed one row's twice)
+
+
+def test_the_classifiers_languages_are_clipped_counted_as_numbers_and_summed_past_those_listed():
+    """A train job's report.json from elsewhere: a language of 10,000 characters, counts that are not numbers,
+    and more languages and labels than the table lists (the rest summed in one row and one column)."""
+    from report.sample import OTHER_VALUES
+    from report.stages.classifier import SHOWN, _languages
+
+    languages = {"x" * 10_000: {"good": 5}, "broken": [1],
+                 **{f"l{k:03d}": {"good": 1, f"label{k:03d}": 2, "text": "9", "flag": True} for k in range(100)}}
+    (table,) = _languages({"languages": languages}, 200)
+    assert table.header == ["language", "good", *[f"label{k:03d}" for k in range(SHOWN - 1)], OTHER_VALUES]
+    assert [row[0] for row in table.rows] == ["x" * 200 + "…", *[f"l{k:03d}" for k in range(SHOWN - 1)], OTHER_VALUES]
+    assert all(type(n) is int for row in table.rows for n in row[1:])
+    assert sum(n for row in table.rows for n in row[1:]) == 5 + 100 * 3  # every count, once

@@ -91,6 +91,8 @@ def test_a_language_whose_training_documents_all_carry_one_label_is_warned_of(la
                       "language as the label and score any document in it as 'good'; add documents of the other "
                       "labels in those languages, or train a classifier per language"]
     assert warned[0] in (tmp_path / "out" / "report.md").read_text()
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "Training documents by language" in page and f"Warning: {warned[0]}".replace("'", "&#x27;") in page
 
 
 def test_the_same_documents_laid_out_otherwise_give_the_same_model_bytes(spark, trained, labelled, tmp_path):
