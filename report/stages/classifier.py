@@ -1,6 +1,8 @@
 """The train_classifier job's report.json: per label precision, recall, F1 and ROC AUC on the held-out
 documents, the confusion matrix, the score distributions and what it was trained on."""
 
+from collections import Counter
+
 from report.documents import clipped
 from report.layout import StageDir, read_json
 from report.model import FunnelRow, Histogram, Note, Section, StageView, Table
@@ -9,7 +11,8 @@ from report.sample import OTHER_VALUES
 from report.stages.common import listed, quarantine, seconds
 
 METRICS = ("documents", "precision", "recall", "f1", "roc_auc")
-SHOWN = 20  # languages and labels in the table of languages, the commonest; the rest summed or left out
+SHOWN = 20  # languages and labels in the table of languages, the commonest; the rest summed in one row, one column
+MAX_COUNT = 2 ** 53
 
 
 def gather(run: Run, stage: StageDir) -> StageView:
@@ -54,22 +57,26 @@ def gather(run: Run, stage: StageDir) -> StageView:
 
 
 def _languages(training: dict, chars: int) -> list:
-    """The training documents by language and label (a report from elsewhere: names clipped, counts numbers)."""
+    """The training documents by language and label, from a report from elsewhere: names clipped, counts whole
+    numbers below 2**53 (the sums of millions of them stay numbers the page can print), in time linear in
+    the entries."""
     languages = training.get("languages") if isinstance(training.get("languages"), dict) else {}
-    counts: dict[str, dict[str, int]] = {}
+    counts: dict[str, Counter] = {}
     for lang, of in languages.items():
-        if isinstance(of, dict):
-            mine = counts.setdefault(clipped(lang, chars), {})
-            for label, n in of.items():
-                if isinstance(n, int) and not isinstance(n, bool):
-                    mine[clipped(label, chars)] = mine.get(clipped(label, chars), 0) + n
+        for label, n in (of.items() if isinstance(of, dict) else ()):
+            if type(n) is int and 0 <= n < MAX_COUNT:
+                counts.setdefault(clipped(lang, chars), Counter())[clipped(label, chars)] += n
     if not counts:
         return []
-    total = {label: sum(of.get(label, 0) for of in counts.values()) for of in counts.values() for label in of}
+    total = Counter()
+    for of in counts.values():
+        total.update(of)
     labels = sorted(total, key=lambda label: (-total[label], label))
-    columns = [{lang: counts[lang].get(label, 0) for lang in counts} for label in labels[:SHOWN]]
-    if rest := labels[SHOWN:]:
-        columns.append({lang: sum(counts[lang].get(label, 0) for label in rest) for lang in counts})
-    ordered = sorted(counts, key=lambda lang: (-sum(counts[lang].values()), lang))
-    return [Table("Training documents by language", ["language", *labels[:SHOWN], *[OTHER_VALUES] * bool(rest)],
-                  listed(ordered, columns, SHOWN), note="the language as the clean job identifies it")]
+    shown = labels[:SHOWN]
+    columns = [{lang: of[label] for lang, of in counts.items()} for label in shown]
+    if len(labels) > SHOWN:
+        named = set(shown)
+        columns.append({lang: sum(n for label, n in of.items() if label not in named) for lang, of in counts.items()})
+    ordered = sorted(counts, key=lambda lang: (-counts[lang].total(), lang))
+    return [Table("Training documents by language", ["language", *shown, *[OTHER_VALUES] * (len(labels) > SHOWN)],
+                  listed(ordered, columns, SHOWN), note="the language the train job's language id gave each document")]

@@ -276,3 +276,10 @@ def test_the_classifiers_languages_are_clipped_counted_as_numbers_and_summed_pas
     assert [row[0] for row in table.rows] == ["x" * 200 + "…", *[f"l{k:03d}" for k in range(SHOWN - 1)], OTHER_VALUES]
     assert all(type(n) is int for row in table.rows for n in row[1:])
     assert sum(n for row in table.rows for n in row[1:]) == 5 + 100 * 3  # every count, once
+    # found by a review: a count of 4,000 digits summed past what the page prints failed the whole report; a
+    # language without a count got a row of its own, and no table at all had none
+    assert _languages({"languages": {"de": {"good": 10 ** 4000, "junk": -3}, "fr": {}, "es": "x"}}, 200) == []
+    assert _languages({"languages": ["de"]}, 200) == [] and _languages({}, 200) == []
+    (table,) = _languages({"languages": {"de": {"good": 2}, "fr": {}}}, 200)
+    assert table.rows == [["de", 2]]
+

@@ -75,9 +75,12 @@ def test_the_job_trains_from_labelled_files_and_reports_on_the_held_out_document
 
 def test_a_language_whose_training_documents_all_carry_one_label_is_warned_of(labelled, tmp_path):
     """The junk in English only: the Chinese documents are all good, and a model can learn Chinese as good (on
-    web pages in a dozen languages, one so trained kept 36% of the junk made from German pages)."""
+    web pages in a dozen languages, one so trained kept 46% of the junk made from German pages, 8% of the
+    junk made from English ones)."""
     folder, records = labelled
-    languages = [x.lang for x in build(per_kind=15, max_prose=120)]  # the fixture's items, in its order
+    items = build(per_kind=15, max_prose=120)  # the fixture's items, in its order
+    assert [x.text for x in items] == [r["text"] for r in records]
+    languages = [x.lang for x in items]
     english_junk = [r for r, lang in zip(records, languages) if r["label"] == "junk" and lang == "en"]
     write_lines(tmp_path / "junk" / "part.jsonl", english_junk, mkdir=True)
     assert run_stage(train_classifier.STAGE, ["--label", f"good={folder / 'good'}", "--label",
@@ -93,6 +96,23 @@ def test_a_language_whose_training_documents_all_carry_one_label_is_warned_of(la
     assert warned[0] in (tmp_path / "out" / "report.md").read_text()
     page = (tmp_path / "out" / "report.html").read_text()
     assert "Training documents by language" in page and f"Warning: {warned[0]}".replace("'", "&#x27;") in page
+
+
+def test_a_text_the_language_model_refuses_is_counted_as_other_and_the_rest_as_they_are(monkeypatch):
+    """fastText's binding gives no prediction for a line with nothing it knows, and prep.langid raises for it:
+    the train job asks the texts one at a time then, as the clean job does, rather than fail."""
+    import prep.langid
+
+    predict = prep.langid._predict
+
+    def refusing(lines):
+        if any(line.startswith("refused") for line in lines):
+            raise ValueError("the language model found no word or character n-gram it knows")
+        return predict(lines)
+
+    monkeypatch.setattr(prep.langid, "_predict", refusing)
+    texts = ["Debian is a free operating system, developed by volunteers.", "refused", "这是一个自由的操作系统。"]
+    assert train_classifier.languages_of(texts) == ["en", "other", "zh"]
 
 
 def test_the_same_documents_laid_out_otherwise_give_the_same_model_bytes(spark, trained, labelled, tmp_path):
