@@ -90,8 +90,12 @@ def aucs(good: np.ndarray, test) -> dict[str, float]:
 def kept_at(good: np.ndarray, test, share: float) -> float:
     """The share of junk kept when the threshold keeps `share` of the good."""
     is_good = np.array([x.good for x in test])
-    threshold = np.quantile(good[is_good], 1 - share)
-    return float((good[~is_good] >= threshold).mean())
+    return float(kept_mask(good, is_good, share)[~is_good].mean())
+
+
+def kept_mask(good: np.ndarray, is_good: np.ndarray, share: float) -> np.ndarray:
+    """The documents a threshold keeps that keeps `share` of the good ones."""
+    return good >= np.quantile(good[is_good], 1 - share)
 
 
 def main() -> None:

@@ -38,7 +38,7 @@ from prep.dedup.batches import BANDS_SCHEMA, DedupConfig, bands_batch, signature
 from prep.dedup.lsh import estimated_containment, estimated_size
 from prep.dedup.minhash import minhash_batch
 from prep.ingest.inputs import NAMED_INPUT, InputError, Sources
-from prep.langid import LanguageConfig, identify_all
+from prep.langid import LanguageConfig, identify, identify_all
 from prep.normalize import NormalizeConfig, normalize
 from schemas import FORMAT_VERSION
 from spark_stages.ingest import load_documents
@@ -330,14 +330,14 @@ def languages_of(texts: list[str]) -> list[str]:
 
 def _language_or_other(text: str) -> str:
     try:
-        return identify_all([text], LANGUAGES)[0][0]
+        return identify(text, LANGUAGES)[0]
     except ValueError:
         return "other"
 
 
 def _languages(languages: list[str], labels: list[str], chosen: list[int]) -> dict[str, dict[str, int]]:
-    """Documents of each language (the language id's, "other" where it is unsure) and label, the commonest
-    language first."""
+    """Documents of each language (the language id's, "other" where it is unsure or refuses the text) and
+    label, the commonest language first."""
     counts: dict[str, dict[str, int]] = {}
     for i in chosen:
         of = counts.setdefault(languages[i], {})

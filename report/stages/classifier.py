@@ -71,12 +71,14 @@ def _languages(training: dict, chars: int) -> list:
     total = Counter()
     for of in counts.values():
         total.update(of)
-    labels = sorted(total, key=lambda label: (-total[label], label))
+    # a label named as the rest's column is counted in it, as listed() counts a language so named in its row
+    labels = sorted((label for label in total if label != OTHER_VALUES), key=lambda label: (-total[label], label))
     shown = labels[:SHOWN]
     columns = [{lang: of[label] for lang, of in counts.items()} for label in shown]
-    if len(labels) > SHOWN:
+    if len(labels) > SHOWN or OTHER_VALUES in total:
         named = set(shown)
         columns.append({lang: sum(n for label, n in of.items() if label not in named) for lang, of in counts.items()})
     ordered = sorted(counts, key=lambda lang: (-counts[lang].total(), lang))
-    return [Table("Training documents by language", ["language", *shown, *[OTHER_VALUES] * (len(labels) > SHOWN)],
-                  listed(ordered, columns, SHOWN), note="the language the train job's language id gave each document")]
+    header = ["language", *shown, *[OTHER_VALUES] * (len(columns) > len(shown))]
+    return [Table("Training documents by language", header, listed(ordered, columns, SHOWN),
+                  note="the language the train job's language id gave each document")]

@@ -276,10 +276,14 @@ def test_the_classifiers_languages_are_clipped_counted_as_numbers_and_summed_pas
     assert [row[0] for row in table.rows] == ["x" * 200 + "…", *[f"l{k:03d}" for k in range(SHOWN - 1)], OTHER_VALUES]
     assert all(type(n) is int for row in table.rows for n in row[1:])
     assert sum(n for row in table.rows for n in row[1:]) == 5 + 100 * 3  # every count, once
-    # found by a review: a count of 4,000 digits summed past what the page prints failed the whole report; a
-    # language without a count got a row of its own, and no table at all had none
-    assert _languages({"languages": {"de": {"good": 10 ** 4000, "junk": -3}, "fr": {}, "es": "x"}}, 200) == []
+    # found by a review: a count of over 4,300 digits, more than Python turns into text, failed the whole
+    # report; a language without a count got a row of its own, and no table at all had none
+    assert _languages({"languages": {"de": {"good": 10 ** 4300, "junk": -3, "x": 2 ** 53}, "fr": {}, "es": "x"}},
+                      200) == []
     assert _languages({"languages": ["de"]}, 200) == [] and _languages({}, 200) == []
-    (table,) = _languages({"languages": {"de": {"good": 2}, "fr": {}}}, 200)
-    assert table.rows == [["de", 2]]
-
+    (table,) = _languages({"languages": {"de": {"good": 2 ** 53 - 1}, "fr": {}}}, 200)
+    assert table.rows == [["de", 2 ** 53 - 1]]
+    # a label named as the rest's column is counted in it: one such column, never two
+    (table,) = _languages({"languages": {"de": {OTHER_VALUES: 5, **{f"l{k:02d}": 1 for k in range(25)}}}}, 200)
+    assert table.header == ["language", *[f"l{k:02d}" for k in range(SHOWN)], OTHER_VALUES]
+    assert table.rows == [["de", *[1] * SHOWN, 5 + 5]]
