@@ -98,6 +98,29 @@ def kept_mask(good: np.ndarray, is_good: np.ndarray, share: float) -> np.ndarray
     return good >= np.quantile(good[is_good], 1 - share)
 
 
+def rules_keep(texts: list[str]) -> np.ndarray:
+    """Whether the web rules (the clean job's defaults) keep each text."""
+    return np.array([not isinstance(r, Exception) and r.reason is None for r in clean_texts(texts, CleanConfig())])
+
+
+def side_by_side(training: list[str], labels: list[str], origins: list[str], test: list[str], python: str,
+                 folder: Path) -> dict[str, np.ndarray]:
+    """The probability of "good" of each test text by tokenmill's classifier (its folds by a hash of each
+    training text's origin) and by fastText's defaults and word bigrams, each trained on the same texts (the
+    evaluations beside this benchmark)."""
+    cfg = TrainConfig()
+    folds = np.array([zlib.crc32(origin.encode()) & 1 for origin in origins])
+    model, _ = train_classifier([model_line(t, cfg.max_tokens) for t in training], document_stats(training), labels,
+                                folds, cfg)
+    ours = Classifier(model).probabilities_of([model_line(t, cfg.max_tokens) for t in test], document_stats(test))
+    out = {"tokenmill": ours[:, model.labels.index("good")]}
+    for name, settings in (("fastText, its defaults", {}), ("fastText, word bigrams", {"wordNgrams": 2})):
+        found = fasttext_run(python, folder, f"run{len(out)}", [raw(t) for t in training], [raw(t) for t in test],
+                             labels, settings)
+        out[name] = np.array(found["good"])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--web-pages", help="a WARC file of pages (benchmarks/build_eval_warc.py's eval.warc.gz)")
@@ -152,8 +175,7 @@ def main() -> None:
         fasttext_bin.write(ngrams, str(folder / "ours.bin"), whole=True)
         parity, predict_seconds = _library_predict(str(folder / "ours.bin"), test_lines, first, scoring_lines)
 
-    rules = clean_texts([x.text for x in test], CleanConfig())
-    kept_by_rules = np.array([not isinstance(r, Exception) and r.reason is None for r in rules])
+    kept_by_rules = rules_keep([x.text for x in test])
     is_good = np.array([x.good for x in test])
     share = float(kept_by_rules[is_good].mean())
     print(f"{len(training)} items trained on, {len(test)} held out ({int(is_good.sum())} good); "

@@ -17,14 +17,8 @@ import numpy as np
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
-from benchmarks.bench_classifier import fasttext_python, fasttext_run, raw
-from prep.classify.classifier import Classifier
+from benchmarks.bench_classifier import fasttext_python, kept_mask, rules_keep, side_by_side
 from prep.classify.metrics import roc_auc
-from prep.classify.stacking import train_classifier
-from prep.classify.stats import document_stats
-from prep.classify.text import model_line
-from prep.classify.train import TrainConfig
-from prep.clean import CleanConfig, clean_texts
 from prep.extract.encoding import decode_html
 from prep.extract.html_text import html_main_text
 from prep.extract.warc import Page, read_warc
@@ -63,30 +57,18 @@ def main() -> None:
     training = [x for x, h in zip(items, held) if not h]
     test = [x for x, h in zip(items, held) if h]
     labels = ["good" if good else "junk" for _, good, _ in training]
-    cfg = TrainConfig()
-    train_lines = [model_line(text, cfg.max_tokens) for text, _, _ in training]
-    test_lines = [model_line(text, cfg.max_tokens) for text, _, _ in test]
-    folds = np.array([zlib.crc32(url.encode()) & 1 for _, _, url in training])
-    model, _ = train_classifier(train_lines, document_stats([t for t, _, _ in training]), labels, folds, cfg)
-    results = {"tokenmill": Classifier(model).probabilities_of(
-        test_lines, document_stats([t for t, _, _ in test]))[:, model.labels.index("good")]}
-    python = fasttext_python(args.fasttext_python)
     with tempfile.TemporaryDirectory() as tmp:
-        for name, settings in {"fastText, its defaults": {}, "fastText, word bigrams": {"wordNgrams": 2}}.items():
-            found = fasttext_run(python, Path(tmp), f"run{len(results)}", [raw(t) for t, _, _ in training],
-                                 [raw(t) for t, _, _ in test], labels, settings)
-            results[name] = np.array(found["good"])
+        results = side_by_side([t for t, _, _ in training], labels, [url for _, _, url in training],
+                               [t for t, _, _ in test], fasttext_python(args.fasttext_python), Path(tmp))
     is_good = np.array([good for _, good, _ in test])
-    rules = clean_texts([text for text, _, _ in test], CleanConfig())
-    kept = np.array([not isinstance(r, Exception) and r.reason is None for r in rules])
+    kept = rules_keep([text for text, _, _ in test])
     share = float(kept[is_good].mean())
     print(f"{len(training)} documents trained on, {len(test)} held out ({int(is_good.sum())} good); the web rules "
           f"keep {share:.1%} of the good and {kept[~is_good].mean():.1%} of the chrome\n")
     print("| classifier | ROC AUC | chrome kept at the rules' share of good |\n|---|---|---|")
     for name, scores in results.items():
-        threshold = np.quantile(scores[is_good], 1 - share)
         print(f"| {name} | {roc_auc(scores[is_good], scores[~is_good]):.4f} | "
-              f"{(scores[~is_good] >= threshold).mean():.1%} |")
+              f"{kept_mask(scores, is_good, share)[~is_good].mean():.1%} |")
 
 
 if __name__ == "__main__":

@@ -16,20 +16,13 @@ from). One run, two trainings, each for tokenmill and for fastText (its defaults
 import argparse
 import random
 import tempfile
-import zlib
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_classifier import fasttext_python, fasttext_run, kept_mask, raw, web_pages
-from prep.classify.classifier import Classifier
+from benchmarks.bench_classifier import fasttext_python, kept_mask, rules_keep, side_by_side, web_pages
 from prep.classify.metrics import roc_auc
-from prep.classify.stacking import train_classifier
-from prep.classify.stats import document_stats
-from prep.classify.text import model_line
-from prep.classify.train import TrainConfig
-from prep.clean import CleanConfig, clean_texts
 from tests.labelled.classifier_set import HARD_KINDS, Labelled, build, hard, held_out
 
 KINDS = tuple(kind for kind in HARD_KINDS if kind != "machine_boilerplate")  # its templates: English and Chinese
@@ -47,23 +40,6 @@ def made_from_pages(pages: list[Labelled], seed: int) -> list[Labelled]:
                           rng), page.lang, kind, page.origin) for page in pages for kind in KINDS]
 
 
-def scores(training: list[Labelled], test: list[Labelled], python: str, folder: Path) -> dict[str, np.ndarray]:
-    """The probability of good for each test document: tokenmill's classifier and fastText's two settings."""
-    cfg = TrainConfig()
-    labels = ["good" if x.good else "junk" for x in training]
-    lines = [model_line(x.text, cfg.max_tokens) for x in training]
-    folds = np.array([zlib.crc32(x.origin.encode()) & 1 for x in training])
-    model, _ = train_classifier(lines, document_stats([x.text for x in training]), labels, folds, cfg)
-    ours = Classifier(model).probabilities_of([model_line(x.text, cfg.max_tokens) for x in test],
-                                              document_stats([x.text for x in test]))
-    out = {"tokenmill": ours[:, model.labels.index("good")]}
-    for name, settings in (("fastText, its defaults", {}), ("fastText, word bigrams", {"wordNgrams": 2})):
-        found = fasttext_run(python, folder, f"run{len(out)}", [raw(x.text) for x in training],
-                             [raw(x.text) for x in test], labels, settings)
-        out[name] = np.array(found["good"])
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--warc", required=True, help="benchmarks/build_eval_warc.py's eval.warc.gz")
@@ -76,13 +52,14 @@ def main() -> None:
     base = [x for x in items if not held_out(x.origin)]
     test = [x for x in pages + made if held_out(x.origin)]
     python = fasttext_python(args.fasttext_python)
+    runs = {}
     with tempfile.TemporaryDirectory() as tmp:
-        runs = {"carried over": scores(base, test, python, Path(tmp)),
-                "trained on them": scores(base + [x for x in made if not held_out(x.origin)], test, python,
-                                          Path(tmp))}
+        for trained, training in (("carried over", base),
+                                  ("trained on them", base + [x for x in made if not held_out(x.origin)])):
+            runs[trained] = side_by_side([x.text for x in training], ["good" if x.good else "junk" for x in training],
+                                         [x.origin for x in training], [x.text for x in test], python, Path(tmp))
     is_good = np.array([x.good for x in test])
-    kept_by_rules = np.array([not isinstance(r, Exception) and r.reason is None
-                              for r in clean_texts([x.text for x in test], CleanConfig())])
+    kept_by_rules = rules_keep([x.text for x in test])
     share = float(kept_by_rules[is_good].mean())
     languages = Counter(x.lang for x in test if x.good)
     print(f"{int(is_good.sum())} held-out pages ({', '.join(f'{k} {n}' for k, n in languages.most_common())}), "
