@@ -13,9 +13,10 @@ import os
 import sys
 
 if __name__ == "__main__":
-    # Bit-exact resume on CPU: MKL (and OpenMP) may otherwise change a GEMM's thread count at run time on
-    # a loaded machine, and with it the sums' order (Intel's reproducibility conditions). Read when torch
-    # loads MKL, so before the imports below; a user's own setting stays.
+    # Repeatable sums on CPU: MKL (and OpenMP) may otherwise change a GEMM's thread count at run time on a
+    # loaded machine, and with it the sums' order (Intel's reproducibility conditions; alone they did not
+    # make CI's two-thread two-node runs agree: docs/trainer.md). Read when torch loads MKL, so before the
+    # imports below; a user's own setting stays.
     for setting in ("MKL_DYNAMIC", "OMP_DYNAMIC"):
         os.environ.setdefault(setting, "FALSE")
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # torchrun runs this file
