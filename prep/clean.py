@@ -15,7 +15,7 @@ from prep.arrow_rows import rows_to_batch
 from prep.classify.scoring import ClassifierConfig, Classifiers
 from prep.ingest.readers import ReaderConfig
 from prep.ingest.records import READ_SCHEMA
-from prep.langid import LanguageConfig, identify, identify_all, is_char_based
+from prep.langid import LanguageConfig, identify_each, is_char_based
 from prep.normalize import NormalizeConfig, normalize
 from prep.pii import PiiConfig, redact
 from prep.quality.c4 import C4Config, c4
@@ -109,10 +109,7 @@ def clean_texts(texts: list[str], cfg: CleanConfig) -> list[Cleaned | Exception]
     otherwise). A text that makes a step raise gets the exception in its place."""
     normalized = [_tried(normalize, text, cfg.normalize) for text in texts]
     asked = [i for i, text in enumerate(normalized) if isinstance(text, str) and text]
-    try:
-        languages = dict(zip(asked, identify_all([normalized[i] for i in asked], cfg.language)))
-    except Exception:  # one text the model refuses: find which
-        languages = {i: _tried(identify, normalized[i], cfg.language) for i in asked}
+    languages = dict(zip(asked, identify_each([normalized[i] for i in asked], cfg.language)))
     results = []
     for i, text in enumerate(normalized):
         if isinstance(text, Exception) or isinstance(languages.get(i), Exception):

@@ -87,5 +87,21 @@ def identify(text: str, cfg: LanguageConfig) -> tuple[str, float]:
     return identify_all([text], cfg)[0]
 
 
+def identify_each(texts: list[str], cfg: LanguageConfig) -> list[tuple[str, float] | Exception]:
+    """identify_all(), or, where the one call raises (fastText's binding refuses a line with nothing it
+    knows), each text asked alone: its answer, or the exception it raised, in its place."""
+    try:
+        return identify_all(texts, cfg)
+    except Exception:  # noqa: BLE001 - one text the model refuses: find which, the others answered
+        return [_answer_or_exception(text, cfg) for text in texts]
+
+
+def _answer_or_exception(text: str, cfg: LanguageConfig) -> tuple[str, float] | Exception:
+    try:
+        return identify(text, cfg)
+    except Exception as e:  # noqa: BLE001 - returned in the text's place, for the caller to decide
+        return e
+
+
 def is_char_based(text: str, cfg: LanguageConfig) -> bool:
     return cjk_fraction(text[: cfg.sample_chars * 4]) > cfg.cjk_char_based

@@ -38,7 +38,7 @@ from prep.dedup.batches import BANDS_SCHEMA, DedupConfig, bands_batch, signature
 from prep.dedup.lsh import estimated_containment, estimated_size
 from prep.dedup.minhash import minhash_batch
 from prep.ingest.inputs import NAMED_INPUT, InputError, Sources
-from prep.langid import LanguageConfig, identify, identify_all
+from prep.langid import LanguageConfig, identify_each
 from prep.normalize import NormalizeConfig, normalize
 from schemas import FORMAT_VERSION
 from spark_stages.ingest import load_documents
@@ -319,20 +319,9 @@ def _marked_copies(corpus, positives, threshold: float, kept):
 
 
 def languages_of(texts: list[str]) -> list[str]:
-    """Each text's language, by the language id the clean job runs, with its default settings. Where the model
-    refuses a text (fastText's binding gives no prediction for a line with nothing it knows), the texts are
-    asked one at a time, as the clean job asks them, and that one is "other": the language is only counted."""
-    try:
-        return [lang for lang, _ in identify_all(texts, LANGUAGES)]
-    except ValueError:
-        return [_language_or_other(text) for text in texts]
-
-
-def _language_or_other(text: str) -> str:
-    try:
-        return identify(text, LANGUAGES)[0]
-    except ValueError:
-        return "other"
+    """Each text's language, by the language id the clean job runs, with its default settings; a text the model
+    refuses (prep.langid.identify_each) is "other", as one it is unsure of: the language is only counted."""
+    return ["other" if isinstance(found, Exception) else found[0] for found in identify_each(texts, LANGUAGES)]
 
 
 def _languages(languages: list[str], labels: list[str], chosen: list[int]) -> dict[str, dict[str, int]]:
