@@ -76,3 +76,20 @@ def shared_tmp(path: Path) -> Path:
             break
         parent.chmod(parent.stat().st_mode | 0o001)
     return path
+
+
+@pytest.fixture
+def refusing_language_model(monkeypatch) -> str:
+    """prep.langid's model refusing any call with a line that starts with the returned word, as fastText's
+    binding refuses a line with nothing it knows (the whole call raises); other calls answered as ever."""
+    import prep.langid
+
+    predict = prep.langid._predict
+
+    def refusing(lines):
+        if any(line.startswith("refused") for line in lines):
+            raise ValueError("the language model found no word or character n-gram it knows")
+        return predict(lines)
+
+    monkeypatch.setattr(prep.langid, "_predict", refusing)
+    return "refused"

@@ -54,22 +54,11 @@ def test_a_rule_that_raises_quarantines_the_document_instead_of_failing(monkeypa
     assert row["file"] == "in.jsonl" and row["raw"] == ENGLISH.encode()
 
 
-def test_a_text_the_language_model_refuses_gets_its_error_and_the_others_their_language(monkeypatch):
+def test_a_text_the_language_model_refuses_gets_its_error_and_the_others_their_language(refusing_language_model):
     """fastText's binding gives no prediction for a line with nothing it knows, and prep.langid raises for
     the whole call: each text is then asked alone (prep.langid.identify_each), the refused one quarantined
     with its error, the rest cleaned as ever."""
-    import prep.langid
-
-    predict = prep.langid._predict
-
-    def refusing(lines):
-        if any(line.startswith("refused") for line in lines):
-            raise ValueError("the language model found no word or character n-gram it knows")
-        return predict(lines)
-
-    monkeypatch.setattr(prep.langid, "_predict", refusing)
     english, chinese = clean_texts([ENGLISH, CHINESE], CleanConfig())
-    monkeypatch.setattr(prep.langid, "_predict", refusing)
-    cleaned = clean_texts([ENGLISH, "refused text", CHINESE], CleanConfig())
+    cleaned = clean_texts([ENGLISH, f"{refusing_language_model} text", CHINESE], CleanConfig())
     assert isinstance(cleaned[1], ValueError) and "no word or character n-gram" in str(cleaned[1])
     assert (cleaned[0], cleaned[2]) == (english, chinese) and (english.lang, chinese.lang) == ("en", "zh")

@@ -98,20 +98,11 @@ def test_a_language_whose_training_documents_all_carry_one_label_is_warned_of(la
     assert "Training documents by language" in page and f"Warning: {warned[0]}".replace("'", "&#x27;") in page
 
 
-def test_a_text_the_language_model_refuses_is_counted_as_other_and_the_rest_as_they_are(monkeypatch):
+def test_a_text_the_language_model_refuses_is_counted_as_other_and_the_rest_as_they_are(refusing_language_model):
     """fastText's binding gives no prediction for a line with nothing it knows, and prep.langid raises for it:
     the train job asks the texts one at a time then, as the clean job does, rather than fail."""
-    import prep.langid
-
-    predict = prep.langid._predict
-
-    def refusing(lines):
-        if any(line.startswith("refused") for line in lines):
-            raise ValueError("the language model found no word or character n-gram it knows")
-        return predict(lines)
-
-    monkeypatch.setattr(prep.langid, "_predict", refusing)
-    texts = ["Debian is a free operating system, developed by volunteers.", "refused", "这是一个自由的操作系统。"]
+    texts = ["Debian is a free operating system, developed by volunteers.", refusing_language_model,
+             "这是一个自由的操作系统。"]
     assert train_classifier.languages_of(texts) == ["en", "other", "zh"]
 
 
