@@ -1,12 +1,12 @@
 """The main text of an HTML page: the article, not the page around it.
 
-resiliparse parses the page (lexbor, in C) and drops what is never content: <nav>, <footer>, image captions
-and comment sections, and an <aside> or <form> unless it holds an article's worth of text. List items become
-paragraphs first (resiliparse's main-content pass drops every list, taking it for a menu) and <ruby>
-readings go (the pass keeps the reading and drops the word). The pass renders the rest as blocks, with the
-links marked. Block by block, a short block that is mostly link text is navigation (menus, related links,
-tag lists), and a short block that says what boilerplate says (newsletter, share, related articles,
-copyright, cookie, photo credits, dates and bylines, in English, German, French and Spanish) goes; short
+resiliparse parses the page (lexbor, in C) and drops what is never content: <nav>, <footer>, image captions,
+comment sections and consent platforms' dialogs, and an <aside> or <form> unless it holds an article's worth
+of text. List items become paragraphs first (resiliparse's main-content pass drops every list, taking it for a
+menu) and <ruby> readings go (the pass keeps the reading and drops the word). The pass renders the rest as
+blocks, with the links marked. Block by block, a short block that is mostly link text is navigation (menus,
+related links, tag lists), and a short block that says what boilerplate says (newsletter, share, related
+articles, copyright, cookie, photo credits, dates and bylines, in English, German, French and Spanish) goes; short
 blocks that are not prose go with their neighbours when those went (a run between removed blocks, or the
 heading of a removed list: "Related posts", "Most read").
 
@@ -53,7 +53,17 @@ from prep.extract.encoding import html_codec
 # an article, its comment sections (by the ids and classes WordPress and Disqus give them: a substring such as
 # "comment" also names many an article's wrapper)
 CAPTION_CLASS = "[class*=caption i]"  # where a class of the element names a caption (_names_a_caption)
-NEVER_CONTENT = f"nav, footer, figcaption, {CAPTION_CLASS}, #respond"
+# the consent dialogs of the common consent platforms (OneTrust, CookieLawInfo, Complianz, Cookie Notice,
+# CookieYes, Sourcepoint, Borlabs, iubenda, Quantcast, Cookiebot, Usercentrics, Didomi, TrustArc, Google's
+# Funding Choices): a page's longest prose where the article is a teaser grid or a product (977 partners ...)
+CONSENT_DIALOGS = ("#onetrust-consent-sdk, #cookie-law-info-bar, #cmplz-cookiebanner-container, .cmplz-cookiebanner, "
+                   "#cookie-notice, .cky-consent-container, [id^=sp_message_container], #BorlabsCookieBox, "
+                   "#iubenda-cs-banner, #qc-cmp2-container, #CybotCookiebotDialog, #usercentrics-root, #didomi-host, "
+                   "#truste-consent-track, .fc-consent-root")
+NEVER_CONTENT = f"nav, footer, figcaption, {CAPTION_CLASS}, #respond, {CONSENT_DIALOGS}"
+# ... and any other dialog (a modal, or a banner marked as a dialog) that asks for consent to cookies
+DIALOGS = "[role=dialog], [role=alertdialog], [aria-modal=true]"
+ASKS_CONSENT = re.compile(r"cookie|consent|einwillig|zustimm|consentement|consentimiento")
 COMMENT_SECTIONS = "#comments, .comments, .comment-list, .commentlist, #disqus_thread"
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
@@ -192,8 +202,9 @@ def _text_outside_links(node) -> int:
 
 def _drop_non_content(body, measure: bool = True, comments: bool = True) -> bool:
     """Removes the elements that are never the article (and, where `comments`, the comment sections), and (where
-    `measure`) the <aside> and <form> elements that do not hold CONTENT_INSIDE characters of text (some sites
-    put the whole post in one). Whether a comment section with text was removed."""
+    `measure`: reading an element's text costs its depth in a page nested deep) the <aside> and <form> elements
+    that do not hold CONTENT_INSIDE characters of text (some sites put the whole post in one) and the dialogs
+    that ask for consent. Whether a comment section with text was removed."""
     # values(): a list made at once; iterating the collection itself costs ~90 µs a node in resiliparse 2
     for node in body.query_selector_all(NEVER_CONTENT).values():
         if node.parent is not None and (not node.matches(CAPTION_CLASS) or _names_a_caption(node.getattr("class"))):
@@ -208,6 +219,9 @@ def _drop_non_content(body, measure: bool = True, comments: bool = True) -> bool
         return removed
     for node in body.query_selector_all(SOMETIMES_CONTENT).values():
         if node.parent is not None and _text_outside_links(node) < CONTENT_INSIDE:
+            node.parent.remove_child(node)
+    for node in body.query_selector_all(DIALOGS).values():
+        if node.parent is not None and ASKS_CONSENT.search(node.text.lower()):
             node.parent.remove_child(node)
     return removed
 

@@ -3,6 +3,7 @@ buttons, cookie banners and footers around it."""
 
 import re
 
+import pytest
 from resiliparse.extract.html2text import extract_plain_text
 
 from prep.extract.html_text import (
@@ -249,6 +250,46 @@ def test_a_consent_notice_goes_whatever_its_length_and_an_article_about_cookies_
     text = main_text(page)
     assert len(notice) > 120 and notice not in text  # longer than the short blocks boilerplate words are sought in
     assert baking in text and all(p in text for p in body)  # "unrelated" is not "related"
+
+
+CONSENT_TEXT = (
+    "We and our 977 partners store and access personal data, like browsing data or unique identifiers, on your "
+    "device. Selecting Allow all enables tracking technologies to support the purposes shown under we and our "
+    "partners process data to provide. Selecting Reject all or withdrawing your consent will disable them. If "
+    "trackers are disabled, some content and ads you see may not be as relevant to you. You can resurface this menu "
+    "to change your choices or withdraw consent at any time by clicking the Manage preferences link on the bottom "
+    "of the webpage. Your choices will have effect within our Website.")
+
+
+@pytest.mark.parametrize("dialog", [
+    '<div id="onetrust-consent-sdk" data-nosnippet="true"><div id="onetrust-banner-sdk" role="dialog">'
+    '<div id="onetrust-policy"><h2 id="onetrust-policy-title">You rely on us for truth and transparency</h2>'
+    '<div id="onetrust-policy-text">{}</div></div></div></div>',  # a news site's (OneTrust)
+    '<div id="sp_message_container_1355822" aria-modal="true" role="dialog"><p>{}</p></div>',  # Sourcepoint
+    '<div class="cmplz-cookiebanner cmplz-hidden banner-1 optin" aria-modal="true"><p>{}</p></div>',  # Complianz
+    '<div id="CybotCookiebotDialog" role="dialog"><p>{}</p></div>',  # Cookiebot
+    # a shop's own platform: any dialog that asks for consent
+    '<div id="ensNotifyBanner" role="dialog" aria-label="Consent Banner"><div id="ensDescription">{}</div></div>'],
+    ids=["onetrust", "sourcepoint", "complianz", "cookiebot", "a dialog asking consent"])
+def test_a_consent_platforms_dialog_goes_where_it_is_the_longest_prose_on_a_page_of_teasers(dialog):
+    """A section front's teasers are short linked headlines; the consent dialog of its platform was the longest
+    prose on the page, and came out as its text (found on a news site's front of 2025's benchmark set)."""
+    teasers = "".join(  # a linked headline, a line of excerpt
+        f'<li><article class="card"><a href="/news/{k}"><h2>{p[:70]}</h2></a><p>{p[:60]}</p></article></li>'
+        for k, p in enumerate(articles(1, size=6)[0]))
+    for_dialog = _page(f"<main><ul>{teasers}</ul></main>" + dialog.format(CONSENT_TEXT))
+    assert "cookie" not in CONSENT_TEXT.lower() and len(CONSENT_TEXT) > 400  # the consent rule's words and length
+    text = main_text(for_dialog)
+    assert "personal data" not in text and "977 partners" not in text
+    assert main_text(_page(f"<main><ul>{teasers}</ul></main>")) == text
+
+
+def test_a_dialog_that_does_not_ask_for_consent_stays():
+    """Some sites show their text in a modal dialog (a product's details, a quick view): it is content."""
+    body = articles(1, size=4)[0]
+    modal = '<div class="modal" role="dialog" aria-modal="true">' + "".join(f"<p>{p}</p>" for p in body) + "</div>"
+    text = main_text(_page(f"<main><p>{body[0][:40]}</p></main>{modal}"))
+    assert all(p in text for p in body)
 
 
 def test_a_class_that_styles_captions_is_not_a_caption():
