@@ -154,6 +154,12 @@ BOILERPLATE_WORDS = (
     r"\bafp\b", "reuters", "kategorie", "categor", "veröffentlicht", "aktualisiert am", "opublikowano",
 )
 CLOCK = re.compile(r"\d{1,2}:\d{2} uhr")  # a time of day in German news, searched where "uhr" is
+# ... but a word of those that the page's long prose blocks say in this many blocks or more is the article's
+# subject, not its boilerplate ("newsletter", "subscribers", "apps" in a post about newsletters or apps: a
+# Substack post about its own newsletter lost every short paragraph that named it) ...
+TOPICAL_BLOCKS = 3
+# ... except the words of consent and legal notices, which a page's own cookie and privacy texts say at length
+LEGAL = re.compile(r"cookie|privacy|datenschutz|impressum|©|copyright|\(c\)|all rights|alle rechte")
 # a consent notice is a few sentences, longer than the short blocks the words above are looked for in
 CONSENT = re.compile(r"\b(uses?|use of|accept|allow|agree to|enable) (our |the )?cookies|cookie (policy|settings)")
 CONSENT_BLOCK = 400
@@ -273,9 +279,27 @@ def _is_prose(text: str) -> bool:
     return len(text.split()) >= 8 or (len(text) >= 16 and CJK.search(text) is not None)
 
 
-def _says_boilerplate(lowered: str) -> bool:
-    return (BOILERPLATE_START.match(lowered) is not None or BOILERPLATE.search(lowered) is not None
-            or ("uhr" in lowered and CLOCK.search(lowered) is not None))
+def _says_boilerplate(lowered: str, topical: frozenset[str] = frozenset()) -> bool:
+    """Whether a lowercased block says what boilerplate says, other than the page's `topical` words."""
+    if BOILERPLATE_START.match(lowered) is not None or ("uhr" in lowered and CLOCK.search(lowered) is not None):
+        return True
+    if not topical:
+        return BOILERPLATE.search(lowered) is not None
+    return any(found.group() not in topical for found in BOILERPLATE.finditer(lowered))
+
+
+def _topical(removed: list[str], blocks: list[tuple[str, float]], short_block: int) -> frozenset[str]:
+    """The boilerplate words that `removed` blocks say and the page's long prose blocks say too, in
+    TOPICAL_BLOCKS blocks or more, as BOILERPLATE finds them (LEGAL words aside). A long block is searched for
+    a word only where it holds it: a search of all of them cost a tenth of the extraction."""
+    said = {found.group() for text in removed if len(text) < short_block
+            for found in BOILERPLATE.finditer(text.lower()) if LEGAL.match(found.group()) is None}
+    if not said:
+        return frozenset()
+    long = [text.lower() for text, _ in blocks if len(text) >= short_block and _is_prose(text)]
+    return frozenset(word for word in said if sum(
+        word in text and any(found.group() == word for found in BOILERPLATE.finditer(text)) for text in long
+    ) >= TOPICAL_BLOCKS)
 
 
 def _in_runs(keys: list[str]) -> list[bool]:
@@ -305,13 +329,15 @@ def _items(texts: list[str]) -> list[bool]:
     return [a or b for a, b in zip(dated, shaped)]
 
 
-def _removed(text: str, links: float, dateline: bool, max_link_share: float, short_block: int) -> bool:
+def _removed(text: str, links: float, dateline: bool, max_link_share: float, short_block: int,
+             topical: frozenset[str] = frozenset()) -> bool:
     """Whether a block is navigation or boilerplate: a short one mostly links (a sentence may hold up to
-    PROSE_LINK_SHARE), a short one that says what boilerplate says or is a dateline, a consent notice."""
+    PROSE_LINK_SHARE), a short one that says what boilerplate says (but the page's `topical` words) or is a
+    dateline, a consent notice."""
     if len(text) < LINKED_BLOCK and links > max_link_share and (links > PROSE_LINK_SHARE or not _is_prose(text)):
         return True
     lowered = text.lower()
-    if len(text) < short_block and (dateline or _says_boilerplate(lowered)):
+    if len(text) < short_block and (dateline or _says_boilerplate(lowered, topical)):
         return True
     return len(text) < CONSENT_BLOCK and "cookie" in lowered and CONSENT.search(lowered) is not None
 
@@ -321,6 +347,10 @@ def _kept(blocks: list[tuple[str, float]], max_link_share: float, short_block: i
     datelines = _datelines([text for text, _ in blocks])
     bad = [_removed(text, links, dateline, max_link_share, short_block)
            for (text, links), dateline in zip(blocks, datelines)]
+    topical = _topical([text for gone, (text, _) in zip(bad, blocks) if gone], blocks, short_block)
+    if topical:  # the removed blocks looked at again
+        bad = [gone and _removed(text, links, dateline, max_link_share, short_block, topical)
+               for gone, (text, links), dateline in zip(bad, blocks, datelines)]
     short = [not gone and not _is_prose(text) for gone, (text, _) in zip(bad, blocks)]
     if all(gone or is_short for gone, is_short in zip(bad, short)):  # no prose to tell the article by
         return [text for gone, (text, _) in zip(bad, blocks) if not gone]

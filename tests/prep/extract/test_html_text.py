@@ -18,7 +18,7 @@ from prep.extract.html_text import (
     html_article,
     main_text,
 )
-from tests.web_fixtures import Site, articles
+from tests.web_fixtures import Site, articles, paragraphs
 
 TAG = re.compile(r"<[^>]*>")
 
@@ -290,6 +290,40 @@ def test_a_dialog_that_does_not_ask_for_consent_stays():
     modal = '<div class="modal" role="dialog" aria-modal="true">' + "".join(f"<p>{p}</p>" for p in body) + "</div>"
     text = main_text(_page(f"<main><p>{body[0][:40]}</p></main>{modal}"))
     assert all(p in text for p in body)
+
+
+def test_a_short_paragraph_saying_a_boilerplate_word_stays_where_the_article_is_about_it():
+    """A short paragraph that says "download" (or "newsletter", "apps") is boilerplate on most pages, and the
+    subject on a page whose long paragraphs say it too (a Substack post about its own newsletter lost every
+    short paragraph naming it)."""
+    found = paragraphs()
+    about = [p for p in found if len(p) >= 120 and "download" in p.lower()][1:4]
+    short = "Install required packages for the compilation and download the source package as the following."
+    assert short in found and len(short) < 120  # a paragraph of the sample, shorter than a short block
+    text = main_text(SITE.page("Installing", [about[0], short, *about[1:]]))
+    assert short in text and all(p in text for p in about)
+    assert SITE.template_lines()[0] not in text  # the newsletter's promotion still goes: no long block says it
+    other = [p for p in found if len(p) >= 120 and "download" not in p.lower()][:3]
+    assert short not in main_text(SITE.page("Installing", [other[0], short, *other[1:]]))
+
+
+# a shop's consent dialog, its sentences long ones (bhphotovideo.com, 2025)
+COOKIE_POLICY = [
+    "Cookies help us to provide important features and functionality on our websites and mobile apps. We use them "
+    "to improve your customer experience.",
+    "Cookies collect information about how you use a website, like which pages you visited and which links you "
+    "clicked on. Their sole purpose is to improve website functions.",
+    "These cookies allow a website to remember choices you have made in the past, like what language you prefer, "
+    "what region you are in, or what your user name and password are so you can automatically log in."]
+
+
+def test_the_words_of_legal_notices_stay_boilerplate_where_the_page_says_them_at_length():
+    """A page's own cookie policy says "cookies" in long sentences: the short cookie line stays boilerplate."""
+    body = articles(1, size=3)[0]
+    line = "Strictly Necessary Cookies"  # a consent platform's heading
+    text = main_text(_page("<main>" + "".join(f"<p>{p}</p>" for p in [body[0], line, *body[1:], *COOKIE_POLICY])
+                           + "</main>"))
+    assert all(p in text for p in body) and line not in text
 
 
 def test_a_class_that_styles_captions_is_not_a_caption():
