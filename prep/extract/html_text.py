@@ -6,9 +6,10 @@ of text. List items become paragraphs first (resiliparse's main-content pass dro
 menu) and <ruby> readings go (the pass keeps the reading and drops the word). The pass renders the rest as
 blocks, with the links marked. Block by block, a short block that is mostly link text is navigation (menus,
 related links, tag lists), and a short block that says what boilerplate says (newsletter, share, related
-articles, copyright, cookie, photo credits, dates and bylines, in English, German, French and Spanish) goes; short
-blocks that are not prose go with their neighbours when those went (a run between removed blocks, or the
-heading of a removed list: "Related posts", "Most read").
+articles, copyright, cookie, photo credits, dates and bylines, in English, German, French and Spanish) goes,
+unless the article's long blocks say the word too (its subject: a post about newsletters); short blocks that
+are not prose go with their neighbours when those went (a run between removed blocks, or the heading of a
+removed list: "Related posts", "Most read").
 
 Where the page marks its article body the way content management systems do (`itemprop=articleBody`,
 `entry-content`, `post-content`, ..., `<article>` last: the most specific mark found), that element alone
