@@ -261,13 +261,13 @@ CONSENT_TEXT = (
     "of the webpage. Your choices will have effect within our Website.")
 
 
-@pytest.mark.parametrize("dialog", [
-    '<div id="onetrust-consent-sdk" data-nosnippet="true"><div id="onetrust-banner-sdk" role="dialog">'
+@pytest.mark.parametrize("dialog", [  # the platforms' containers by their ids and classes alone (no role)
+    '<div id="onetrust-consent-sdk" data-nosnippet="true"><div id="onetrust-banner-sdk" class="otFlat">'
     '<div id="onetrust-policy"><h2 id="onetrust-policy-title">You rely on us for truth and transparency</h2>'
     '<div id="onetrust-policy-text">{}</div></div></div></div>',  # a news site's (OneTrust)
-    '<div id="sp_message_container_1355822" aria-modal="true" role="dialog"><p>{}</p></div>',  # Sourcepoint
-    '<div class="cmplz-cookiebanner cmplz-hidden banner-1 optin" aria-modal="true"><p>{}</p></div>',  # Complianz
-    '<div id="CybotCookiebotDialog" role="dialog"><p>{}</p></div>',  # Cookiebot
+    '<div id="sp_message_container_1355822" style="display: block;"><p>{}</p></div>',  # Sourcepoint
+    '<div class="cmplz-cookiebanner cmplz-hidden banner-1 optin"><p>{}</p></div>',  # Complianz
+    '<div id="CybotCookiebotDialog"><p>{}</p></div>',  # Cookiebot
     # a shop's own platform: any dialog that asks for consent
     '<div id="ensNotifyBanner" role="dialog" aria-label="Consent Banner"><div id="ensDescription">{}</div></div>'],
     ids=["onetrust", "sourcepoint", "complianz", "cookiebot", "a dialog asking consent"])
