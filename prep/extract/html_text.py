@@ -154,6 +154,9 @@ BOILERPLATE_WORDS = (
     "über den autor", "über die autorin", "about the author", "à propos de l", "sobre el autor", "foto:", "bild:",
     "photo:", "image:", "credit:", "crédito", "istock", "getty", "shutterstock", "symbolbild", r"\bdpa\b",
     r"\bafp\b", "reuters", "kategorie", "categor", "veröffentlicht", "aktualisiert am", "opublikowano",
+    # reading times ("5 min read", "Lesezeit: 4 Minuten")
+    "min read", "minute read", "minutes read", "reading time", "read time", "lesezeit", "temps de lecture",
+    "tiempo de lectura",
 )
 CLOCK = re.compile(r"\d{1,2}:\d{2} uhr")  # a time of day in German news, searched where "uhr" is
 # ... but a word of those that the page's long prose blocks say in this many blocks or more is the article's

@@ -326,6 +326,14 @@ def test_the_words_of_legal_notices_stay_boilerplate_where_the_page_says_them_at
     assert all(p in text for p in body) and line not in text
 
 
+@pytest.mark.parametrize("line", ["8 min read", "Reading Time: 11 minutes", "· 12 minute read", "Lesezeit: 4 Minuten"])
+def test_a_reading_time_goes(line):
+    """Blogs and news sites of every platform put the minutes it takes to read the article beside its title."""
+    body = articles(1, size=4)[0]
+    text = main_text(SITE.page("About packages", [body[0], line, *body[1:]]))
+    assert all(p in text for p in body) and line not in text
+
+
 def test_a_class_that_styles_captions_is_not_a_caption():
     """Tailwind's arbitrary variants style an article's figures from its wrapper (`[&_figcaption]:mt-xs`) and
     `caption-bottom` places a table's caption: found on a blog, the whole article went as a caption."""
