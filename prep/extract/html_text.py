@@ -133,6 +133,9 @@ PRE = re.compile(r"<pre\b[^>]*>(.*?)</pre>", re.S)
 BLOCK = re.compile(r"</?(?:p|h[1-6]|li|ul|ol|pre|br|div|tr|table|blockquote)\b[^>]*>")
 CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")  # kana, Han, Hangul
 SENTENCE_ENDS = frozenset(".!?。！？…\"”»)")  # a block's last character other than white space
+# the words of consent and legal notices (among the boilerplate words below, and apart: _topical)
+LEGAL_WORDS = ("©", "copyright", r"\(c\)", "all rights reserved", "alle rechte", "cookie", "impressum", "datenschutz",
+               "privacy")
 # What boilerplate says, matched against the lowercased block (2.6x as fast as re.I): words found anywhere in it,
 # and the words it starts with (matched at its start alone: a search would try them at every position)
 BOILERPLATE_WORDS = (
@@ -148,8 +151,8 @@ BOILERPLATE_WORDS = (
     "únete", "sharing is caring", r"affiliate (and/or referral )?links?",
     # advertising, shops, legal
     "anzeige", "advertisement", "werbung", "continue reading", "zum shop", "jetzt entdecken", "entdecken sie",
-    "ohne gewähr", "©", "copyright", r"\(c\)", "all rights reserved", "alle rechte", "cookie", "impressum",
-    "datenschutz", "privacy", "externer inhalt", "inhalt laden", "zu laden", "inhaltsverzeichnis", "table of contents",
+    "ohne gewähr", *LEGAL_WORDS, "externer inhalt", "inhalt laden", "zu laden", "inhaltsverzeichnis",
+    "table of contents",
     # authors, credits, dates, categories
     "über den autor", "über die autorin", "about the author", "à propos de l", "sobre el autor", "foto:", "bild:",
     "photo:", "image:", "credit:", "crédito", "istock", "getty", "shutterstock", "symbolbild", r"\bdpa\b",
@@ -164,7 +167,7 @@ CLOCK = re.compile(r"\d{1,2}:\d{2} uhr")  # a time of day in German news, search
 # Substack post about its own newsletter lost every short paragraph that named it) ...
 TOPICAL_BLOCKS = 3
 # ... except the words of consent and legal notices, which a page's own cookie and privacy texts say at length
-LEGAL = re.compile(r"cookie|privacy|datenschutz|impressum|©|copyright|\(c\)|all rights|alle rechte")
+LEGAL = re.compile("|".join(LEGAL_WORDS))
 # a consent notice is a few sentences, longer than the short blocks the words above are looked for in
 CONSENT = re.compile(r"\b(uses?|use of|accept|allow|agree to|enable) (our |the )?cookies|cookie (policy|settings)")
 CONSENT_BLOCK = 400
