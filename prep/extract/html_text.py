@@ -203,6 +203,10 @@ DATE_START = re.compile(
 ITEM_RUN = 3  # blocks in a row that start with a date, or have the same punctuation, are a list's items ...
 ITEM_CHARS = 120  # ... when shorter than this (a list's items are kept after the article's last paragraph)
 PUNCTUATION_ONLY = re.compile(r"[\w\s]+")
+TERM_RUN = 3  # linked names each followed by its description, this many pairs in a row, are a reference list ...
+TERM_WORDS = 5  # ... where each name has at most this many words (a teaser of another article is a linked
+#                 headline and its excerpt: more words) ...
+DESCRIPTION_WORDS = 4  # ... and each description is a sentence of at least this many words, without links
 
 
 def _text_outside_links(node) -> int:
@@ -341,6 +345,29 @@ def _items(texts: list[str]) -> list[bool]:
     return [a or b for a, b in zip(dated, shaped)]
 
 
+def _described_terms(blocks: list[tuple[str, float]], bad: list[bool], max_link_share: float) -> list[bool]:
+    """Whether each removed block is a name in a reference list (MDN's properties and events, docs.rs' modules,
+    a guide's steps): a short block of links (its own page's) right before its description, a sentence without
+    links, in a run of TERM_RUN such pairs or more. A menu has no sentences between its links."""
+    def pair(i: int) -> bool:
+        (name, links), (description, described_links) = blocks[i], blocks[i + 1]
+        return (bad[i] and not bad[i + 1] and links > max_link_share and len(name) < HEADING_CHARS
+                and len(name.split()) <= TERM_WORDS and not _says_boilerplate(name.lower())
+                and described_links <= max_link_share and description.rstrip()[-1:] in SENTENCE_ENDS
+                and (len(description.split()) >= DESCRIPTION_WORDS or CJK.search(description) is not None))
+
+    pairs = [pair(i) for i in range(len(blocks) - 1)] + [False]
+    terms = [False] * len(blocks)
+    for start, paired in enumerate(pairs):
+        if paired and (start < 2 or not pairs[start - 2]):  # a run starts here: names at every other block
+            end = start
+            while end < len(blocks) and pairs[end]:
+                end += 2
+            if (end - start) // 2 >= TERM_RUN:
+                terms[start:end:2] = [True] * ((end - start) // 2)
+    return terms
+
+
 def _removed(text: str, links: float, dateline: bool, max_link_share: float, short_block: int,
              topical: frozenset[str] = frozenset()) -> bool:
     """Whether a block is navigation or boilerplate: a short one mostly links (a sentence may hold up to
@@ -363,6 +390,7 @@ def _kept(blocks: list[tuple[str, float]], max_link_share: float, short_block: i
     if topical:  # the removed blocks looked at again
         bad = [gone and _removed(text, links, dateline, max_link_share, short_block, topical)
                for gone, (text, links), dateline in zip(bad, blocks, datelines)]
+    bad = [gone and not term for gone, term in zip(bad, _described_terms(blocks, bad, max_link_share))]
     short = [not gone and not _is_prose(text) for gone, (text, _) in zip(bad, blocks)]
     if all(gone or is_short for gone, is_short in zip(bad, short)):  # no prose to tell the article by
         return [text for gone, (text, _) in zip(bad, blocks) if not gone]

@@ -326,6 +326,50 @@ def test_the_words_of_legal_notices_stay_boilerplate_where_the_page_says_them_at
     assert all(p in text for p in body) and line not in text
 
 
+# MDN's reference of the WebSocket interface (developer.mozilla.org, 2025): each property's name links to its
+# own page, and its description follows without links
+PROPERTIES = [("WebSocket.bufferedAmount", "The number of bytes of queued data."),
+              ("WebSocket.extensions", "The extensions selected by the server."),
+              ("WebSocket.protocol", "The sub-protocol selected by the server."),
+              ("WebSocket.readyState", "The current state of the connection."),
+              ("WebSocket.url", "The absolute URL of the WebSocket.")]
+# a news site's related articles (tdg.ch, 2019): each headline links to its article, and its excerpt follows
+RELATED = [("Le canton de Berne veut interdire le chlorothalonil",
+            "L'interdiction immédiate du pesticide est demandée par le gouvernement bernois."),
+           ("Chlorothalonil: le Conseil fédéral prend son temps",
+            "Dans l'UE, la substance active est considérée depuis longtemps comme probablement cancérigène."),
+           ("Le géant agricole Fenaco bannit le chlorothalonil en Suisse",
+            "Le fongicide controversé ne sera plus distribué par la coopérative."),
+           ("Les distributeurs d'eau veulent interdire un pesticide",
+            "Les teneurs dépassent dans de nombreux captages les valeurs maximales.")]
+
+
+def _reference_list(pairs: list[tuple[str, str]]) -> str:
+    return "<dl>" + "".join(f'<dt><a href="/{name}"><code>{name}</code></a></dt><dd>{description}</dd>'
+                            for name, description in pairs) + "</dl>"
+
+
+@pytest.mark.parametrize("pairs", [PROPERTIES, PROPERTIES[:3]])
+def test_a_reference_lists_linked_names_and_their_descriptions_stay(pairs):
+    """A name that links to its own page is not navigation where a sentence describing it follows, name after
+    name: without that, MDN's pages lost every property and the descriptions shorter than a sentence of prose."""
+    body = articles(1, size=4)[0]
+    text = main_text(_page("<main>" + "".join(f"<p>{p}</p>" for p in body[:2]) + "<h2>Instance properties</h2>"
+                           + _reference_list(pairs) + "".join(f"<p>{p}</p>" for p in body[2:]) + "</main>"))
+    assert all(p in text for p in body)
+    assert all(f"{name}\n\n{description}" in text for name, description in pairs)
+
+
+def test_two_linked_names_with_descriptions_and_a_related_articles_list_are_not_a_reference_list():
+    """Fewer than TERM_RUN names, or headlines of more than TERM_WORDS words (teasers of other articles), stay
+    links: they go."""
+    body = articles(1, size=4)[0]
+    for pairs in (PROPERTIES[:2], RELATED):
+        text = main_text(_page("<main>" + "".join(f"<p>{p}</p>" for p in body) + "<h2>Articles en relation</h2>"
+                               + _reference_list(pairs) + "</main>"))
+        assert all(p in text for p in body) and not any(name in text for name, _ in pairs)
+
+
 @pytest.mark.parametrize("line", ["8 min read", "Reading Time: 11 minutes", "· 12 minute read", "Lesezeit: 4 Minuten"])
 def test_a_reading_time_goes(line):
     """Blogs and news sites of every platform put the minutes it takes to read the article beside its title."""
