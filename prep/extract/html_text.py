@@ -144,9 +144,11 @@ BOILERPLATE_WORDS = (
     "explore further", "weitere (artikel|beiträge|themen)", "mehr zu", "lesen sie auch", "auch interessieren",
     "weiterlesen", "meist gesucht", "aktuelle news", "plus d'", "à lire", "voir aussi", "vous aimerez",
     "à découvrir", "lea más", "leer más", "le puede interesar", "te puede interesar", "mir[aá] también",
-    # subscribing, sharing, following, accounts, comments, donations
-    "newsletter", "subscri", "abonn", "inbox", "alerts", r"e-?mails?\b", r"\bshare\b", "teilen", "follow us",
-    "folgen sie", "download", r"\bapps?\b", "login", "log in", "sign up", "sign in", "registrier", "einloggen",
+    # subscribing, sharing, following, accounts, comments, donations; "share" and "app" as buttons and prompts say
+    # them ("Share this", "Share:", "Get the app"), not as any word: articles say them as often as chrome does
+    "newsletter", "subscri", "abonn", "inbox", "alerts", r"e-?mails?\b", "teilen", "follow us", "folgen sie",
+    r"\bshare( (this|on|via|it|with|the (post|article|blog))\b|[:.!]|$)", r"\bget the (\w+ ){0,3}app\b",
+    "install this app", "home screen", "download", "login", "log in", "sign up", "sign in", "registrier", "einloggen",
     "anmelden", "kommentar", "kommentieren", r"\bcomments?\b", "réactions", "spende", "donate", "support (us|our)",
     "únete", "sharing is caring", r"affiliate (and/or referral )?links?",
     # advertising, shops, legal

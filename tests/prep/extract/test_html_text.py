@@ -370,6 +370,22 @@ def test_two_linked_names_with_descriptions_and_a_related_articles_list_are_not_
         assert all(p in text for p in body) and not any(name in text for name, _ in pairs)
 
 
+# an interview's short lines that say "share" and "apps" (Zyte's evaluation pages, 2019), and the buttons and the
+# install prompt a page puts between its paragraphs (2025's pages: Invision forums, blogs)
+SAYS_SHARE_AND_APPS = ["We've asked him to share some insights into the business and what's next for the company.",
+                       "Q: Favorite apps?", "A: The ones that let me share photos with my family."]
+SHARE_BUTTONS = ["Share this article", "Share", "Share on other sites", "Share via", "Get the Hindustan Times app!",
+                 "To install this app on iOS and iPadOS", "Tap Add to Home screen or Install app."]
+
+
+def test_a_short_line_saying_share_or_apps_stays_and_share_buttons_and_app_prompts_go():
+    body = articles(1, size=4)[0]
+    lines = [body[0], *SAYS_SHARE_AND_APPS, body[1], *SHARE_BUTTONS, *body[2:]]
+    text = main_text(_page("<main>" + "".join(f"<p>{line}</p>" for line in lines) + "</main>"))
+    assert all(p in text for p in body) and all(line in text for line in SAYS_SHARE_AND_APPS)
+    assert not [line for line in SHARE_BUTTONS if line in text.split("\n\n")]
+
+
 @pytest.mark.parametrize("line", ["8 min read", "Reading Time: 11 minutes", "· 12 minute read", "Lesezeit: 4 Minuten"])
 def test_a_reading_time_goes(line):
     """Blogs and news sites of every platform put the minutes it takes to read the article beside its title."""
@@ -421,13 +437,17 @@ def test_a_caption_is_found_by_its_class_in_any_case():
 
 def test_the_boilerplate_words_grouped_by_first_character_match_where_the_plain_alternation_does():
     plain = re.compile("|".join(BOILERPLATE_WORDS))
-    texts = [f"{before}{word}{after}" for word in ("share", "apps", "app", "comments", "dpa", "afp", "(c)", "e-mail",
-                                                   "emails", "weitere themen", "mira también", "support our", "©")
-             for before in ("", "a ", "x") for after in ("", " now", "s", "-")]
-    texts += ["shared notes", "whatsapp", "happy", "dpa-news", "12:30 uhr", "um 9:05 uhr", "9:5 uhr", "uhrzeit"]
+    texts = [f"{before}{word}{after}" for word in ("share", "share this", "get the news app", "comments", "dpa", "afp",
+                                                   "(c)", "e-mail", "emails", "weitere themen", "mira também",
+                                                   "support our", "©")
+             for before in ("", "a ", "x") for after in ("", " now", "s", "-", ":")]
+    texts += ["shared notes", "whatsapp", "happy", "dpa-news", "12:30 uhr", "um 9:05 uhr", "9:5 uhr", "uhrzeit",
+              "favorite apps?", "get the app"]
     found = [text for text in texts if _says_boilerplate(text)]
     assert found == [text for text in texts if plain.search(text) or CLOCK.search(text)]
-    assert "shared notes" not in found and "whatsapp" not in found and "a share now" in found
+    assert "shared notes" not in found and "whatsapp" not in found and "a share now" not in found
+    assert {"share", "a share:", "a share this now", "get the news app", "get the app"} <= set(found)
+    assert "favorite apps?" not in found  # an app is said in articles as often as in chrome: "get the app" is chrome
     assert "12:30 uhr" in found and "uhrzeit" not in found
 
 
