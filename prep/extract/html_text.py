@@ -141,18 +141,18 @@ LEGAL_WORDS = ("©", "copyright", r"\(c\)", "all rights reserved", "alle rechte"
 BOILERPLATE_WORDS = (
     # related and recommended articles
     r"\brelated", "read more", "read also", "also like", "might like", "more stories", "more from", "top stories",
-    "explore further", "weitere (artikel|beiträge|themen)", "mehr zu", "lesen sie auch", "auch interessieren",
-    "weiterlesen", "meist gesucht", "aktuelle news", "plus d'", "à lire", "voir aussi", "vous aimerez",
+    "explore further", "weitere (artikel|beiträge|themen)", "mehr zum thema", "lesen sie auch", "auch interessieren",
+    "weiterlesen", "meist gesucht", "aktuelle news", "plus d'articles", "à lire", "voir aussi", "vous aimerez",
     "à découvrir", "lea más", "leer más", "le puede interesar", "te puede interesar", "mir[aá] también",
     # subscribing, sharing, following, accounts, comments, donations; "share" and "app" as buttons and prompts say
     # them ("Share this", "Share:", "Get the app"), not as any word: articles say them as often as chrome does
-    "newsletter", "subscri", "abonn", "inbox", "alerts", r"e-?mails?\b", "teilen", "follow us", "folgen sie",
+    "newsletter", "subscri", "abonn", "inbox", "alerts", r"e-?mails?\b", r"\bteilen", "follow us", "folgen sie",
     r"\bshare( (this|on|via|it|with|the (post|article|blog))\b|[:.!]|$)", r"\bget the (\w+ ){0,3}app\b",
-    "install this app", "home screen", "download", "login", "log in", "sign up", "sign in", "registrier", "einloggen",
-    "anmelden", "kommentar", "kommentieren", r"\bcomments?\b", "réactions", "spende", "donate", "support (us|our)",
-    "únete", "sharing is caring", r"affiliate (and/or referral )?links?",
+    "install this app", "home screen", "download", r"\blogin", "log in", "sign up", "sign in", "registrier",
+    "einloggen", "anmelden", "kommentar", "kommentieren", r"\bcomments?\b", "réactions", r"\bspende", "donate",
+    "support (us|our)", "únete", "sharing is caring", r"affiliate (and/or referral )?links?",
     # advertising, shops, legal
-    "anzeige", "advertisement", "werbung", "continue reading", "zum shop", "jetzt entdecken", "entdecken sie",
+    r"\banzeige\b", "advertisement", r"\bwerbung", "continue reading", "zum shop", "jetzt entdecken", "entdecken sie",
     "ohne gewähr", *LEGAL_WORDS, "externer inhalt", "inhalt laden", "zu laden", "inhaltsverzeichnis",
     "table of contents",
     # authors, credits, dates, categories
@@ -194,8 +194,8 @@ def _by_first_character(alternatives: tuple[str, ...]) -> re.Pattern:
 
 BOILERPLATE = _by_first_character(BOILERPLATE_WORDS)
 BOILERPLATE_START = re.compile(
-    r"ähnliche |advert|von |by |foto|photo|bild|image|quelle|source|tags?:|posted|published|updated|last updated|"
-    r"stand:")
+    r"ähnliche |advert|mehr zu|plus d'|von |by |foto|photo|bild|image|quelle|source|tags?:|posted|published|updated|"
+    r"last updated|stand:")
 # a short block that starts with a date is a dateline ("June 9, 2019", "09.06.2019", "Sonntag, 9. Juni 2019"),
 # unless it is one of ITEM_RUN or more in a row: the items of a schedule or a timeline ("June 9 – Tampa, FL")
 DATE_START = re.compile(

@@ -386,6 +386,26 @@ def test_a_short_line_saying_share_or_apps_stays_and_share_buttons_and_app_promp
     assert not [line for line in SHARE_BUTTONS if line in text.split("\n\n")]
 
 
+# short lines of German and French pages (trafilatura's evaluation pages) whose words hold a boilerplate word's
+# letters ("teilen" in "verteilen", "login" in "Diplombiologin", "werbung" in "Bewerbung", "mehr zu" in "sich
+# mehr zu bewegen"), and those pages' labels and buttons that say the word itself
+SAYS_THE_LETTERS = ["Den Schmand mit dem abgekühlten Pudding verrühren. Die Mandarinen darauf verteilen.",
+                    "Alle Tipps zur Naturbeobachtung stammen von K. Schmiing (Diplombiologin).",
+                    "Nach der Bewerbungsphase informieren wir Sie, ob Sie als Tester ausgewählt wurden.",
+                    "Katzen werden dadurch animiert, sich mehr zu bewegen, was sich positiv auswirkt.",
+                    "Il y a plus d'un an que la commune attend une réponse du canton."]
+SAYS_THE_WORD = ["Möchten Sie den Artikel teilen?", "Anzeige", "Mehr zum Thema", "Login", "Werbung",
+                 "Il n'y a plus d'articles dans votre panier."]
+
+
+def test_a_word_that_holds_a_boilerplate_words_letters_stays_and_the_boilerplate_word_goes():
+    body = articles(1, size=4)[0]
+    lines = [body[0], *SAYS_THE_LETTERS, body[1], *SAYS_THE_WORD, *body[2:]]
+    text = main_text(_page("<main>" + "".join(f"<p>{line}</p>" for line in lines) + "</main>"))
+    assert all(p in text for p in body) and all(line in text for line in SAYS_THE_LETTERS)
+    assert not [line for line in SAYS_THE_WORD if line in text.split("\n\n")]
+
+
 @pytest.mark.parametrize("line", ["8 min read", "Reading Time: 11 minutes", "· 12 minute read", "Lesezeit: 4 Minuten"])
 def test_a_reading_time_goes(line):
     """Blogs and news sites of every platform put the minutes it takes to read the article beside its title."""
