@@ -67,6 +67,7 @@ NEVER_CONTENT = f"nav, footer, figcaption, {CAPTION_CLASS}, #respond, {CONSENT_D
 DIALOGS = "[role=dialog], [role=alertdialog], [aria-modal=true]"
 ASKS_CONSENT = re.compile(r"cookie|consent|einwillig|zustimm|consentement|consentimiento")
 COMMENT_SECTIONS = "#comments, .comments, .comment-list, .commentlist, #disqus_thread"
+HIDDEN, CONTROLS = "[aria-hidden=true]", "[aria-controls]"  # a collapsed panel, and what opens it (_show_collapsed)
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
 # where content management systems put the article, most specific first: the first found is read on its own
@@ -488,7 +489,23 @@ def _parsed(page: str, tags: int, comments: bool = True) -> tuple[HTMLTree, bool
         return tree, False, False
     limit = depth_limit(tags)
     deep = tags > limit and tree.body.query_selector("*" + " > *" * limit) is not None
+    _show_collapsed(tree.body)
     return tree, deep, _drop_non_content(tree.body, measure=not deep, comments=comments)
+
+
+def _show_collapsed(body) -> None:
+    """Shows the collapsed panels of accordions and tabs: an element hidden by `aria-hidden=true` whose id a
+    control's `aria-controls` names (an FAQ's answers, each under its question's button). resiliparse's
+    main-content pass drops what aria-hidden hides, and an accordion hides every answer but the first; other
+    hidden elements stay hidden (a carousel's copies, a menu for small screens: showing every one lost more
+    pages than it gained)."""
+    hidden = body.query_selector_all(HIDDEN).values()
+    if hidden:
+        controlled = {name for node in body.query_selector_all(CONTROLS).values()
+                      for name in (node.getattr("aria-controls") or "").split()}
+        for node in hidden:
+            if node.id in controlled:
+                node.delattr("aria-hidden")
 
 
 def _article_body(body):

@@ -406,6 +406,35 @@ def test_a_word_that_holds_a_boilerplate_words_letters_stays_and_the_boilerplate
     assert not [line for line in SAYS_THE_WORD if line in text.split("\n\n")]
 
 
+# an insurer's questions and answers (progressive.com, 2025): each answer a panel that its question's button
+# opens (aria-controls), hidden (aria-hidden) until then but the first
+FAQ = [("How does pet insurance work?", "Pet insurance is an insurance policy that can reimburse you for a portion of "
+        "your pet's eligible vet bills."),
+       ("Can I use my own vet?", "Unlike with health insurance for humans, there are no networks or copays for pet "
+        "insurance. As long as your vet is a licensed veterinarian in the U.S., you can file claims for your "
+        "eligible vet costs."),
+       ("When can I file a claim?", "You can file a pet insurance claim once the waiting period for the applicable "
+        "coverage is over, if there is one.")]
+
+
+def _accordion(items: list[tuple[str, str]]) -> str:
+    return '<ul class="accordion-container">' + "".join(
+        f'<li><h3><button type="button" aria-controls="inner-{k}" aria-expanded="{str(k == 0).lower()}">'
+        f'<span>{question}</span></button></h3><div role="region" id="inner-{k}" '
+        f'aria-hidden="{str(k != 0).lower()}"><p>{answer}</p></div></li>'
+        for k, (question, answer) in enumerate(items)) + "</ul>"
+
+
+def test_an_accordions_collapsed_answers_are_text_and_other_hidden_elements_are_not():
+    body = articles(1, size=4)[0]
+    clone = "A carousel's copy of its first slide, hidden from screen readers and shown by no button at all."
+    text = main_text(_page("<main>" + "".join(f"<p>{p}</p>" for p in body) + "<h2>Common questions</h2>"
+                           + _accordion(FAQ) + f'<div aria-hidden="true" id="slide-copy"><p>{clone}</p></div>'
+                           + "</main>"))
+    assert all(p in text for p in body) and all(answer in text for _, answer in FAQ)
+    assert clone not in text
+
+
 @pytest.mark.parametrize("line", ["8 min read", "Reading Time: 11 minutes", "· 12 minute read", "Lesezeit: 4 Minuten"])
 def test_a_reading_time_goes(line):
     """Blogs and news sites of every platform put the minutes it takes to read the article beside its title."""
