@@ -378,13 +378,6 @@ SHARE_BUTTONS = ["Share this article", "Share", "Share on other sites", "Share v
                  "To install this app on iOS and iPadOS", "Tap Add to Home screen or Install app."]
 
 
-def test_a_short_line_saying_share_or_apps_stays_and_share_buttons_and_app_prompts_go():
-    body = articles(1, size=4)[0]
-    lines = [body[0], *SAYS_SHARE_AND_APPS, body[1], *SHARE_BUTTONS, *body[2:]]
-    text = main_text(_page("<main>" + "".join(f"<p>{line}</p>" for line in lines) + "</main>"))
-    assert all(p in text for p in body) and all(line in text for line in SAYS_SHARE_AND_APPS)
-    assert not [line for line in SHARE_BUTTONS if line in text.split("\n\n")]
-
 
 # short lines of German and French pages (trafilatura's evaluation pages) whose words hold a boilerplate word's
 # letters ("teilen" in "verteilen", "login" in "Diplombiologin", "werbung" in "Bewerbung", "mehr zu" in "sich
@@ -398,12 +391,14 @@ SAYS_THE_WORD = ["Möchten Sie den Artikel teilen?", "Anzeige", "Mehr zum Thema"
                  "Il n'y a plus d'articles dans votre panier."]
 
 
-def test_a_word_that_holds_a_boilerplate_words_letters_stays_and_the_boilerplate_word_goes():
+@pytest.mark.parametrize("stays, goes", [(SAYS_SHARE_AND_APPS, SHARE_BUTTONS), (SAYS_THE_LETTERS, SAYS_THE_WORD)],
+                         ids=["share-and-apps", "a-words-letters"])
+def test_short_lines_that_say_a_boilerplate_word_otherwise_stay_and_its_buttons_and_labels_go(stays, goes):
     body = articles(1, size=4)[0]
-    lines = [body[0], *SAYS_THE_LETTERS, body[1], *SAYS_THE_WORD, *body[2:]]
+    lines = [body[0], *stays, body[1], *goes, *body[2:]]
     text = main_text(_page("<main>" + "".join(f"<p>{line}</p>" for line in lines) + "</main>"))
-    assert all(p in text for p in body) and all(line in text for line in SAYS_THE_LETTERS)
-    assert not [line for line in SAYS_THE_WORD if line in text.split("\n\n")]
+    assert all(p in text for p in body) and all(line in text for line in stays)
+    assert not [line for line in goes if line in text.split("\n\n")]
 
 
 # an insurer's questions and answers (progressive.com, 2025): each answer a panel that its question's button
