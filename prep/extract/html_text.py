@@ -138,7 +138,8 @@ SENTENCE_ENDS = frozenset(".!?。！？…\"”»)")  # a block's last character
 LEGAL_WORDS = ("©", "copyright", r"\(c\)", "all rights reserved", "alle rechte", "cookie", "impressum", "datenschutz",
                "privacy")
 # What boilerplate says, matched against the lowercased block (2.6x as fast as re.I): words found anywhere in it,
-# and the words it starts with (matched at its start alone: a search would try them at every position)
+# and the words it starts with (matched at its start alone: a search would try them at every position; and some
+# say boilerplate only there: "Mehr zu ...", "Plus d'infos", while "sich mehr zu bewegen", "plus d'un an" are prose)
 BOILERPLATE_WORDS = (
     # related and recommended articles
     r"\brelated", "read more", "read also", "also like", "might like", "more stories", "more from", "top stories",
@@ -478,12 +479,12 @@ def _decoded(page: bytearray, codec: str) -> str:
 
 
 def _parsed(page: str, tags: int, comments: bool = True) -> tuple[HTMLTree, bool, bool]:
-    """(A page with its tags fixed (_fixed_tags: `tags`, its count of "<"), parsed, what is never content
-    dropped, and where `comments` its comment sections; whether its elements nest deeper than depth_limit(tags),
-    where the walks that cost the depth times the elements are not taken: resiliparse's main-content pass, and
-    the text of each of nested <aside> elements (which are kept for the block rules); whether a comment section
-    with text was dropped). A page needs MAX_DEPTH tags to be that deep: the query runs on 4%, and costs at most
-    the same product."""
+    """(A page with its tags fixed (_fixed_tags: `tags`, its count of "<"), parsed, its collapsed accordion panels
+    shown (_show_collapsed), what is never content dropped, and where `comments` its comment sections; whether
+    its elements nest deeper than depth_limit(tags), where the walks that cost the depth times the elements are
+    not taken: resiliparse's main-content pass, and the text of each of nested <aside> elements (which are kept
+    for the block rules); whether a comment section with text was dropped). A page needs MAX_DEPTH tags to be
+    that deep: the query runs on 4%, and costs at most the same product."""
     tree = HTMLTree.parse(page)
     if tree.body is None:
         return tree, False, False
