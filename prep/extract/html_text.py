@@ -3,13 +3,14 @@
 resiliparse parses the page (lexbor, in C) and drops what is never content: <nav>, <footer>, image captions,
 comment sections and consent platforms' dialogs, and an <aside> or <form> unless it holds an article's worth
 of text. List items become paragraphs first (resiliparse's main-content pass drops every list, taking it for a
-menu) and <ruby> readings go (the pass keeps the reading and drops the word). The pass renders the rest as
-blocks, with the links marked. Block by block, a short block that is mostly link text is navigation (menus,
-related links, tag lists), and a short block that says what boilerplate says (newsletter, share, related
-articles, copyright, cookie, photo credits, dates and bylines, in English, German, French and Spanish) goes,
-unless the article's long blocks say the word too (its subject: a post about newsletters); short blocks that
-are not prose go with their neighbours when those went (a run between removed blocks, or the heading of a
-removed list: "Related posts", "Most read").
+menu), <ruby> readings go (the pass keeps the reading and drops the word), and an accordion's collapsed
+panels are shown (the pass drops what aria-hidden hides). The pass renders the rest as blocks, with the links
+marked. Block by block, a short block that is mostly link text is navigation (menus, related links, tag
+lists), but not a reference list's names, each before its description; and a short block that says what
+boilerplate says (newsletter, share buttons, related articles, copyright, cookie, photo credits, dates and
+bylines, in English, German, French and Spanish) goes, unless the article's long blocks say the word too (its
+subject: a post about newsletters); short blocks that are not prose go with their neighbours when those went
+(a run between removed blocks, or the heading of a removed list: "Related posts", "Most read").
 
 Where the page marks its article body the way content management systems do (`itemprop=articleBody`,
 `entry-content`, `post-content`, ..., `<article>` last: the most specific mark found), that element alone
@@ -167,8 +168,8 @@ BOILERPLATE_WORDS = (
 )
 CLOCK = re.compile(r"\d{1,2}:\d{2} uhr")  # a time of day in German news, searched where "uhr" is
 # ... but a word of those that the page's long prose blocks say in this many blocks or more is the article's
-# subject, not its boilerplate ("newsletter", "subscribers", "apps" in a post about newsletters or apps: a
-# Substack post about its own newsletter lost every short paragraph that named it) ...
+# subject, not its boilerplate ("newsletter", "subscribers", "download" in a post about them: a Substack post
+# about its own newsletter lost every short paragraph that named it) ...
 TOPICAL_BLOCKS = 3
 # ... except the words of consent and legal notices, which a page's own cookie and privacy texts say at length
 LEGAL = re.compile("|".join(LEGAL_WORDS))
@@ -499,7 +500,8 @@ def _show_collapsed(body) -> None:
     control's `aria-controls` names (an FAQ's answers, each under its question's button). resiliparse's
     main-content pass drops what aria-hidden hides, and an accordion hides every answer but the first; other
     hidden elements stay hidden (a carousel's copies, a menu for small screens: showing every one lost more
-    pages than it gained)."""
+    pages than it gained). The questions still go: the pass drops a <button>'s text, and making them text
+    tipped the pass to take a page's FAQ for its article."""
     hidden = body.query_selector_all(HIDDEN).values()
     if hidden:
         controlled = {name for node in body.query_selector_all(CONTROLS).values()
