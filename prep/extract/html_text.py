@@ -68,7 +68,9 @@ NEVER_CONTENT = f"nav, footer, figcaption, {CAPTION_CLASS}, #respond, {CONSENT_D
 DIALOGS = "[role=dialog], [role=alertdialog], [aria-modal=true]"
 ASKS_CONSENT = re.compile(r"cookie|consent|einwillig|zustimm|consentement|consentimiento")
 COMMENT_SECTIONS = "#comments, .comments, .comment-list, .commentlist, #disqus_thread"
-HIDDEN, CONTROLS = "[aria-hidden=true]", "[aria-controls]"  # a collapsed panel, and what opens it (_show_collapsed)
+# a collapsed panel (by aria-hidden or an inline style), and what opens it (_show_collapsed)
+HIDDEN = '[aria-hidden=true], [style*="display:none" i], [style*="display: none" i]'
+CONTROLS = "[aria-controls]"
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
 # where content management systems put the article, most specific first: the first found is read on its own
@@ -496,12 +498,12 @@ def _parsed(page: str, tags: int, comments: bool = True) -> tuple[HTMLTree, bool
 
 
 def _show_collapsed(body) -> None:
-    """Shows the collapsed panels of accordions and tabs: an element hidden by `aria-hidden=true` whose id a
-    control's `aria-controls` names (an FAQ's answers, each under its question's button). resiliparse's
-    main-content pass drops what aria-hidden hides, and an accordion hides every answer but the first; other
-    hidden elements stay hidden (a carousel's copies, a menu for small screens: showing every one lost more
-    pages than it gained). The questions still go: the pass drops a <button>'s text, and making them text
-    tipped the pass to take a page's FAQ for its article."""
+    """Shows the collapsed panels of accordions and tabs: an element hidden by `aria-hidden=true` or an inline
+    `display: none` whose id a control's `aria-controls` names (an FAQ's answers, each under its question's
+    button; a guide's steps). resiliparse's main-content pass drops what either hides, and an accordion hides
+    every panel but the first; other hidden elements stay hidden (a carousel's copies, a menu for small screens:
+    showing every one lost more pages than it gained). The questions still go: the pass drops a <button>'s
+    text, and making them text tipped the pass to take a page's FAQ for its article."""
     hidden = body.query_selector_all(HIDDEN).values()
     if hidden:
         controlled = {name for node in body.query_selector_all(CONTROLS).values()
@@ -509,6 +511,7 @@ def _show_collapsed(body) -> None:
         for node in hidden:
             if node.id in controlled:
                 node.delattr("aria-hidden")
+                node.delattr("style")  # the style only shapes the page, and this one hides the panel
 
 
 def _article_body(body):
