@@ -71,6 +71,10 @@ COMMENT_SECTIONS = "#comments, .comments, .comment-list, .commentlist, #disqus_t
 # a collapsed panel (by aria-hidden or an inline style), and what opens it (_show_collapsed)
 HIDDEN = '[aria-hidden=true], [style*="display:none" i], [style*="display: none" i]'
 CONTROLS = "[aria-controls]"
+# classes that resiliparse's pass drops an element for, which say it can be opened, not that it is hidden: a
+# layout's "collapsed" columns, an accordion's "expandable" sections (the pass's "hidden" and "invisible" stay)
+COLLAPSED_CLASSES = frozenset(("collapsed", "expandable", "is-collapsed", "is-expandable"))
+COLLAPSED = ", ".join(f".{name}" for name in sorted(COLLAPSED_CLASSES))
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
 # where content management systems put the article, most specific first: the first found is read on its own
@@ -500,10 +504,14 @@ def _parsed(page: str, tags: int, comments: bool = True) -> tuple[HTMLTree, bool
 def _show_collapsed(body) -> None:
     """Shows the collapsed panels of accordions and tabs: an element hidden by `aria-hidden=true` or an inline
     `display: none` whose id a control's `aria-controls` names (an FAQ's answers, each under its question's
-    button; a guide's steps). resiliparse's main-content pass drops what either hides, and an accordion hides
-    every panel but the first; other hidden elements stay hidden (a carousel's copies, a menu for small screens:
-    showing every one lost more pages than it gained). The questions still go: the pass drops a <button>'s
-    text, and making them text tipped the pass to take a page's FAQ for its article."""
+    button; a guide's steps), and an element of a class in COLLAPSED_CLASSES (a charity's questions and
+    answers under a "collapsed" column). resiliparse's main-content pass drops all of them, and an accordion
+    hides every panel but the first; other hidden elements stay hidden (a carousel's copies, a menu for small
+    screens: showing every one lost more pages than it gained). The questions still go: the pass drops a
+    <button>'s text, and making them text tipped the pass to take a page's FAQ for its article."""
+    for node in body.query_selector_all(COLLAPSED).values():
+        node.setattr("class", " ".join(name for name in node.getattr("class").split()
+                                       if name not in COLLAPSED_CLASSES))
     hidden = body.query_selector_all(HIDDEN).values()
     if hidden:
         controlled = {name for node in body.query_selector_all(CONTROLS).values()

@@ -443,6 +443,21 @@ def test_an_accordions_collapsed_answers_are_text_and_other_hidden_elements_are_
     assert text.count(FAQ[1][1]) == len(items) // len(FAQ) and clone not in text and menu not in text
 
 
+# a charity's tax help (uwkc.org, 2025): its questions and answers in a column whose layout class is "collapsed",
+# which resiliparse's main-content pass takes for hidden; and an accordion's "expandable" sections
+@pytest.mark.parametrize("classes", ["flex_container is-style-column collapsed", "faq expandable", "is-collapsed"])
+@pytest.mark.parametrize("copies", [1, 200])
+def test_what_a_class_says_can_be_opened_is_text_and_what_it_says_is_hidden_is_not(classes, copies):
+    body = articles(1, size=4)[0]
+    menu = "A menu for small screens that only a script shows, with a class that says it is hidden."
+    sections = "".join(f'<div class="{classes}"><div class="accordion"><h3>{question}</h3><div><p>{answer}</p>'
+                       f'</div></div></div>' for question, answer in FAQ * copies)
+    text = main_text(_page("<main>" + "".join(f"<p>{p}</p>" for p in body) + "<h2>Common questions</h2>" + sections
+                           + f'<div class="menu hidden"><p>{menu}</p></div></main>'))
+    assert all(p in text for p in body) and all(text.count(answer) == copies for _, answer in FAQ)
+    assert menu not in text
+
+
 @pytest.mark.parametrize("line", ["8 min read", "Reading Time: 11 minutes", "· 12 minute read", "Lesezeit: 4 Minuten"])
 def test_a_reading_time_goes(line):
     """Blogs and news sites of every platform put the minutes it takes to read the article beside its title."""
