@@ -458,6 +458,32 @@ def test_what_a_class_says_can_be_opened_is_text_and_what_it_says_is_hidden_is_n
     assert menu not in text
 
 
+# a news site quoting posts (nj.com, 2019: each tweet a <blockquote class="twitter-tweet"> in a "social-media-embed"),
+# a CRM's customers' follow-ups, a newsletter's post: classes that resiliparse's pass reads as share and follow
+# buttons
+QUOTED = ["Yes this is real and yes the state spent nearly half a million dollars on the campaign, said a reader.",
+          "The whole point of this ad campaign is to raise awareness, and so far it seems to be working, said another."]
+MISREAD_AS_BUTTONS = {
+    "embedded-tweets": lambda quote: f'<div class="social-media-embed"><blockquote class="twitter-tweet"><p>{quote}'
+                                     f'</p>&mdash; A Reader (@reader) November 18, 2019</blockquote></div>',
+    "follow-ups": lambda quote: f'<div class="follow-up__item"><p class="follow-up__text">{quote}</p></div>',
+    "a-newsletters-post": lambda quote: f'<div class="body markup newsletter-post"><p>{quote}</p></div>'}
+
+
+@pytest.mark.parametrize("copies", [1, 300])
+@pytest.mark.parametrize("kind", list(MISREAD_AS_BUTTONS))
+def test_quoted_posts_and_follow_ups_are_text_and_share_buttons_are_not(kind, copies):
+    """An article of `copies` times four paragraphs, two posts after the first two of each four."""
+    body = articles(1, size=4)[0]
+    buttons = '<div class="share-buttons"><a href="/s?fb">Facebook</a> <a href="/s?tw">Twitter</a></div>'
+    four = ("".join(f"<p>{p}</p>" for p in body[:2]) + "".join(MISREAD_AS_BUTTONS[kind](quote) for quote in QUOTED)
+            + "".join(f"<p>{p}</p>" for p in body[2:]))
+    text = main_text(_page('<article class="article h-entry"><div class="article__story"><div class="entry-content">'
+                           + buttons + four * copies + "</div></div></article>"))
+    assert all(text.count(p) == copies for p in body) and all(text.count(quote) == copies for quote in QUOTED)
+    assert "Facebook" not in text
+
+
 @pytest.mark.parametrize("line", ["8 min read", "Reading Time: 11 minutes", "· 12 minute read", "Lesezeit: 4 Minuten"])
 def test_a_reading_time_goes(line):
     """Blogs and news sites of every platform put the minutes it takes to read the article beside its title."""
