@@ -145,6 +145,7 @@ PERMALINK = re.compile(r'<a\b[^>]*\bhref="#[^"]*"[^>]*>\s*(?:[¶#§⚓🔗\u200b
 # a listing, as resiliparse renders a <pre> (its lines and their indentation kept): one block, not a block a line
 PRE = re.compile(r"<pre\b[^>]*>(.*?)</pre>", re.S)
 BLOCK = re.compile(r"</?(?:p|h[1-6]|li|ul|ol|pre|br|div|tr|table|blockquote)\b[^>]*>")
+LINE_BREAK = re.compile(r"<br\b[^>]*>")  # a listing's lines: highlighters put each in an element ending with <br>
 CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")  # kana, Han, Hangul
 SENTENCE_ENDS = frozenset(".!?。！？…\"”»)")  # a block's last character other than white space
 # the words of consent and legal notices (among the boilerplate words below, and apart: _topical)
@@ -291,7 +292,7 @@ def _blocks(tree: HTMLTree, main_content: bool = True, noscript: bool = False) -
             linked = 0
             if "<" in block:  # most blocks hold no markup once the block tags are split off: no regex for them
                 linked = sum(len(html.unescape(TAG.sub("", link))) for link in LINK.findall(block))
-                block = TAG.sub("", block)
+                block = TAG.sub("", LINE_BREAK.sub("\n", block) if listing else block)
             text = _listing(html.unescape(block)) if listing else html.unescape(block).strip()
             if text:
                 blocks.append((text, linked / len(text)))

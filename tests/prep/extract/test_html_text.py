@@ -650,6 +650,23 @@ def test_a_code_listing_is_one_block_with_its_lines_and_indentation_in_a_figure_
     assert title == "Reading files" and text.split("\n\n") == [body[0], *CODE, body[1]]
 
 
+# how highlighters and editors end a listing's lines: with <br> (a blog's script, 2025: "python3import
+# subprocess" came out), in CodeMirror's line elements each ending with <br/> (react.dev's examples), or both
+LINE_ENDS = {"br": lambda lines: "<br>".join(lines),
+             "codemirror": lambda lines: "".join(f'<div class="cm-line">{line}<br/></div>' for line in lines),
+             "spans": lambda lines: "".join(f'<span class="line">{line}</span><br />' for line in lines)}
+
+
+@pytest.mark.parametrize("lines", [1, 5000])
+@pytest.mark.parametrize("ends", list(LINE_ENDS))
+def test_a_listings_lines_ended_by_br_tags_stay_lines(ends, lines):
+    code = [line.replace("<", "&lt;") for line in CODE[0].split("\n")] * lines
+    body = articles(1, size=2)[0]
+    text = main_text(_page(f"<main><p>{body[0]}</p><pre><code>{LINE_ENDS[ends](code)}</code></pre>"
+                           f"<p>{body[1]}</p></main>"))
+    assert text.split("\n\n") == [body[0], "\n".join([CODE[0]] * lines), body[1]]
+
+
 def test_a_listing_indented_in_the_source_loses_the_common_indentation_and_its_blank_lines_and_ends_an_article():
     # one listing is one block: its blank lines would be paragraph breaks in the text; and a listing of lines
     # after the last paragraph is the article's, as a list's items are (a line of text there is the page's tail)
