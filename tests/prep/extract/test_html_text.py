@@ -650,6 +650,20 @@ def test_a_code_listing_is_one_block_with_its_lines_and_indentation_in_a_figure_
     assert title == "Reading files" and text.split("\n\n") == [body[0], *CODE, body[1]]
 
 
+# headings whose ids, made from their text, say what resiliparse's pass takes for a section's role (a blog on
+# fitness trackers, 2025: "Fitness tracker trends in 2026" went)
+HEADINGS_WITH_IDS = ["Fitness tracker trends in 2026", "Popular destinations this winter", "Featured speakers"]
+
+
+@pytest.mark.parametrize("sections", [1, 300])
+def test_a_heading_stays_whatever_its_id_says(sections):
+    body = articles(1, size=4)[0]
+    html = "".join(f'<h2 id="{"-".join(heading.lower().split())}">{heading}</h2><p>{body[k % len(body)]}</p>'
+                   for k in range(sections) for heading in HEADINGS_WITH_IDS)
+    text = main_text(_page(f"<article>{html}</article>"))
+    assert all(text.count(heading) == sections for heading in HEADINGS_WITH_IDS)
+
+
 # how highlighters and editors end a listing's lines: with <br> (a blog's script, 2025: "python3import
 # subprocess" came out), in CodeMirror's line elements each ending with <br/> (react.dev's examples), or both
 LINE_ENDS = {"br": lambda lines: "<br>".join(lines),
