@@ -68,21 +68,21 @@ NEVER_CONTENT = f"nav, footer, figcaption, {CAPTION_CLASS}, #respond, {CONSENT_D
 DIALOGS = "[role=dialog], [role=alertdialog], [aria-modal=true]"
 ASKS_CONSENT = re.compile(r"cookie|consent|einwillig|zustimm|consentement|consentimiento")
 COMMENT_SECTIONS = "#comments, .comments, .comment-list, .commentlist, #disqus_thread"
-# a collapsed panel (by aria-hidden or an inline style), and what opens it (_show_collapsed)
+# a collapsed panel, by aria-hidden or an inline style (_show_panels: those that a control's aria-controls names)
 HIDDEN = '[aria-hidden=true], [style*="display:none" i], [style*="display: none" i]'
-CONTROLS = "[aria-controls]"
 # classes that resiliparse's pass drops an element for and that do not mean what it takes them to
-# (_clear_misread_names): "collapsed" and "expandable" say an element can be opened, not that it is hidden (a
+# (_undo_misreadings): "collapsed" and "expandable" say an element can be opened, not that it is hidden (a
 # layout's columns, an accordion's sections; "hidden" and "invisible" stay); a newsletter's post and a
-# "follow-up" are not share and follow buttons; nor is an embedded post, a tweet the article quotes (EMBED:
+# "follow-up" are not share and follow buttons; nor is an embedded post, a tweet the article quotes (EMBED_CLASS:
 # "social-media-embed", "twitter-tweet"), where it holds the post as a <blockquote>, as Twitter's, Instagram's,
 # Facebook's and Bluesky's embeds do (an "embedded-newsletter-signup" box holds none); and a heading's id, its
-# anchor made from its text ("fitness-tracker-trends-in-2026", "popular-destinations"), says nothing of its role
+# anchor made from its text ("fitness-tracker-trends-in-2026", "popular-destinations"), says nothing of its role;
+# MISREAD finds them all, and the controls that name collapsed panels, in one walk
 MISREAD_CLASS = re.compile(r"(?:is-)?(?:collapsed|expandable)|newsletter-post|follow-up.*")
 EMBED_CLASS = re.compile(r".*(?:embed|tweet).*")
 HEADINGS = frozenset(f"h{level}" for level in range(1, 7))
 MISREAD = ".collapsed, .expandable, .is-collapsed, .is-expandable, .newsletter-post, [class*=follow-up], " \
-          "[class*=embed], [class*=tweet], " + ", ".join(f"{tag}[id]" for tag in sorted(HEADINGS))  # one walk
+          "[class*=embed], [class*=tweet], [aria-controls], " + ", ".join(f"{tag}[id]" for tag in sorted(HEADINGS))
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
 # where content management systems put the article, most specific first: the first found is read on its own
@@ -495,9 +495,9 @@ def _decoded(page: bytearray, codec: str) -> str:
 
 
 def _parsed(page: str, tags: int, comments: bool = True) -> tuple[HTMLTree, bool, bool]:
-    """(A page with its tags fixed (_fixed_tags: `tags`, its count of "<"), parsed, its collapsed accordion panels
-    shown (_show_collapsed), what is never content dropped, and where `comments` its comment sections, the
-    classes and heading ids the main-content pass misreads cleared (_clear_misread_names); whether
+    """(A page with its tags fixed (_fixed_tags: `tags`, its count of "<"), parsed, what is never content dropped,
+    and where `comments` its comment sections, what the main-content pass would misread made plain (collapsed
+    panels, misread classes and heading ids: _undo_misreadings); whether
     its elements nest deeper than depth_limit(tags), where the walks that cost the depth times the elements are
     not taken: resiliparse's main-content pass, and the text of each of nested <aside> elements (which are kept
     for the block rules); whether a comment section with text was dropped). A page needs MAX_DEPTH tags to be
@@ -507,44 +507,45 @@ def _parsed(page: str, tags: int, comments: bool = True) -> tuple[HTMLTree, bool
         return tree, False, False
     limit = depth_limit(tags)
     deep = tags > limit and tree.body.query_selector("*" + " > *" * limit) is not None
-    _show_collapsed(tree.body)
     dropped_comments = _drop_non_content(tree.body, measure=not deep, comments=comments)
-    _clear_misread_names(tree.body)
+    _undo_misreadings(tree.body)
     return tree, deep, dropped_comments
 
 
-def _clear_misread_names(body) -> None:
-    """Takes the classes that MISREAD_CLASS matches off every element, those EMBED_CLASS matches off an embedded
-    post, and the ids off headings (after _drop_non_content, whose selectors read classes and ids of their own:
-    a caption's class goes with its caption, a comment section's heading with its section)."""
+def _undo_misreadings(body) -> None:
+    """What resiliparse's main-content pass would misread, made plain, in one walk of the page (each walk costs
+    about as much whatever its selectors, and their union once): the classes MISREAD_CLASS matches taken off
+    every element, those EMBED_CLASS matches off an embedded post, the ids off headings, and the panels that
+    the page's controls name shown (_show_panels). After _drop_non_content, whose selectors read classes and ids
+    of their own: a caption's class goes with its caption, a comment section's heading with its section."""
+    controlled = set()
     for node in body.query_selector_all(MISREAD).values():
+        controlled.update((node.getattr("aria-controls") or "").split())
         if node.tag in HEADINGS:
             node.delattr("id")
         names = (node.getattr("class") or "").split()
-        if not names:
-            continue
         post = any(EMBED_CLASS.fullmatch(name) for name in names) and (
             node.tag == "blockquote" or node.query_selector("blockquote") is not None)
-        node.setattr("class", " ".join(name for name in names if MISREAD_CLASS.fullmatch(name) is None
-                                       and not (post and EMBED_CLASS.fullmatch(name))))
+        kept = [name for name in names if MISREAD_CLASS.fullmatch(name) is None
+                and not (post and EMBED_CLASS.fullmatch(name))]
+        if len(kept) < len(names):
+            node.setattr("class", " ".join(kept))
+    if controlled:
+        _show_panels(body, controlled)
 
 
-def _show_collapsed(body) -> None:
-    """Shows the collapsed panels of accordions and tabs: an element hidden by `aria-hidden=true` or an inline
-    `display: none` whose id a control's `aria-controls` names (an FAQ's answers, each under its question's
-    button; a guide's steps; a class that says so is cleared later, _clear_misread_names). resiliparse's
+def _show_panels(body, controlled: set[str]) -> None:
+    """Shows the collapsed panels of accordions and tabs: the elements hidden by `aria-hidden=true` or an inline
+    `display: none` whose id a control's `aria-controls` names (`controlled`: an FAQ's answers, each under its
+    question's button; a guide's steps, several accordions giving theirs the same ids). resiliparse's
     main-content pass drops what either hides, and an accordion hides every panel but the first; other hidden
     elements stay hidden (a carousel's copies, a menu for small screens: showing every one lost more pages than
     it gained). The questions still go: the pass drops a <button>'s text, and making them text tipped the pass
     to take a page's FAQ for its article."""
-    hidden = body.query_selector_all(HIDDEN).values()
-    if hidden:
-        controlled = {name for node in body.query_selector_all(CONTROLS).values()
-                      for name in (node.getattr("aria-controls") or "").split()}
-        for node in hidden:
-            if node.id in controlled:
-                node.delattr("aria-hidden")
-                node.delattr("style")  # the style only shapes the page, and this one hides the panel
+    for panel in body.query_selector_all(HIDDEN).values():
+        if panel.id in controlled:
+            panel.delattr("aria-hidden")
+            panel.delattr("style")  # the style only shapes the page, and this one hides the panel
 
 
 def _article_body(body):
