@@ -80,9 +80,11 @@ HIDDEN = '[aria-hidden=true], [style*="display:none" i], [style*="display: none"
 # MISREAD finds them all, and the controls that name collapsed panels, in one walk
 MISREAD_CLASS = re.compile(r"(?:is-)?(?:collapsed|expandable)|newsletter-post|follow-up.*")
 EMBED_CLASS = re.compile(r".*(?:embed|tweet).*")
+EMBED_LEVELS = 3  # an embedded post's <blockquote> and the elements around it, this many in all
 HEADINGS = frozenset(f"h{level}" for level in range(1, 7))
+# (a <blockquote> is found by its tag, and the embed's classes from it: "[class*=embed]" reads every class)
 MISREAD = ".collapsed, .expandable, .is-collapsed, .is-expandable, .newsletter-post, [class*=follow-up], " \
-          "[class*=embed], [class*=tweet], [aria-controls], " + ", ".join(f"{tag}[id]" for tag in sorted(HEADINGS))
+          "blockquote, [aria-controls], " + ", ".join(f"{tag}[id]" for tag in sorted(HEADINGS))
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
 # where content management systems put the article, most specific first: the first found is read on its own
@@ -515,23 +517,31 @@ def _parsed(page: str, tags: int, comments: bool = True) -> tuple[HTMLTree, bool
 def _undo_misreadings(body) -> None:
     """What resiliparse's main-content pass would misread, made plain, in one walk of the page (each walk costs
     about as much whatever its selectors, and their union once): the classes MISREAD_CLASS matches taken off
-    every element, those EMBED_CLASS matches off an embedded post, the ids off headings, and the panels that
-    the page's controls name shown (_show_panels). After _drop_non_content, whose selectors read classes and ids
-    of their own: a caption's class goes with its caption, a comment section's heading with its section."""
+    every element, those EMBED_CLASS matches off an embedded post (its <blockquote> and the elements around it,
+    EMBED_LEVELS in all), the ids off headings, and the panels that the page's controls name shown
+    (_show_panels). After _drop_non_content, whose selectors read classes and ids of their own: a caption's class
+    goes with its caption, a comment section's heading with its section."""
     controlled = set()
     for node in body.query_selector_all(MISREAD).values():
         controlled.update((node.getattr("aria-controls") or "").split())
         if node.tag in HEADINGS:
             node.delattr("id")
-        names = (node.getattr("class") or "").split()
-        post = any(EMBED_CLASS.fullmatch(name) for name in names) and (
-            node.tag == "blockquote" or node.query_selector("blockquote") is not None)
-        kept = [name for name in names if MISREAD_CLASS.fullmatch(name) is None
-                and not (post and EMBED_CLASS.fullmatch(name))]
-        if len(kept) < len(names):
-            node.setattr("class", " ".join(kept))
+        _clear_classes(node, MISREAD_CLASS)
+        for _ in range(EMBED_LEVELS if node.tag == "blockquote" else 0):  # an embedded post
+            _clear_classes(node, EMBED_CLASS)
+            node = node.parent
+            if node is None or node.tag == "body":
+                break
     if controlled:
         _show_panels(body, controlled)
+
+
+def _clear_classes(node, names: re.Pattern) -> None:
+    """Takes the classes that `names` matches whole off `node`."""
+    classes = (node.getattr("class") or "").split()
+    kept = [name for name in classes if names.fullmatch(name) is None]
+    if len(kept) < len(classes):
+        node.setattr("class", " ".join(kept))
 
 
 def _show_panels(body, controlled: set[str]) -> None:
