@@ -1,16 +1,18 @@
 """The main text of an HTML page: the article, not the page around it.
 
 resiliparse parses the page (lexbor, in C) and drops what is never content: <nav>, <footer>, image captions,
-comment sections and consent platforms' dialogs, and an <aside> or <form> unless it holds an article's worth
-of text. List items become paragraphs first (resiliparse's main-content pass drops every list, taking it for a
-menu), <ruby> readings go (the pass keeps the reading and drops the word), and an accordion's collapsed
-panels are shown (the pass drops what aria-hidden hides). The pass renders the rest as blocks, with the links
-marked. Block by block, a short block that is mostly link text is navigation (menus, related links, tag
-lists), but not a reference list's names, each before its description; and a short block that says what
-boilerplate says (newsletter, share buttons, related articles, copyright, cookie, photo credits, dates and
-bylines, in English, German, French and Spanish) goes, unless the article's long blocks say the word too (its
-subject: a post about newsletters); short blocks that are not prose go with their neighbours when those went
-(a run between removed blocks, or the heading of a removed list: "Related posts", "Most read").
+comment sections and consent platforms' dialogs, and an <aside> or <form> unless it holds an article's worth of
+text. List items become paragraphs first (resiliparse's main-content pass drops every list, taking it for a menu),
+<ruby> readings go (the pass keeps the reading and drops the word), and what the pass would misread is made plain:
+an accordion's collapsed panels are shown (it drops what aria-hidden or display:none hides), classes that say "can
+be opened" or name an embedded post, and headings' ids, are cleared (it reads them as hidden elements, share
+buttons and sections of related links). The pass renders the rest as blocks, with the links marked, and a
+listing's <br> tags as its line breaks. Block by block, a short block that is mostly link text is navigation
+(menus, related links, tag lists), but not a reference list's names, each before its description; and a short
+block that says what boilerplate says (newsletter, share buttons, related articles, copyright, cookie, photo
+credits, dates and bylines, in English, German, French and Spanish) goes, unless the article's long blocks say the
+word too (its subject: a post about newsletters); short blocks that are not prose go with their neighbours when
+those went (a run between removed blocks, or the heading of a removed list: "Related posts", "Most read").
 
 Where the page marks its article body the way content management systems do (`itemprop=articleBody`,
 `entry-content`, `post-content`, ..., `<article>` last: the most specific mark found), that element alone
@@ -499,11 +501,11 @@ def _decoded(page: bytearray, codec: str) -> str:
 def _parsed(page: str, tags: int, comments: bool = True) -> tuple[HTMLTree, bool, bool]:
     """(A page with its tags fixed (_fixed_tags: `tags`, its count of "<"), parsed, what is never content dropped,
     and where `comments` its comment sections, what the main-content pass would misread made plain (collapsed
-    panels, misread classes and heading ids: _undo_misreadings); whether
-    its elements nest deeper than depth_limit(tags), where the walks that cost the depth times the elements are
-    not taken: resiliparse's main-content pass, and the text of each of nested <aside> elements (which are kept
-    for the block rules); whether a comment section with text was dropped). A page needs MAX_DEPTH tags to be
-    that deep: the query runs on 4%, and costs at most the same product."""
+    panels, misread classes and heading ids: _undo_misreadings); whether its elements nest deeper than
+    depth_limit(tags), where the walks that cost the depth times the elements are not taken: resiliparse's
+    main-content pass, and the text of each of nested <aside> elements (which are kept for the block rules);
+    whether a comment section with text was dropped). A page needs MAX_DEPTH tags to be that deep: the query
+    runs on 4%, and costs at most the same product."""
     tree = HTMLTree.parse(page)
     if tree.body is None:
         return tree, False, False

@@ -443,6 +443,20 @@ def test_an_accordions_collapsed_answers_are_text_and_other_hidden_elements_are_
     assert text.count(FAQ[1][1]) == len(items) // len(FAQ) and clone not in text and menu not in text
 
 
+def test_the_panels_of_several_accordions_that_give_them_the_same_ids_are_all_shown():
+    """An installation guide (energysage.com, 2025) has an accordion in each section, each naming its panels
+    "undefined_0_content", "undefined_1_content", ...: every panel of that id is shown, not the first alone."""
+    body = articles(1, size=4)[0]
+    steps = [answer for _, answer in FAQ]
+    accordion = "".join(f'<a role="button" aria-controls="undefined_{k}_content">Step {k + 1}</a>'
+                        f'<div id="undefined_{k}_content" style="display:none;"><p>{step}</p></div>'
+                        for k, step in enumerate(steps))
+    sections = 50
+    text = main_text(_page("<main>" + "".join(f"<h2>Week {week}</h2><p>{body[week % len(body)]}</p>{accordion}"
+                                              for week in range(sections)) + "</main>"))
+    assert all(text.count(step) == sections for step in steps)
+
+
 # a charity's tax help (uwkc.org, 2025): its questions and answers in a column whose layout class is "collapsed",
 # which resiliparse's main-content pass takes for hidden; and an accordion's "expandable" sections
 @pytest.mark.parametrize("classes", ["flex_container is-style-column collapsed", "faq expandable", "is-collapsed"])
