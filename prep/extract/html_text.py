@@ -3,9 +3,10 @@
 resiliparse parses the page (lexbor, in C) and drops what is never content: <nav>, <footer>, image captions,
 comment sections and consent platforms' dialogs, and an <aside> or <form> unless it holds an article's worth of
 text. List items become paragraphs first (resiliparse's main-content pass drops every list, taking it for a menu),
-<ruby> readings go (the pass keeps the reading and drops the word), and what the pass would misread is made plain:
-an accordion's collapsed panels are shown (it drops what aria-hidden or display:none hides), classes that say "can
-be opened" or name an embedded post, and headings' ids, are cleared (it reads them as hidden elements, share
+<ruby> readings go (the pass keeps the reading and drops the word), a letter alone between two tags is kept (the pass
+drops it: a kanji in its own element, a Chinese particle between two links), and what the pass would misread is made
+plain: an accordion's collapsed panels are shown (it drops what aria-hidden or display:none hides), classes that say
+"can be opened" or name an embedded post, and headings' ids, are cleared (it reads them as hidden elements, share
 buttons and sections of related links). The pass renders the rest as blocks, with the links marked, and a
 listing's <br> tags as its line breaks. Block by block, a short block that is mostly link text is navigation
 (menus, related links, tag lists), but not a reference list's names, each before its description; and a short
@@ -121,6 +122,16 @@ WORD_BYTES[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 # and a reading running to the next </rt> took the article between; bounded, so that a hostile page of many
 # unclosed tags costs no more than its length)
 RUBY = re.compile(rb"</?ruby\b[^>]{0,1024}>|<(rt|rp)\b[^>]{0,1024}>[^<]{0,1024}(?:</\1\s*>)?", re.I)
+# resiliparse's main-content pass drops a text between two tags that is one character of three bytes in UTF-8 (an
+# icon font's glyph, to it, or a bullet), and with it a kanji in its own element under a reading, a Chinese word
+# that is its own link ("<a>亲</a>"), a particle between two links ("</a>和<a>"): a letter or digit alone
+# between two tags gets a private-use character after it in the page's bytes (as an entity, ASCII in any codec),
+# and the text loses it again (_blocks, page_titles). Its bytes are looked for in UTF-8 and in the double-byte
+# codecs of Chinese, Japanese and Korean, the codecs where such a letter is three bytes or two.
+ALONE_KEPT = "\ue001"
+ALONE_ENTITY = b"&#xE001;"
+DOUBLE_BYTE_CODECS = frozenset(("gb18030", "gbk", "gb2312", "big5hkscs", "big5", "cp950", "cp932", "shift_jis",
+                                "euc_jp", "cp949", "euc_kr"))
 # a post quoted from Twitter/X (<blockquote class="twitter-tweet">) is part of the article quoting it, and
 # resiliparse's main-content pass drops it for its class: renamed in the page's bytes (the same length)
 EMBEDDED_POST, EMBEDDED_POST_RENAMED = b"twitter-tweet", b"embedded-post"
@@ -290,7 +301,7 @@ def _blocks(tree: HTMLTree, main_content: bool = True, noscript: bool = False) -
     marked = extract_plain_text(tree, preserve_formatting="minimal_html", main_content=main_content, comments=False,
                                 links=True, alt_texts=False, form_fields=False, noscript=noscript, post_meta=False,
                                 list_bullets=False)
-    marked = SELF_LINKED_HEADING.sub(r"\1\2", PERMALINK.sub("", marked))
+    marked = SELF_LINKED_HEADING.sub(r"\1\2", PERMALINK.sub("", marked.replace(ALONE_KEPT, "")))
     blocks = []
     for at, part in enumerate(PRE.split(marked)):
         listing = at % 2 == 1  # a listing is one block; the text between splits at its block tags and lines
@@ -450,17 +461,17 @@ def depth_limit(tags: int) -> int:
     return max(MIN_DEPTH, min(MAX_DEPTH, DEPTH_TAG_BUDGET // max(tags, 1)))
 
 
-def _fixed_tags(page: bytes) -> tuple[bytearray, int]:
+def _fixed_tags(page: bytes, codec: str = "utf-8") -> tuple[bytearray, int]:
     """The page's bytes as the parse should see them. Every list tag (<li>, </ul>, <DT ...>: LIST_TAGS in any
     case, the name ending there) is renamed to a paragraph's, "<p " and "</p ": resiliparse's main-content
     pass drops lists (it takes them for menus), and their items, as paragraphs, face the link-density and
     boilerplate rules like any other block. A <figure> becomes a <div> (FIGURE). More than MAX_OPTIONS <option>
     and <optgroup> tags become "x-tion" and "x-tgroup", which a <select> passes over. A quoted tweet's class is
     renamed (EMBEDDED_POST). Where a tag's name starts "ru", <ruby> readings go: resiliparse drops a <ruby>'s
-    base text and keeps its reading, the reverse of what is read. One vectorized look at each "<", where a
-    regular expression over the page's text cost a tenth of the extraction. The bytes are UTF-8, or any
-    encoding where an ASCII byte is always its ASCII character. Returns the bytes and the number
-    of "<" in them (at most the page's tags)."""
+    base text and keeps its reading, the reverse of what is read. A letter alone between two tags is kept
+    (_letters_alone). One vectorized look at each "<", where a regular expression over the page's text cost a
+    tenth of the extraction. The bytes are in `codec`: UTF-8, or any encoding where an ASCII byte is always its
+    ASCII character. Returns the bytes and the number of "<" in them (at most the page's tags)."""
     copy = bytearray(page)
     data = np.frombuffer(copy, dtype=np.uint8)
     opens = np.flatnonzero(data[:-3] == ord("<"))
@@ -482,10 +493,39 @@ def _fixed_tags(page: bytes) -> tuple[bytearray, int]:
     if len(options) > MAX_OPTIONS:
         data[options], data[options + 1] = ord("x"), ord("-")
     if EMBEDDED_POST in copy:
-        copy = copy.replace(EMBEDDED_POST, EMBEDDED_POST_RENAMED)
+        copy = copy.replace(EMBEDDED_POST, EMBEDDED_POST_RENAMED)  # the same length: `opens` still holds
+        data = np.frombuffer(copy, dtype=np.uint8)
+    tags = len(opens)
     if ((first == ord("r")) & (second == ord("u"))).any():
-        return bytearray(RUBY.sub(b"", copy)), len(opens)
-    return copy, len(opens)
+        copy = bytearray(RUBY.sub(b"", copy))  # the readings go, and the kanji under them stand alone
+        data = np.frombuffer(copy, dtype=np.uint8)
+        opens = np.flatnonzero(data[:-3] == ord("<"))
+    return _letters_alone(copy, data, opens, codec), tags
+
+
+def _letters_alone(page: bytearray, data: np.ndarray, opens: np.ndarray, codec: str) -> bytearray:
+    """The page with ALONE_ENTITY after each letter or digit that stands alone between two tags (">亲<") and
+    that resiliparse's main-content pass would drop: one character of three bytes in UTF-8, of two in the
+    double-byte codecs. `data` is the page as an array and `opens` the positions of its "<"."""
+    width = 3 if codec == "utf-8" else 2 if codec in DOUBLE_BYTE_CODECS else 0
+    if not width:
+        return page
+    ends = opens[np.searchsorted(opens, width + 1):]  # (sorted)
+    ends = ends[data[ends - width] >= 0x80]  # a lead byte: a few, looked at closer
+    ends = ends[data[ends - width - 1] == ord(">")]
+    if width == 3:  # a lead byte of three, and two continuation bytes
+        lead = data[ends - 3]
+        ends = ends[(lead >= 0xE0) & (lead < 0xF0) & (data[ends - 2] & 0xC0 == 0x80) & (data[ends - 1] & 0xC0 == 0x80)]
+    else:  # a lead byte, and a trail byte (never "<" or ">" in these codecs; GB18030's four bytes end in a digit)
+        ends = ends[(data[ends - 2] >= 0x81) & (data[ends - 1] >= 0x40)]
+    at = [end for end in ends.tolist() if str(page[end - width:end], codec, "replace").isalnum()]
+    if not at:
+        return page
+    parts, start = [], 0
+    for end in at:
+        parts += (page[start:end], ALONE_ENTITY)
+        start = end
+    return bytearray(b"".join([*parts, page[start:]]))
 
 
 def _ascii_compatible(codec: str) -> bool:
@@ -610,7 +650,8 @@ def page_titles(tree: HTMLTree) -> list[str]:
     if tree.head is not None:
         meta = tree.head.query_selector(TITLE_META)
         found.insert(0, meta.getattr("content") or "" if meta is not None else "")
-    return [title[:MAX_TITLE_CHARS] for title in (" ".join(t.split()) for t in found) if title]
+    found = (" ".join(title.replace(ALONE_KEPT, "").split()) for title in found)
+    return [title[:MAX_TITLE_CHARS] for title in found if title]
 
 
 def title_of(page: str) -> str:
@@ -658,7 +699,7 @@ def html_article(body: bytes, declared: str | None = None, max_link_share: float
     codec = html_codec(body, declared)
     if not _ascii_compatible(codec):
         return *article(str(body, codec, "replace"), max_link_share, short_block), codec
-    fixed, tags = _fixed_tags(body)
+    fixed, tags = _fixed_tags(body, codec)
     return *_main_text(_decoded(fixed, codec), tags, max_link_share, short_block), codec
 
 

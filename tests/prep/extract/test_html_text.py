@@ -5,6 +5,7 @@ import re
 
 import pytest
 from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.html import HTMLTree
 
 from prep.extract.html_text import (
     BOILERPLATE_WORDS,
@@ -148,6 +149,64 @@ def test_ruby_readings_go_and_the_words_stay():
     assert text.count("子どもへの虐待をなくすための法律ができました。") == 2 and between in text, text
     assert "子こ" not in text and "ぎゃくたい" not in text  # the readings go all the same
 
+
+
+# NHK's easy news: each word with a dictionary entry a link, each kanji under its reading; a Chinese report's
+# place names linked, a particle between them; a Korean syllable in its own element
+JAPANESE = ('<p><ruby>子<rt>こ</rt></ruby>どもへの<a href="javascript:void(0)" class="dicWin"><ruby>'
+            '<span class="under">虐待</span><rt>ぎゃくたい</rt></ruby></a>をなくすための法律ができて、'
+            '<a href="javascript:void(0)" class="dicWin"><ruby><span class="under">親</span><rt>おや</rt></ruby></a>'
+            'が<a href="javascript:void(0)" class="dicWin"><ruby><span class="under">蹴</span><rt>け</rt></ruby>'
+            '<span class="under">っ</span></a>たりする<a href="#d1">体罰</a>を<a href="#d2">禁止</a>'
+            'することになりました。</p>')
+JAPANESE_TEXT = "子どもへの虐待をなくすための法律ができて、親が蹴ったりする体罰を禁止することになりました。"
+CHINESE = ('<p>今年春运期间，<a href="/bj">北京</a><a href="/he">和</a><a href="/sh">上</a>海之间的高铁'
+           '每天加开<b>十</b>对列车，<a href="/bj">京</a>沪线客流同比增长两成。</p>')
+CHINESE_TEXT = "今年春运期间，北京和上海之间的高铁每天加开十对列车，京沪线客流同比增长两成。"
+KOREAN = "<p>서울시는 올해 <span>봄</span>부터 대중교통 요금을 인상한다고 밝혔습니다.</p>"
+KOREAN_TEXT = "서울시는 올해 봄부터 대중교통 요금을 인상한다고 밝혔습니다."
+
+
+@pytest.mark.parametrize(("markup", "expected", "codecs"), [
+    (JAPANESE, JAPANESE_TEXT, ("utf-8", "shift_jis", "euc_jp")),
+    (CHINESE, CHINESE_TEXT, ("utf-8", "gb18030", "gbk", "big5")),
+    (KOREAN, KOREAN_TEXT, ("utf-8", "euc_kr")),
+])
+def test_a_letter_alone_between_two_tags_is_kept_in_every_codec_of_its_language(markup, expected, codecs):
+    # resiliparse's main-content pass drops a text of one character that is three bytes in UTF-8 (an icon's
+    # glyph, to it): without the fix "親" and "を" went, and "北京上海之间" lost its "和"
+    assert expected not in extract_plain_text(HTMLTree.parse(_page(markup)), main_content=True)
+    for codec in codecs:
+        source, want = markup, expected
+        if codec == "big5":  # in the traditional characters Big5 has
+            for simplified, traditional in "运運 间間 铁鐵 开開 对對 车車 沪滬 线線 两兩 长長".split():
+                source = source.replace(simplified, traditional)
+            want = TAG.sub("", source)
+        page = f'<html><head><meta charset="{codec}"><title>t</title></head><body>{source}</body></html>'
+        text, title, found = html_article(page.encode(codec))
+        assert found.replace("_", "-") in {codec.replace("_", "-"), "cp932", "cp949", "big5hkscs", "gb18030"}
+        assert want in text.split("\n\n") and "\ue001" not in text, (codec, text)
+    assert "ぎゃくたい" not in main_text(_page(JAPANESE))  # the readings still go
+
+
+def test_a_glyph_alone_stays_dropped_and_a_letter_alone_in_a_title_is_kept_without_its_mark():
+    # an icon font's glyph (a private-use character in an <i>) and a separator are not letters: they stay out,
+    # as the pass leaves them, and the mark that keeps a letter never shows, in the text or in the title
+    page = ('<html><head><title>親</title></head><body><p>ニュースを<i class="fa">\uf099</i>'
+            '<a href="/share">共有</a><span>•</span>する前に、<a href="#">親</a>子で内容を確かめてください。</p>'
+            '</body></html>')
+    text, title, _ = html_article(page.encode("utf-8"))
+    assert text == "ニュースを共有する前に、親子で内容を確かめてください。" and title == "親"
+    assert main_text(f"<p>\ue001{JAPANESE}</p>").count("\ue001") == 0  # the page's own such character goes too
+
+
+def test_twenty_thousand_letters_alone_are_all_kept():
+    # a page of 20,000 kanji each in its own element, as a dictionary marks its words: every one kept, in order
+    kanji = [chr(0x4E00 + i) for i in range(20000)]
+    body = "".join(f"<p>第{i}項：" + "".join(f'<span class="under">{k}</span>から' for k in kanji[i * 50:(i + 1) * 50])
+                   + "。</p>" for i in range(400))
+    text = main_text(_page(body))
+    assert re.findall("[\u4e00-\u9fff]", re.sub(r"第\d+項", "", text)) == kanji
 
 
 def test_the_most_specific_mark_is_the_article_and_the_teasers_around_it_go():
