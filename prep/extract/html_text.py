@@ -1,19 +1,19 @@
 """The main text of an HTML page: the article, not the page around it.
 
-resiliparse parses the page (lexbor, in C) and drops what is never content: <nav>, <footer>, image captions,
-comment sections and consent platforms' dialogs, and an <aside> or <form> unless it holds an article's worth of
-text. List items become paragraphs first (resiliparse's main-content pass drops every list, taking it for a menu),
-<ruby> readings go (the pass keeps the reading and drops the word), a letter alone between two tags is kept (the pass
-drops it: a kanji in its own element, a Chinese particle between two links), and what the pass would misread is made
-plain: an accordion's collapsed panels are shown (it drops what aria-hidden or display:none hides), classes that say
-"can be opened" or name an embedded post, and headings' ids, are cleared (it reads them as hidden elements, share
-buttons and sections of related links). The pass renders the rest as blocks, with the links marked, and a
-listing's <br> tags as its line breaks. Block by block, a short block that is mostly link text is navigation
-(menus, related links, tag lists), but not a reference list's names, each before its description; and a short
-block that says what boilerplate says (newsletter, share buttons, related articles, copyright, cookie, photo
-credits, dates and bylines, in English, German, French and Spanish) goes, unless the article's long blocks say the
-word too (its subject: a post about newsletters); short blocks that are not prose go with their neighbours when
-those went (a run between removed blocks, or the heading of a removed list: "Related posts", "Most read").
+resiliparse parses the page (lexbor, in C) and drops what is never content: <nav>, <footer>, image captions, comment
+sections and consent platforms' dialogs, and an <aside> or <form> unless it holds an article's worth of text. List
+items become paragraphs first (resiliparse's main-content pass drops every list, taking it for a menu), <ruby>
+readings go (the pass keeps the reading and drops the word), a character alone between two tags is kept (the pass
+drops it: a kanji in its own element, a Chinese particle or a dash between two links), and what the pass would
+misread is made plain: an accordion's collapsed panels are shown (it drops what aria-hidden or display:none hides),
+classes that say "can be opened" or name an embedded post, and headings' ids, are cleared (it reads them as hidden
+elements, share buttons and sections of related links). The pass renders the rest as blocks, with the links marked,
+and a listing's <br> tags as its line breaks. Block by block, a short block that is mostly link text is navigation
+(menus, related links, tag lists), but not a reference list's names, each before its description; and a short block
+that says what boilerplate says (newsletter, share buttons, related articles, copyright, cookie, photo credits,
+dates and bylines, in English, German, French and Spanish) goes, unless the article's long blocks say the word too
+(its subject: a post about newsletters); short blocks that are not prose go with their neighbours when those went (a
+run between removed blocks, or the heading of a removed list: "Related posts", "Most read").
 
 Where the page marks its article body the way content management systems do (`itemprop=articleBody`,
 `entry-content`, `post-content`, ..., `<article>` last: the most specific mark found), that element alone
@@ -122,13 +122,15 @@ WORD_BYTES[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 # and a reading running to the next </rt> took the article between; bounded, so that a hostile page of many
 # unclosed tags costs no more than its length)
 RUBY = re.compile(rb"</?ruby\b[^>]{0,1024}>|<(rt|rp)\b[^>]{0,1024}>[^<]{0,1024}(?:</\1\s*>)?", re.I)
-# resiliparse's main-content pass drops a text between two tags that is one character of three bytes in UTF-8 (an
-# icon font's glyph, to it, or a bullet), and with it a kanji in its own element under a reading, a Chinese word
-# that is its own link ("<a>亲</a>"), a particle between two links ("</a>和<a>"): a letter or digit alone
-# between two tags gets a private-use character after it in the page's bytes (as an entity, ASCII in any codec),
-# and the text loses it again (_blocks, page_titles). Its bytes are looked for in UTF-8 and in the double-byte
-# codecs of Chinese, Japanese and Korean, the codecs where such a letter is three bytes or two.
+# resiliparse's main-content pass drops a text between two tags that is one character of three bytes in UTF-8: it
+# means to drop an icon font's glyph (a private-use character), and its test reads the three bytes in the wrong
+# order, which any such character passes. So went a kanji in its own element under a reading, a Chinese word
+# that is its own link ("<a>亲</a>"), a particle between two links ("</a>和<a>"), a quote closing after a link, a
+# dash between two: such a character that is text (_text_alone) gets a private-use character after it in the
+# page's bytes (as an entity, ASCII in any codec), and the text loses that again (_blocks, page_titles). Looked
+# for in UTF-8 and in the double-byte codecs of Chinese, Japanese and Korean (three bytes, or two, a character).
 ALONE_KEPT = "\ue001"
+BULLETS = "\u2022\u2023\u2043"  # punctuation that separates links, not words
 ALONE_ENTITY = b"&#xE001;"
 DOUBLE_BYTE_CODECS = frozenset(("gb18030", "gbk", "gb2312", "big5hkscs", "big5", "cp950", "cp932", "shift_jis",
                                 "euc_jp", "cp949", "euc_kr"))
@@ -468,8 +470,8 @@ def _fixed_tags(page: bytes, codec: str = "utf-8") -> tuple[bytearray, int]:
     boilerplate rules like any other block. A <figure> becomes a <div> (FIGURE). More than MAX_OPTIONS <option>
     and <optgroup> tags become "x-tion" and "x-tgroup", which a <select> passes over. A quoted tweet's class is
     renamed (EMBEDDED_POST). Where a tag's name starts "ru", <ruby> readings go: resiliparse drops a <ruby>'s
-    base text and keeps its reading, the reverse of what is read. A letter alone between two tags is kept
-    (_letters_alone). One vectorized look at each "<", where a regular expression over the page's text cost a
+    base text and keeps its reading, the reverse of what is read. A character alone between two tags is kept
+    (_characters_alone). One vectorized look at each "<", where a regular expression over the page's text cost a
     tenth of the extraction. The bytes are in `codec`: UTF-8, or any encoding where an ASCII byte is always its
     ASCII character. Returns the bytes and the number of "<" in them (at most the page's tags)."""
     copy = bytearray(page)
@@ -500,12 +502,12 @@ def _fixed_tags(page: bytes, codec: str = "utf-8") -> tuple[bytearray, int]:
         copy = bytearray(RUBY.sub(b"", copy))  # the readings go, and the kanji under them stand alone
         data = np.frombuffer(copy, dtype=np.uint8)
         opens = np.flatnonzero(data[:-3] == ord("<"))
-    return _letters_alone(copy, data, opens, codec), tags
+    return _characters_alone(copy, data, opens, codec), tags
 
 
-def _letters_alone(page: bytearray, data: np.ndarray, opens: np.ndarray, codec: str) -> bytearray:
-    """The page with ALONE_ENTITY after each letter or digit that stands alone between two tags (">亲<") and
-    that resiliparse's main-content pass would drop: one character of three bytes in UTF-8, of two in the
+def _characters_alone(page: bytearray, data: np.ndarray, opens: np.ndarray, codec: str) -> bytearray:
+    """The page with ALONE_ENTITY after each character of text (_text_alone) that stands alone between two tags
+    (">亲<") and that resiliparse's main-content pass would drop: one of three bytes in UTF-8, of two in the
     double-byte codecs. `data` is the page as an array and `opens` the positions of its "<"."""
     width = 3 if codec == "utf-8" else 2 if codec in DOUBLE_BYTE_CODECS else 0
     if not width:
@@ -518,7 +520,7 @@ def _letters_alone(page: bytearray, data: np.ndarray, opens: np.ndarray, codec: 
         ends = ends[(lead >= 0xE0) & (lead < 0xF0) & (data[ends - 2] & 0xC0 == 0x80) & (data[ends - 1] & 0xC0 == 0x80)]
     else:  # a lead byte, and a trail byte (never "<" or ">" in these codecs; GB18030's four bytes end in a digit)
         ends = ends[(data[ends - 2] >= 0x81) & (data[ends - 1] >= 0x40)]
-    at = [end for end in ends.tolist() if str(page[end - width:end], codec, "replace").isalnum()]
+    at = [end for end in ends.tolist() if _text_alone(str(page[end - width:end], codec, "replace"))]
     if not at:
         return page
     parts, start = [], 0
@@ -526,6 +528,13 @@ def _letters_alone(page: bytearray, data: np.ndarray, opens: np.ndarray, codec: 
         parts += (page[start:end], ALONE_ENTITY)
         start = end
     return bytearray(b"".join([*parts, page[start:]]))
+
+
+def _text_alone(character: str) -> bool:
+    """Whether a character alone between two tags is text: a letter or a digit, punctuation (a closing quote, a
+    dash between two links, "。" after one) but a bullet, or a currency sign ("<span>€</span>")."""
+    kind = unicodedata.category(character)
+    return character.isalnum() or kind == "Sc" or (kind[0] == "P" and character not in BULLETS)
 
 
 def _ascii_compatible(codec: str) -> bool:

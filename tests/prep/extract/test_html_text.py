@@ -172,7 +172,7 @@ KOREAN_TEXT = "서울시는 올해 봄부터 대중교통 요금을 인상한다
     (CHINESE, CHINESE_TEXT, ("utf-8", "gb18030", "gbk", "big5")),
     (KOREAN, KOREAN_TEXT, ("utf-8", "euc_kr")),
 ])
-def test_a_letter_alone_between_two_tags_is_kept_in_every_codec_of_its_language(markup, expected, codecs):
+def test_a_character_alone_between_two_tags_is_kept_in_every_codec_of_its_language(markup, expected, codecs):
     # resiliparse's main-content pass drops a text of one character that is three bytes in UTF-8 (an icon's
     # glyph, to it): without the fix "親" and "を" went, and "北京上海之间" lost its "和"
     assert expected not in extract_plain_text(HTMLTree.parse(_page(markup)), main_content=True)
@@ -189,18 +189,23 @@ def test_a_letter_alone_between_two_tags_is_kept_in_every_codec_of_its_language(
     assert "ぎゃくたい" not in main_text(_page(JAPANESE))  # the readings still go
 
 
-def test_a_glyph_alone_stays_dropped_and_a_letter_alone_in_a_title_is_kept_without_its_mark():
-    # an icon font's glyph (a private-use character in an <i>) and a separator are not letters: they stay out,
-    # as the pass leaves them, and the mark that keeps a letter never shows, in the text or in the title
+def test_a_glyph_or_a_bullet_alone_stays_dropped_and_punctuation_alone_is_kept_without_its_mark():
+    # an icon font's glyph (a private-use character in an <i>) and a bullet between links are not text: they stay
+    # out, as the pass means them to; a quote closing after a link, a dash, "。" and a currency sign are text; the
+    # mark that keeps them never shows, in the text or in the title
     page = ('<html><head><title>親</title></head><body><p>ニュースを<i class="fa">\uf099</i>'
-            '<a href="/share">共有</a><span>•</span>する前に、<a href="#">親</a>子で内容を確かめてください。</p>'
+            '<a href="/share">共有</a><span>•</span>する前に、<a href="#">親</a>子で内容を確かめてください<b>。</b></p>'
+            '<p>She called it <a href="/q">“the best tool</a>” for the job, from U+0000<span>–</span>U+007F '
+            'at <span>€</span><span>20</span> a month; pipenv, or poetry<span>—</span>pip-tools is another.</p>'
             '</body></html>')
     text, title, _ = html_article(page.encode("utf-8"))
-    assert text == "ニュースを共有する前に、親子で内容を確かめてください。" and title == "親"
+    assert text.split("\n\n") == ["ニュースを共有する前に、親子で内容を確かめてください。",
+                                   "She called it “the best tool” for the job, from U+0000–U+007F at €20 a month; "
+                                   "pipenv, or poetry—pip-tools is another."] and title == "親"
     assert main_text(f"<p>\ue001{JAPANESE}</p>").count("\ue001") == 0  # the page's own such character goes too
 
 
-def test_twenty_thousand_letters_alone_are_all_kept():
+def test_twenty_thousand_characters_alone_are_all_kept():
     # a page of 20,000 kanji each in its own element, as a dictionary marks its words: every one kept, in order
     kanji = [chr(0x4E00 + i) for i in range(20000)]
     body = "".join(f"<p>第{i}項：" + "".join(f'<span class="under">{k}</span>から' for k in kanji[i * 50:(i + 1) * 50])
