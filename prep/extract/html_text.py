@@ -532,7 +532,10 @@ def _characters_alone(page: bytearray, data: np.ndarray, opens: np.ndarray, code
 
 def _text_alone(character: str) -> bool:
     """Whether a character alone between two tags is text: a letter or a digit, punctuation (a closing quote, a
-    dash between two links, "。" after one) but a bullet, or a currency sign ("<span>€</span>")."""
+    dash between two links, "。" after one) but a bullet, or a currency sign ("<span>€</span>"); not where the bytes
+    were not one character (a broken sequence decodes to two)."""
+    if len(character) != 1:
+        return False
     kind = unicodedata.category(character)
     return character.isalnum() or kind == "Sc" or (kind[0] == "P" and character not in BULLETS)
 
