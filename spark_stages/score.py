@@ -13,6 +13,7 @@ can show the good documents a rule threw away.
 
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ import pyarrow.parquet as pq
 
 from prep.classify.scoring import Classifiers
 from prep.ingest.inputs import InputError, InputFile, Sources, all_files
+from prep.ingest.readers import rows_per_batch
 from schemas import FORMAT_VERSION
 from spark_stages import classifier_rules
 from spark_stages.ingest import document_parquet, map_files
@@ -30,7 +32,8 @@ from spark_stages.task_outputs import TaskOutputs, fill_empty, prepare
 RULES_REJECTED = "rules_rejected"
 # a row per reason of a file's documents (None: kept); rules_rejected: the count of a file the rules rejected
 COUNTS_SCHEMA = pa.schema([("reason", pa.string()), ("count", pa.int64()), ("rules_rejected", pa.bool_())])
-BATCH_ROWS = 1024
+BATCH_ROWS = 1024  # documents scored at a time, at most ...
+BATCH_BYTES = 64 << 20  # ... and fewer where their text is larger (a dictionary's string repeated in every row)
 
 
 def run(spark, sources: Sources, classifiers: Classifiers, out: str,
@@ -81,7 +84,7 @@ def score_file(path: Path, index: int, classifiers: Classifiers, staging: Path, 
     outputs = TaskOutputs(staging, schemas, index)
     counts = Counter()
     try:
-        for batch in pq.ParquetFile(path).iter_batches(BATCH_ROWS, use_threads=False):
+        for batch in _batches(path):
             columns = classifiers.scores(batch.column("text").to_pylist())
             for name, values in columns.items():
                 batch = batch.append_column(name, pa.array(values, schemas["docs"].field(name).type))
@@ -101,6 +104,14 @@ def score_file(path: Path, index: int, classifiers: Classifiers, staging: Path, 
         raise
     return pa.RecordBatch.from_pylist([{"reason": r, "count": n, "rules_rejected": rules_rejected}
                                        for r, n in counts.items()], schema=COUNTS_SCHEMA)
+
+
+def _batches(path: Path) -> Iterator[pa.RecordBatch]:
+    """A file's documents in batches of BATCH_ROWS, or of about BATCH_BYTES by its row groups' sizes."""
+    parquet = pq.ParquetFile(path)
+    for group in range(parquet.metadata.num_row_groups):
+        rows = rows_per_batch(str(path), parquet.metadata.row_group(group), BATCH_ROWS, BATCH_BYTES)
+        yield from parquet.iter_batches(rows, [group], use_threads=False)
 
 
 def summary(stats: dict) -> str:
