@@ -80,14 +80,17 @@ HIDDEN = '[aria-hidden=true], [style*="display:none" i], [style*="display: none"
 # "social-media-embed", "twitter-tweet"), where it holds the post as a <blockquote>, as Twitter's, Instagram's,
 # Facebook's and Bluesky's embeds do (an "embedded-newsletter-signup" box holds none); and a heading's id, its
 # anchor made from its text ("fitness-tracker-trends-in-2026", "popular-destinations"), says nothing of its role;
-# MISREAD finds them all, and the controls that name collapsed panels, in one walk
+# nor do two attributes it drops an element for: role=presentation says the element has no role of its own (a
+# layout's wrapper), and aria-expanded=false that the panel it controls is shut, not the element itself (an FAQ's
+# question). MISREAD finds them all, and the controls that name collapsed panels, in one walk
 MISREAD_CLASS = re.compile(r"(?:is-)?(?:collapsed|expandable)|newsletter-post|follow-up.*")
 EMBED_CLASS = re.compile(r".*(?:embed|tweet).*")
 EMBED_LEVELS = 3  # an embedded post's <blockquote> and the elements around it, this many in all
 HEADINGS = frozenset(f"h{level}" for level in range(1, 7))
 # (a <blockquote> is found by its tag, and the embed's classes from it: "[class*=embed]" reads every class)
 MISREAD = ".collapsed, .expandable, .is-collapsed, .is-expandable, .newsletter-post, [class*=follow-up], " \
-          "blockquote, [aria-controls], " + ", ".join(f"{tag}[id]" for tag in sorted(HEADINGS))
+          "blockquote, [aria-controls], [role=presentation], [aria-expanded=false], " \
+          + ", ".join(f"{tag}[id]" for tag in sorted(HEADINGS))
 SOMETIMES_CONTENT = "aside, form"
 CONTENT_INSIDE = 1000  # characters outside links that make an <aside> or <form> content (a post inside a form)
 # where content management systems put the article, most specific first: the first found is read on its own
@@ -570,16 +573,20 @@ def _parsed(page: str, tags: int, comments: bool = True) -> tuple[HTMLTree, bool
 
 def _undo_misreadings(body) -> None:
     """What resiliparse's main-content pass would misread, made plain, in one walk of the page (each walk costs
-    about as much whatever its selectors, and their union once): the classes MISREAD_CLASS matches taken off
-    every element, those EMBED_CLASS matches off an embedded post (its <blockquote> and the elements around it,
-    EMBED_LEVELS in all), the ids off headings, and the panels that the page's controls name shown
-    (_show_panels). After _drop_non_content, whose selectors read classes and ids of their own: a caption's class
-    goes with its caption, a comment section's heading with its section."""
+    about as much whatever its selectors, and their union once): the classes MISREAD_CLASS matches taken off every
+    element, those EMBED_CLASS matches off an embedded post (its <blockquote> and the elements around it,
+    EMBED_LEVELS in all), the ids off headings, role=presentation and aria-expanded=false, and the panels that the
+    page's controls name shown (_show_panels). After _drop_non_content, whose selectors read classes and ids of
+    their own: a caption's class goes with its caption, a comment section's heading with its section."""
     controlled = set()
     for node in body.query_selector_all(MISREAD).values():
         controlled.update((node.getattr("aria-controls") or "").split())
         if node.tag in HEADINGS:
             node.delattr("id")
+        if node.getattr("role") == "presentation":
+            node.delattr("role")
+        if node.getattr("aria-expanded") == "false":
+            node.delattr("aria-expanded")
         _clear_classes(node, MISREAD_CLASS)
         for _ in range(EMBED_LEVELS if node.tag == "blockquote" else 0):  # an embedded post
             _clear_classes(node, EMBED_CLASS)

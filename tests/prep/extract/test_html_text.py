@@ -751,6 +751,32 @@ def test_a_heading_stays_whatever_its_id_says(sections):
     assert all(text.count(heading) == sections for heading in HEADINGS_WITH_IDS)
 
 
+# a page laid out in wrappers marked as layout (role=presentation: no role of its own), which resiliparse's pass
+# drops with all they hold: every other paragraph of the article here, so that what is left is not so little of the
+# page that the whole page is read instead
+@pytest.mark.parametrize("copies", [1, 200])
+def test_an_article_in_layout_wrappers_is_kept(copies):
+    body = articles(1, size=6)[0]
+    html = "".join(f'<p>{p}</p>' if k % 2 == 0 else f'<div role="presentation" class="column"><p>{p}</p></div>'
+                   for k, p in enumerate(body * copies))
+    text = main_text(_page(f"<main><h1>This week</h1>{html}</main>"))
+    assert all(text.count(p) == copies for p in body)
+
+
+# an FAQ whose questions say that their answers are shut (aria-expanded=false on the question itself, a heading or a
+# div acting as a button), which resiliparse's pass takes for the question being shut
+@pytest.mark.parametrize("copies", [1, 300])
+def test_a_question_that_says_its_answer_is_shut_is_kept(copies):
+    body = articles(1, size=4)[0]
+    faq = "".join(f'<div class="faq-item"><h3 class="faq-question" aria-expanded="false">{question}</h3>'
+                  f'<div class="faq-answer"><p>{answer}</p></div></div>'
+                  f'<div role="button" aria-expanded="false" tabindex="0">{question.replace("?", " again?")}</div>'
+                  f'<p>{answer}</p>' for question, answer in FAQ * copies)
+    text = main_text(_page("<main>" + "".join(f"<p>{p}</p>" for p in body) + f"<h2>Questions</h2>{faq}</main>"))
+    assert all(text.count(question) == copies == text.count(question.replace("?", " again?")) for question, _ in FAQ)
+    assert all(p in text for p in body)
+
+
 # how highlighters and editors end a listing's lines: with <br> (a blog's script, 2025: "python3import
 # subprocess" came out), in CodeMirror's line elements each ending with <br/> (react.dev's examples), or both
 LINE_ENDS = {"br": lambda lines: "<br>".join(lines),
