@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from prep.classify.scoring import Classifiers
 from prep.ingest.inputs import InputError, InputFile, Sources, all_files
+from prep.ingest.parquet_pages import row_group_pages
 from prep.ingest.readers import rows_per_batch
 from schemas import FORMAT_VERSION
 from spark_stages import classifier_rules
@@ -110,7 +111,8 @@ def _batches(path: Path) -> Iterator[pa.RecordBatch]:
     """A file's documents in batches of BATCH_ROWS, or of about BATCH_BYTES by its row groups' sizes."""
     parquet = pq.ParquetFile(path)
     for group in range(parquet.metadata.num_row_groups):
-        rows = rows_per_batch(str(path), parquet.metadata.row_group(group), BATCH_ROWS, BATCH_BYTES)
+        meta = parquet.metadata.row_group(group)
+        rows = rows_per_batch(meta, row_group_pages(str(path), meta), BATCH_ROWS, BATCH_BYTES)
         yield from parquet.iter_batches(rows, [group], use_threads=False)
 
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prep.ingest.inputs import InputFile, is_warc
+from prep.ingest.parquet_pages import Pages, row_group_pages
 from prep.ingest.streams import CHUNK_BYTES, StreamDamaged, decompressed_chunks, split_lines
 from schemas.trust import valid_unicode
 
@@ -215,14 +216,16 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
     repeated string, a dictionary); a row group of one row over twice `max_row_bytes` is passed over unread;
     a value Python cannot hold (a date past year 9999, an unknown time zone) is its row's reason, not the
     file's end (pyarrow converts a whole batch at once: only where that fails is each row converted alone).
-    Raises what pyarrow raises for a file that is not Parquet."""
+    Raises what pyarrow raises for a file that is not Parquet, and PageHeaderError (a ValueError) for a page
+    header that cannot be read."""
     parquet = pq.ParquetFile(path)
     for group in range(parquet.metadata.num_row_groups):
         meta = parquet.metadata.row_group(group)
-        if one_huge_row(meta, max_row_bytes):
-            yield f"record over {max_row_bytes} bytes (its row group holds {meta.total_byte_size})"
+        pages = row_group_pages(path, meta)
+        if one_huge_row(meta, pages, max_row_bytes):
+            yield f"record over {max_row_bytes} bytes (its row group holds {max(meta.total_byte_size, pages.decoded)})"
             continue
-        rows = rows_per_batch(path, meta, batch_rows, batch_bytes)
+        rows = rows_per_batch(meta, pages, batch_rows, batch_bytes)
         for batch in parquet.iter_batches(batch_size=rows, row_groups=[group]):
             try:
                 yield from batch.to_pylist()
@@ -236,55 +239,21 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
                     yield f"unreadable value: {type(e).__name__}: {str(e)[:200]}"
 
 
-def one_huge_row(meta, max_row_bytes: int) -> bool:
-    """Whether a row group (its footer's metadata) is one row over twice `max_row_bytes`: not worth reading."""
-    return meta.num_rows == 1 and meta.total_byte_size > 2 * max_row_bytes
+def one_huge_row(meta, pages: Pages, max_row_bytes: int) -> bool:
+    """Whether a row group (its footer's metadata, and its pages: row_group_pages) is one row over twice
+    `max_row_bytes`: not worth reading."""
+    return meta.num_rows == 1 and max(meta.total_byte_size, pages.decoded) > 2 * max_row_bytes
 
 
-def rows_per_batch(path: str, meta, batch_rows: int, batch_bytes: int, dictionaries: bool = True) -> int:
-    """Rows of a row group (its footer's metadata) read at a time for batches of about `batch_bytes`: by the
-    footer's sizes and, with `dictionaries`, by its dictionaries of strings (the footer counts a dictionary's
-    values once, and every row may hold its largest: 1,000 rows of one 512 KB string from a 500-byte file
-    decoded to one batch of 524 MB)."""
-    entries = _dictionary_bytes(path, meta) if dictionaries else 0
-    return max(1, min(batch_rows, batch_bytes * meta.num_rows // max(meta.total_byte_size, 1),
-                      batch_bytes // max(entries, 1)))
-
-
-def _dictionary_bytes(path: str, meta) -> int:
-    """The decoded bytes of a row group's dictionaries of strings (a row may hold any entry of each): their
-    pages' sizes as the page headers give them, which bound what the decompressor makes of them; a header
-    this cannot read counts as its whole column."""
-    total = 0
-    with open(path, "rb") as f:
-        for i in range(meta.num_columns):
-            column = meta.column(i)
-            if not column.has_dictionary_page or column.physical_type not in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"):
-                continue  # fixed-width values: batch_rows of them stay small
-            f.seek(column.dictionary_page_offset or 0)
-            size = _page_size(f.read(32))
-            total += column.total_uncompressed_size if size is None else size
-    return total
-
-
-def _page_size(header: bytes) -> int | None:
-    """uncompressed_page_size (field 2, an i32) of a Parquet PageHeader in Thrift's compact protocol, or None."""
-    field, at = 0, 0
-    while at < len(header):
-        kind = header[at]
-        field, at = field + (kind >> 4), at + 1
-        if kind >> 4 == 0 or kind & 0x0F != 5:  # the header's first fields are i32s given by short deltas
-            return None
-        value, shift = 0, 0
-        while at < len(header) and header[at] & 0x80 and shift < 35:
-            value, shift, at = value | (header[at] & 0x7F) << shift, shift + 7, at + 1
-        if at >= len(header):
-            return None
-        value, at = value | header[at] << shift, at + 1
-        value = (value >> 1) ^ -(value & 1)  # zigzag
-        if field == 2:
-            return value if value >= 0 else None
-    return None
+def rows_per_batch(meta, pages: Pages, batch_rows: int, batch_bytes: int, dictionaries: bool = True) -> int:
+    """Rows of a row group (its footer's metadata, and its pages: row_group_pages) read at a time for batches
+    of about `batch_bytes`: by what its pages decode to (the footer's sum where larger: a crafted footer may
+    claim a kilobyte for gigabytes) and, with `dictionaries`, by its dictionaries of strings (the pages count
+    a dictionary's values once, and every row may hold its largest: 1,000 rows of one 512 KB string from a
+    500-byte file decoded to one batch of 524 MB)."""
+    decoded = max(meta.total_byte_size, pages.decoded, 1)
+    entries = pages.dictionaries if dictionaries else 0
+    return max(1, min(batch_rows, batch_bytes * meta.num_rows // decoded, batch_bytes // max(entries, 1)))
 
 
 def _parquet_record(row: dict | str, file: InputFile, row_number: int, config: ReaderConfig) -> Record:
