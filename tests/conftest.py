@@ -93,3 +93,19 @@ def refusing_language_model(monkeypatch) -> str:
 
     monkeypatch.setattr(prep.langid, "_predict", refusing)
     return "refused"
+
+
+@pytest.fixture
+def parquet_batch_bytes(monkeypatch) -> list[int]:
+    """The bytes of each batch that pyarrow's ParquetFile.iter_batches gives while the test runs, in order."""
+    import pyarrow.parquet as pq
+
+    seen, iter_batches = [], pq.ParquetFile.iter_batches
+
+    def spied(self, *args, **kwargs):
+        for batch in iter_batches(self, *args, **kwargs):
+            seen.append(batch.nbytes)
+            yield batch
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spied)
+    return seen

@@ -235,7 +235,7 @@ def test_a_mark_that_cannot_be_read_is_refused(prose_model, tmp_path, mark):
 
 
 def test_the_score_step_reads_a_file_of_large_documents_in_batches_of_its_budget(models, texts, tmp_path,
-                                                                                  monkeypatch):
+                                                                                  monkeypatch, parquet_batch_bytes):
     """1,000 documents a batch was the score step's only bound: a file of large documents (a dictionary's string
     repeated in every row: a file of kilobytes) was a batch of their whole size. Now a row group is read in
     batches of about BATCH_BYTES by its sizes, as the ingestion readers read one, and every document is scored."""
@@ -248,14 +248,6 @@ def test_the_score_step_reads_a_file_of_large_documents_in_batches_of_its_budget
                    path, compression="zstd")
     assert path.stat().st_size < 1 << 20 and len(long[0]) * 300 > 32 << 20
     monkeypatch.setattr(score, "BATCH_BYTES", 4 << 20)
-    seen, iter_batches = [], pq.ParquetFile.iter_batches
-
-    def spied(self, *args, **kwargs):
-        for batch in iter_batches(self, *args, **kwargs):
-            seen.append(batch.nbytes)
-            yield batch
-
-    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spied)
     classifiers = Classifiers({"quality": ClassifierConfig(model=models["quality"], label="prose", min_score=0.5)})
     docs = pa.schema(list(pq.read_schema(path)) + classifiers.fields())
     schemas = {"docs": docs, "rejected": docs.append(pa.field("reason", pa.string()))}
@@ -263,4 +255,5 @@ def test_the_score_step_reads_a_file_of_large_documents_in_batches_of_its_budget
     prepare(tmp_path / "staging", schemas)
     counts = score.score_file(path, 0, classifiers, tmp_path / "staging", schemas).to_pylist()
     assert sum(row["count"] for row in counts) == 300  # every document, kept or rejected
-    assert max(seen) <= (4 << 20) + 2 * len(long[0]), seen  # a batch of the budget (and the dictionary's two)
+    # a batch of the budget (and the dictionary's two)
+    assert max(parquet_batch_bytes) <= (4 << 20) + 2 * len(long[0]), parquet_batch_bytes
