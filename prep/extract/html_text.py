@@ -133,8 +133,8 @@ RUBY = re.compile(rb"</?ruby\b[^>]{0,1024}>|<(rt|rp)\b[^>]{0,1024}>[^<]{0,1024}(
 # page's bytes (as an entity, ASCII in any codec), and the text loses that again (_blocks, page_titles). Looked
 # for in UTF-8 and in the double-byte codecs of Chinese, Japanese and Korean (three bytes, or two, a character).
 ALONE_KEPT = "\ue001"
+ALONE_ENTITY = f"&#x{ord(ALONE_KEPT):X};".encode("ascii")
 BULLETS = "\u2022\u2023\u2043"  # punctuation that separates links, not words
-ALONE_ENTITY = b"&#xE001;"
 DOUBLE_BYTE_CODECS = frozenset(("gb18030", "gbk", "gb2312", "big5hkscs", "big5", "cp950", "cp932", "shift_jis",
                                 "euc_jp", "cp949", "euc_kr"))
 # a post quoted from Twitter/X (<blockquote class="twitter-tweet">) is part of the article quoting it, and
