@@ -128,3 +128,22 @@ def test_the_quarantine_of_one_value_of_a_column_holds_that_values_documents_alo
     texts = [t for batch in parquet_documents([(str(tmp_path / "a.parquet"), None)], where=("bucket", "b1"))
              for t in batch.column("text").to_pylist()]
     assert texts == [None, "ok", None]  # the encoding task counts what the driver quarantines
+
+
+@pytest.mark.parametrize("codec", ["zstd", "snappy", "none"])
+def test_the_pages_of_a_file_spark_writes_are_measured_as_its_footer_says(spark, tmp_path, codec):
+    """parquet-mr writes its pages' headers otherwise than pyarrow (checksums, statistics): the page reader
+    (prep/ingest/parquet_pages.py) measures them as its footer does, and every document is read."""
+    from prep.ingest.parquet_pages import row_group_pages
+    from prep.ingest.readers import parquet_rows
+
+    rows = [(f"d{i}", f"text of document {i} " * (i % 50 + 1)) for i in range(5000)]
+    spark.createDataFrame(rows, ["id", "text"]).coalesce(1).write.option("compression", codec).parquet(
+        str(tmp_path / "out"))
+    (path,) = (str(p) for p in (tmp_path / "out").glob("*.parquet"))
+    parquet = pq.ParquetFile(path)
+    assert parquet.metadata.created_by.startswith("parquet-mr")
+    for group in range(parquet.num_row_groups):
+        meta = parquet.metadata.row_group(group)
+        assert 0.99 * meta.total_byte_size <= row_group_pages(path, meta).decoded <= meta.total_byte_size
+    assert [(row["id"], row["text"]) for row in parquet_rows(path, 1024, 1 << 20, 10_000_000)] == rows
