@@ -137,9 +137,6 @@ ALONE_ENTITY = f"&#x{ord(ALONE_KEPT):X};".encode("ascii")
 BULLETS = "\u2022\u2023\u2043"  # punctuation that separates links, not words
 DOUBLE_BYTE_CODECS = frozenset(("gb18030", "gbk", "gb2312", "big5hkscs", "big5", "cp950", "cp932", "shift_jis",
                                 "euc_jp", "cp949", "euc_kr"))
-# a post quoted from Twitter/X (<blockquote class="twitter-tweet">) is part of the article quoting it, and
-# resiliparse's main-content pass drops it for its class: renamed in the page's bytes (the same length)
-EMBEDDED_POST, EMBEDDED_POST_RENAMED = b"twitter-tweet", b"embedded-post"
 LINKED_BLOCK = 300  # a block shorter than this that is mostly links is navigation
 PROSE_LINK_SHARE = 0.5  # ... but a sentence may link its source or a name (navigation is not sentences)
 HEADING_RUN = 2  # short blocks, at most this many, right before a removed block are its heading ...
@@ -467,16 +464,15 @@ def depth_limit(tags: int) -> int:
 
 
 def _fixed_tags(page: bytes, codec: str = "utf-8") -> tuple[bytearray, int]:
-    """The page's bytes as the parse should see them. Every list tag (<li>, </ul>, <DT ...>: LIST_TAGS in any
-    case, the name ending there) is renamed to a paragraph's, "<p " and "</p ": resiliparse's main-content
-    pass drops lists (it takes them for menus), and their items, as paragraphs, face the link-density and
-    boilerplate rules like any other block. A <figure> becomes a <div> (FIGURE). More than MAX_OPTIONS <option>
-    and <optgroup> tags become "x-tion" and "x-tgroup", which a <select> passes over. A quoted tweet's class is
-    renamed (EMBEDDED_POST). Where a tag's name starts "ru", <ruby> readings go: resiliparse drops a <ruby>'s
-    base text and keeps its reading, the reverse of what is read. A character alone between two tags is kept
-    (_characters_alone). One vectorized look at each "<", where a regular expression over the page's text cost a
-    tenth of the extraction. The bytes are in `codec`: UTF-8, or any encoding where an ASCII byte is always its
-    ASCII character. Returns the bytes and the number of "<" in them (at most the page's tags)."""
+    """The page's bytes as the parse should see them. Every list tag (<li>, </ul>, <DT ...>: LIST_TAGS in any case,
+    the name ending there) is renamed to a paragraph's, "<p " and "</p ": resiliparse's main-content pass drops
+    lists (it takes them for menus), and their items, as paragraphs, face the link-density and boilerplate rules
+    like any other block. A <figure> becomes a <div> (FIGURE). More than MAX_OPTIONS <option> and <optgroup> tags
+    become "x-tion" and "x-tgroup", which a <select> passes over. Where a tag's name starts "ru", <ruby> readings
+    go: resiliparse drops a <ruby>'s base text and keeps its reading, the reverse of what is read. A character alone
+    between two tags is kept (_characters_alone). One vectorized look at each "<", where a regular expression over
+    the page's text cost a tenth of the extraction. The bytes are in `codec`: UTF-8, or any encoding where an ASCII
+    byte is always its ASCII character. Returns the bytes and the number of "<" in them (at most the page's tags)."""
     copy = bytearray(page)
     data = np.frombuffer(copy, dtype=np.uint8)
     opens = np.flatnonzero(data[:-3] == ord("<"))
@@ -497,9 +493,6 @@ def _fixed_tags(page: bytes, codec: str = "utf-8") -> tuple[bytearray, int]:
     options = names[(first == ord("o")) & (second == ord("p"))]
     if len(options) > MAX_OPTIONS:
         data[options], data[options + 1] = ord("x"), ord("-")
-    if EMBEDDED_POST in copy:
-        copy = copy.replace(EMBEDDED_POST, EMBEDDED_POST_RENAMED)  # the same length: `opens` still holds
-        data = np.frombuffer(copy, dtype=np.uint8)
     tags = len(opens)
     if ((first == ord("r")) & (second == ord("u"))).any():
         copy = bytearray(RUBY.sub(b"", copy))  # the readings go, and the kanji under them stand alone
