@@ -103,10 +103,10 @@ def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: in
                       where: tuple[str, object] | None = None, config: ReaderConfig | None = None):
     """Runs in a task: (id, text) record batches of a document_parquet input's pieces, as pyarrow reads
     them (one thread: the task has one core), each of about config.parquet_batch_bytes decoded (a row group
-    of one row over twice the record limit has its text left unread). A file without one of the columns
-    gives nulls for it, as Spark reads the input with the first file's schema; a document whose id or text
-    is over config.max_record_bytes has a null id and text (load_documents quarantines both, each with its
-    reason). `where` (column, value): only the documents whose column holds the value (none from a file
+    whose rows are over twice the record limit on average has its text left unread). A file without one of
+    the columns gives nulls for it, as Spark reads the input with the first file's schema; a document whose
+    id or text is over config.max_record_bytes has a null id and text (load_documents quarantines both, each
+    with its reason). `where` (column, value): only the documents whose column holds the value (none from a file
     without the column)."""
     config = config or ReaderConfig()
     for path, row_groups in pieces:
@@ -115,9 +115,10 @@ def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: in
             continue
         present = [name for name in ("id", "text") if name in names]
         # A string stored once in a dictionary may fill every row (1,000 rows of one 256 KB text from a file
-        # of a few KB; the footer counts it once): read as dictionaries, sized, then decoded in slices.
-        parquet = pq.ParquetFile(path, read_dictionary=present)
+        # of a few KB; the footer counts it once): read as dictionaries, sized, then decoded in slices; and
+        # the column that `where` looks at is compared as its dictionary (_matching), never decoded.
         columns = (present or names[:1]) + ([where[0]] if where is not None and where[0] not in present else [])
+        parquet = pq.ParquetFile(path, read_dictionary=columns)
         for group in range(parquet.num_row_groups) if row_groups is None else row_groups:
             meta = parquet.metadata.row_group(group)
             pages = row_group_pages(path, meta)
@@ -126,8 +127,16 @@ def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: in
             rows = rows_per_batch(meta, pages, batch_rows, config.parquet_batch_bytes, dictionaries=False)
             for batch in parquet.iter_batches(rows, [group], columns=read or columns[:1], use_threads=False):
                 if where is not None:
-                    batch = batch.filter(pc.equal(batch.column(where[0]), pa.scalar(where[1])))
+                    batch = batch.filter(_matching(batch.column(where[0]), where[1]))
                 yield from _decoded_slices(batch, config.parquet_batch_bytes, config.max_record_bytes)
+
+
+def _matching(values: pa.Array, value) -> pa.Array:
+    """Where `values` equal `value`: a dictionary's entries compared once each (pyarrow's own comparison of a
+    dictionary array decodes every row's entry first: 200 rows of one 512 KB string took 105 MB)."""
+    if pa.types.is_dictionary(values.type):
+        return pc.take(pc.equal(values.dictionary, pa.scalar(value)), values.indices)
+    return pc.equal(values, pa.scalar(value))
 
 
 def _decoded_slices(batch: pa.RecordBatch, budget: int, max_bytes: int):

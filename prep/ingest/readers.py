@@ -212,18 +212,19 @@ def read_parquet(file: InputFile, config: ReaderConfig) -> Iterator[Record]:
 
 def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: int) -> Iterator[dict | str]:
     """Every row of a Parquet file as Python values, or the reason it cannot be one. A row group is read in
-    batches of about `batch_bytes` by the sizes its footer gives (a small file may decode to gigabytes: a
-    repeated string, a dictionary); a row group of one row over twice `max_row_bytes` is passed over unread;
-    a value Python cannot hold (a date past year 9999, an unknown time zone) is its row's reason, not the
-    file's end (pyarrow converts a whole batch at once: only where that fails is each row converted alone).
-    Raises what pyarrow raises for a file that is not Parquet, and PageHeaderError (a ValueError) for a page
-    header that cannot be read."""
+    batches of about `batch_bytes` by the sizes its pages give (a small file may decode to gigabytes: a
+    repeated string, a dictionary); a row group whose rows are over twice `max_row_bytes` on average is passed
+    over unread (one_huge_row); a value Python cannot hold (a date past year 9999, an unknown time zone) is its
+    row's reason, not the file's end (pyarrow converts a whole batch at once: only where that fails is each row
+    converted alone). Raises what pyarrow raises for a file that is not Parquet, and PageHeaderError (a
+    ValueError) for pages that cannot be read or do not add up to what the footer says."""
     parquet = pq.ParquetFile(path)
     for group in range(parquet.metadata.num_row_groups):
         meta = parquet.metadata.row_group(group)
         pages = row_group_pages(path, meta)
         if one_huge_row(meta, pages, max_row_bytes):
-            yield f"record over {max_row_bytes} bytes (its row group holds {max(meta.total_byte_size, pages.decoded)})"
+            rows = f" in {meta.num_rows} rows" if meta.num_rows > 1 else ""
+            yield f"record over {max_row_bytes} bytes (its row group holds {pages.decoded}{rows})"
             continue
         rows = rows_per_batch(meta, pages, batch_rows, batch_bytes)
         for batch in parquet.iter_batches(batch_size=rows, row_groups=[group]):
@@ -240,9 +241,12 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
 
 
 def one_huge_row(meta, pages: Pages, max_row_bytes: int) -> bool:
-    """Whether a row group (its footer's metadata, and its pages: row_group_pages) is one row over twice
-    `max_row_bytes`: not worth reading."""
-    return meta.num_rows == 1 and max(meta.total_byte_size, pages.decoded) > 2 * max_row_bytes
+    """Whether a row group (its footer's metadata, and its pages: row_group_pages) holds rows of over twice
+    `max_row_bytes` on average, by what its pages decode to: one huge row, or a few (two rows of 2 GB each are
+    read whole otherwise): not worth reading. (Its rows are at most its columns' values, row_group_pages makes
+    sure; the footer's own total is not used here: pyarrow's says 4,262 bytes of two strings whose pages decode
+    to 2,117.)"""
+    return pages.decoded > 2 * max_row_bytes * max(meta.num_rows, 1)
 
 
 def rows_per_batch(meta, pages: Pages, batch_rows: int, batch_bytes: int, dictionaries: bool = True) -> int:

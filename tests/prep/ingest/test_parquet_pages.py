@@ -2,14 +2,18 @@
 less is not believed, and a header that cannot be read is a clear error, whatever its bytes."""
 
 import io
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from prep.ingest.inputs import InputFile
-from prep.ingest.parquet_pages import PageHeaderError, _page_header, row_group_pages
+from prep.ingest.parquet_pages import PageHeader, PageHeaderError, _page_header, row_group_pages
 from prep.ingest.readers import ReaderConfig, parquet_rows, read_file
+from spark_stages.ingest import _matching, parquet_documents
+from tests.prep.ingest.parquet_craft import I32, data_page, parquet_file, struct
 
 
 def read(path) -> list:
@@ -87,7 +91,8 @@ def _header(*fields: bytes) -> bytes:
     return b"".join(fields) + b"\x00"
 
 
-GOOD = _header(b"\x15\x00", b"\x15\x80\x01", b"\x15\x40")  # type 0, 64 bytes decompressed, 32 compressed
+# a data page: type 0, 64 bytes decompressed, 32 compressed, and its own header (field 5) of 10 values
+GOOD = _header(b"\x15\x00", b"\x15\x80\x01", b"\x15\x40", b"\x2c\x15\x14\x00")
 SIZES = GOOD[:-1]  # ... and the fields after them, then the end
 # each of these a page header no writer makes, and each an error that names it, read in bounded time
 DAMAGED = {
@@ -101,11 +106,22 @@ DAMAGED = {
     "a header of 2 MB": SIZES + b"\x18\x80\x80\x80\x01" + b"x" * (2 << 20) + b"\x00",
     "an unknown type": _header(b"\x15\x00", b"\x1d"),
     "a number of 80 bits": _header(b"\x15\x00", b"\x15" + b"\xff" * 10 + b"\x01"),
+    # each of these Thrift's own reader (pyarrow's) reads as another size than the field's bytes say: the
+    # number cut to 32 bits, the id wrapped to 16 bits (65,538 is field 2), a field of another type passed
+    # over, the last of two copies kept
+    "a size over 32 bits": _header(b"\x15\x00", b"\x15\x80\x01", b"\x15\x9c\x80\x80\x80\x10"),
+    "a field's id over 16 bits": SIZES + b"\x05\x84\x80\x08\x80\x80\x80\x40\x00",
+    "a size twice": SIZES + b"\x05\x04\x80\x80\x80\x40\x00",
+    "a size of another type": _header(b"\x15\x00", b"\x16\x80\x01", b"\x15\x40", b"\x2c\x15\x14\x00"),
+    "a data page without its number of values": _header(b"\x15\x00", b"\x15\x80\x01", b"\x15\x40"),
+    "a negative number of values": _header(b"\x15\x00", b"\x15\x80\x01", b"\x15\x40", b"\x2c\x15\x13\x00"),
 }
 
 
 def test_a_page_header_is_read_with_its_length():
-    assert _page_header(io.BytesIO(GOOD + b"page"), 0, len(GOOD) + 4) == (0, 64, 32, len(GOOD))
+    assert _page_header(io.BytesIO(GOOD + b"page"), 0, len(GOOD) + 4) == PageHeader(0, 64, 32, 10, len(GOOD))
+    dictionary = struct([(1, I32, 2), (2, I32, 64), (3, I32, 32), (7, 12, [(1, I32, 10), (2, I32, 0)])])
+    assert _page_header(io.BytesIO(dictionary), 0, len(dictionary)) == PageHeader(2, 64, 32, 0, len(dictionary))
 
 
 @pytest.mark.parametrize("damage", list(DAMAGED))
@@ -124,3 +140,97 @@ def test_a_file_whose_page_header_is_damaged_is_a_file_error_not_a_crash(tmp_pat
     path.write_bytes(bytes(data))
     (error,) = read(path)
     assert error.error.startswith("parquet: the page header at 4")
+
+
+def _crafted(path, *args, **kwargs):
+    path.write_bytes(parquet_file(*args, **kwargs))
+    return path
+
+
+MEGABYTE_VALUES = [b"a" * (1 << 20)] * 40  # 40 MB, a few KB in zstd
+
+
+def test_a_footer_that_claims_more_rows_than_the_pages_hold_is_a_file_error(tmp_path):
+    """40 rows of 1 MB whose footer says 100,000 rows: each row looked 400 bytes, and pyarrow read all 40 in
+    one batch of 40 MB; the pages' values say how many rows there can be."""
+    page, decoded = data_page(MEGABYTE_VALUES)
+    path = _crafted(tmp_path / "rows.parquet", [([page], 40)], rows=100_000, total_byte_size=decoded)
+    (error,) = read(path)
+    assert error.error == ("parquet: a column chunk at 4 whose pages hold 40 values, where the footer says 40 "
+                           "values of 100000 rows")
+
+
+def test_pages_short_of_the_values_their_footer_says_are_a_file_error(tmp_path):
+    """A chunk's length that covers its first page alone: pyarrow reads on past it for the values the footer
+    says (an old parquet-mr's files have it read 100 bytes more), where the second page was never measured."""
+    first, _ = data_page([b"x"])
+    second, _ = data_page(MEGABYTE_VALUES[:2])
+    path = _crafted(tmp_path / "short.parquet", [([first, second], 3)], rows=3, chunk_length=len(first))
+    (error,) = read(path)
+    assert error.error == ("parquet: a column chunk at 4 whose pages hold 1 values, where the footer says 3 values "
+                           "of 3 rows")
+
+
+def test_column_chunks_over_the_same_bytes_are_a_file_error(tmp_path):
+    """200 columns whose footer puts each over the same 70 KB of 10,000 empty pages: their headers were read
+    200 times over (the square of the file); chunks may not overlap."""
+    empty = struct([(1, I32, 1), (2, I32, 0), (3, I32, 0)])  # an index page of nothing: 7 bytes
+    page, _ = data_page([b"x"])
+    region = empty * 10_000 + page
+    columns = [([region], 1)] + [([], 1)] * 199
+    path = _crafted(tmp_path / "overlap.parquet", columns, rows=1, chunk_start=4, chunk_length=len(region))
+    (error,) = read(path)
+    assert error.error == "parquet: two column chunks overlap at 4"
+
+
+def test_a_column_chunk_past_the_end_of_the_file_is_a_file_error(tmp_path):
+    page, _ = data_page([b"x"])
+    path = _crafted(tmp_path / "past.parquet", [([page], 1)], rows=1, chunk_length=1 << 40)
+    (error,) = read(path)
+    assert error.error.startswith(f"parquet: a column chunk at 4 of {1 << 40} bytes, in a file of ")
+
+
+def test_rows_of_a_row_group_over_twice_the_limit_on_average_are_not_read(tmp_path):
+    """Two rows of 25 MB: only a row group of one such row was passed over, and two were read whole."""
+    path = tmp_path / "two.parquet"
+    pq.write_table(pa.table({"id": ["d0", "d1"], "text": ["word " * 5_000_000, "more " * 5_000_000]}), path,
+                   compression="zstd")
+    (record,) = read(path)
+    assert record.error.startswith("record over 10000000 bytes (its row group holds 5000")
+    assert record.error.endswith(" in 2 rows)")
+
+
+def test_a_dictionary_in_a_column_of_lists_counts_once_per_value_a_row_holds(tmp_path, parquet_batch_bytes):
+    """200 rows, each a list of 50 copies of one 16 KB string, from a file of about a KB that pyarrow writes:
+    a dictionary entry was counted once a row, and the batches were 164 MB against a 4 MB budget."""
+    path = tmp_path / "lists.parquet"
+    tags = ["t" * (16 << 10)] * 50
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(200)], "tags": [tags] * 200}), path, compression="zstd")
+    assert path.stat().st_size < 16 << 10
+    rows = list(parquet_rows(str(path), 1024, 4 << 20, 10_000_000))
+    assert len(rows) == 200 and all(row["tags"] == tags for row in rows)
+    assert max(parquet_batch_bytes) <= (4 << 20) + 50 * (16 << 10), parquet_batch_bytes
+
+
+def test_the_column_a_shard_is_chosen_by_is_read_as_its_dictionary(tmp_path, parquet_batch_bytes):
+    """A bucket column of one 512 KB string over 200 rows, written by pyarrow in a file of about a KB: the
+    shards job's `where` read it decoded, one batch of 105 MB against a 4 MB budget."""
+    path = tmp_path / "bucket.parquet"
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(200)], "text": ["text"] * 200,
+                             "bucket": ["b" * (512 << 10)] * 199 + ["x"]}), path, compression="zstd")
+    config = ReaderConfig(parquet_batch_bytes=4 << 20)
+    batches = list(parquet_documents([(str(path), None)], where=("bucket", "x"), config=config))
+    assert [row["id"] for batch in batches for row in batch.to_pylist()] == ["d199"]
+    assert max(parquet_batch_bytes) < 4 << 20, parquet_batch_bytes
+
+
+def test_a_dictionary_column_is_compared_by_its_entries_without_decoding_its_rows():
+    values = pa.array(["a", None, "b" * 100, "a", "c"]).dictionary_encode()
+    assert _matching(values, "a").to_pylist() == pa.compute.equal(values.cast(pa.string()), "a").to_pylist()
+    assert _matching(pa.array([1, 2, 1]), 1).to_pylist() == [True, False, True]
+    # what pyarrow allocates at most, in a process of its own: its own comparison decodes all 200 rows
+    script = ("import pyarrow as pa; from spark_stages.ingest import _matching; "
+              "values = pa.DictionaryArray.from_arrays(pa.array([0] * 200, pa.int32()), pa.array(['b' * (512 << 10)]));"
+              "_matching(values, 'x'); print(pa.default_memory_pool().max_memory())")
+    peak = int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
+    assert peak < 8 << 20, peak
