@@ -30,6 +30,7 @@ per core. Prints Markdown tables.
 import argparse
 import gzip
 import json
+import random
 import re
 import subprocess
 import sys
@@ -47,6 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 HYBRID = ExtractConfig(extractor="hybrid")
 DEFAULT, FAST = "trafilatura (fast=False, its default)", "trafilatura (fast=True)"
 PRECISION = "trafilatura (favor_precision=True)"
+TRAFILATURA = (DEFAULT, FAST, PRECISION)
 WORD = re.compile(r"\w+")
 
 
@@ -73,17 +75,47 @@ def zyte_scores(texts: dict[str, str], truth: dict[str, str]) -> tuple[float, fl
     """(precision, recall, F1) as Zyte's benchmark counts them: per page, the 4-word shingles in both, in the
     text only and in the article only, as shares of the page's total; precision and recall averaged over
     the pages where they are defined (a page with nothing on either side counts as right)."""
-    precisions, recalls = [], []
-    for key, article in truth.items():
-        mine, theirs = _shingles(texts.get(key, "")), _shingles(article)
-        tp = sum((mine & theirs).values())
-        fp, fn = sum((mine - theirs).values()), sum((theirs - mine).values())
-        if tp + fp:
-            precisions.append(1.0 if fp == fn == 0 else tp / (tp + fp))
-        if tp + fn:
-            recalls.append(1.0 if fp == fn == 0 else tp / (tp + fn))
+    return _averaged([page_scores(texts.get(key, ""), article) for key, article in truth.items()])
+
+
+def page_scores(text: str, article: str) -> tuple[float | None, float | None]:
+    """(precision, recall) of one page as zyte_scores counts them, None where not defined."""
+    mine, theirs = _shingles(text), _shingles(article)
+    tp = sum((mine & theirs).values())
+    fp, fn = sum((mine - theirs).values()), sum((theirs - mine).values())
+    precision = (1.0 if fp == fn == 0 else tp / (tp + fp)) if tp + fp else None
+    recall = (1.0 if fp == fn == 0 else tp / (tp + fn)) if tp + fn else None
+    return precision, recall
+
+
+def _averaged(pages: list[tuple[float | None, float | None]]) -> tuple[float, float, float]:
+    precisions = [precision for precision, _ in pages if precision is not None]
+    recalls = [recall for _, recall in pages if recall is not None]
     precision, recall = sum(precisions) / max(1, len(precisions)), sum(recalls) / max(1, len(recalls))
     return precision, recall, 2 * precision * recall / max(1e-9, precision + recall)
+
+
+BOOTSTRAP_DRAWS = 2000
+
+
+def difference_interval(mine: list[tuple], theirs: list[tuple], draws: int = BOOTSTRAP_DRAWS) -> tuple[float, float]:
+    """The 95% interval of F1 (zyte_scores) of `mine` less that of `theirs`, each a page's page_scores in the
+    same order, over the pages drawn again with replacement, the same draws for both (a paired bootstrap):
+    how much of a difference on a few dozen pages the pages drawn could make. Seeded: the same every run."""
+    rng, count, differences = random.Random(0), len(mine), []
+    for _ in range(draws):
+        drawn = [rng.randrange(count) for _ in range(count)]
+        differences.append(_averaged([mine[i] for i in drawn])[2] - _averaged([theirs[i] for i in drawn])[2])
+    differences.sort()
+    return differences[int(0.025 * draws)], differences[int(0.975 * draws) - 1]
+
+
+def _best_peer_difference(label: str, mine: list[tuple], peers: dict[str, list[tuple]]) -> str:
+    """A line: tokenmill's F1 less the best of trafilatura's modes on the same pages, with difference_interval."""
+    best = max(peers, key=lambda name: _averaged(peers[name])[2])
+    low, high = difference_interval(mine, peers[best])
+    return (f"{label}: tokenmill less {best}, F1 {_averaged(mine)[2] - _averaged(peers[best])[2]:+.3f} "
+            f"(95% interval over {len(mine)} pages drawn again, a paired bootstrap: {low:+.3f} to {high:+.3f})")
 
 
 def extractors() -> dict:
@@ -181,11 +213,18 @@ def zyte(folder: Path) -> None:
     print(f"\nZyte's article-extraction benchmark: {len(pages)} pages ({len(parts['tuning'])} tuning, "
           f"{len(parts['held out'])} held out), accuracy only\n")
     print("| extractor | precision | recall | F1 | F1, tuning part | F1, held-out part |\n|---|---|---|---|---|---|")
+    per_page = {}
     for name, extract in extractors().items():
         texts, _ = run_one(extract, pages)
-        (precision, recall, f1), tuning, held = (
-            zyte_scores(texts, {key: truth[key] for key in keys}) for keys in parts.values())
+        per_page[name] = {key: page_scores(texts.get(key, ""), article) for key, article in truth.items()}
+        (precision, recall, f1), tuning, held = (_averaged([per_page[name][key] for key in keys])
+                                                 for keys in parts.values())
         print(f"| {name} | {precision:.3f} | {recall:.3f} | {f1:.3f} | {tuning[2]:.3f} | {held[2]:.3f} |")
+    print()
+    for part, keys in parts.items():
+        keys = sorted(keys)
+        peers = {name: [scored[key] for key in keys] for name, scored in per_page.items() if name in TRAFILATURA}
+        print(_best_peer_difference(f"Zyte's pages, {part}", [per_page["tokenmill"][key] for key in keys], peers))
 
 
 def modern_pages(folder: Path, turns: int) -> None:
@@ -210,6 +249,11 @@ def modern_pages(folder: Path, turns: int) -> None:
         dev = zyte_scores(run_one(extract, parts["dev"][1])[0], parts["dev"][0])
         precision, recall, f1 = zyte_scores(test_texts[name], parts["test"][0])
         print(f"| {name} | {dev[2]:.3f} | {precision:.3f} | {recall:.3f} | {f1:.3f} | {rates[name]:.0f} |")
+    truth = parts["test"][0]
+    scored = {name: [page_scores(test_texts[name].get(key, ""), truth[key]) for key in truth]
+              for name in ("tokenmill", *TRAFILATURA)}
+    print("\n" + _best_peer_difference("2025's test part", scored["tokenmill"],
+                                       {name: scored[name] for name in TRAFILATURA}))
 
 
 def readability_pages(folder: Path) -> None:
