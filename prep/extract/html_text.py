@@ -4,7 +4,7 @@ resiliparse parses the page (lexbor, in C) and drops what is never content: <nav
 sections and consent platforms' dialogs, and an <aside> or <form> unless it holds an article's worth of text. List
 items become paragraphs first (resiliparse's main-content pass drops every list, taking it for a menu), <ruby>
 readings go (the pass keeps the reading and drops the word), a character alone between two tags is kept (the pass
-drops it: a kanji in its own element, a Chinese particle or a dash between two links), and what the pass would
+drops it: a kanji in its own element, a Chinese particle or a dash between two links, "5°"), and what the pass would
 misread is made plain: an accordion's collapsed panels are shown (it drops what aria-hidden or display:none hides),
 classes that say "can be opened" or name an embedded post, and headings' ids, are cleared (it reads them as hidden
 elements, share buttons and sections of related links). The pass renders the rest as blocks, with the links marked,
@@ -119,24 +119,32 @@ LIST_TAGS = (b"li", b"ul", b"ol", b"dl", b"dt", b"dd")
 # resiliparse drops a <figure>'s text with its images (alt_texts=False), where doc sites put their code listings:
 # renamed to a <div> in the page's bytes (the same length; its <figcaption> still goes, NEVER_CONTENT)
 FIGURE, FIGURE_RENAMED = b"figure", b"div   "
-WORD_BYTES = np.zeros(256, dtype=bool)  # bytes that go on a tag name ([A-Za-z0-9_]): "<li" then one is <link>, <lid>
-WORD_BYTES[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", np.uint8)] = True
+NAME_ENDS = np.zeros(256, dtype=bool)  # bytes that end a tag's name (white space, "/", ">"): "<li" then any other
+NAME_ENDS[np.frombuffer(b" \t\n\r\f/>", np.uint8)] = True  # byte is another tag: <link>, <lid>, <li-item>
 # the tags, and the readings: the text after <rt> or <rp> up to the next tag (their end tags may be left out,
 # and a reading running to the next </rt> took the article between; bounded, so that a hostile page of many
 # unclosed tags costs no more than its length)
 RUBY = re.compile(rb"</?ruby\b[^>]{0,1024}>|<(rt|rp)\b[^>]{0,1024}>[^<]{0,1024}(?:</\1\s*>)?", re.I)
-# resiliparse's main-content pass drops a text between two tags that is one character of three bytes in UTF-8: it
+# resiliparse's main-content pass drops a text between two tags that is three bytes in UTF-8, less white space: it
 # means to drop an icon font's glyph (a private-use character), and its test reads the three bytes in the wrong
-# order, which any such character passes. So went a kanji in its own element under a reading, a Chinese word
-# that is its own link ("<a>亲</a>"), a particle between two links ("</a>和<a>"), a quote closing after a link, a
-# dash between two: such a character that is text (_text_alone) gets a private-use character after it in the
-# page's bytes (as an entity, ASCII in any codec), and the text loses that again (_blocks, page_titles). Looked
-# for in UTF-8 and in the double-byte codecs of Chinese, Japanese and Korean (three bytes, or two, a character).
+# order, which any such character passes, and an ASCII character before one of two bytes. So went a kanji in its
+# own element under a reading, a Chinese word that is its own link ("<a>亲</a>"), a particle between two links
+# ("</a>和<a>"), a quote closing after a link, a dash between two (" &mdash; ", and the two links' words ran
+# together), "5°" in an element of its own: such a text (_dropped_alone) gets a private-use character after it in
+# the page's bytes (as an entity, ASCII in any codec), and the text loses that again (_blocks, page_titles).
 ALONE_KEPT = "\ue001"
 ALONE_ENTITY = f"&#x{ord(ALONE_KEPT):X};".encode("ascii")
 BULLETS = "\u2022\u2023\u2043"  # punctuation that separates links, not words
+ALONE_MAX_BYTES = 12  # a text between two tags looked at, less white space: a character, or an entity ("&hellip;")
+ALONE_SPACE = 2  # ... and the white space on either side looked past (" — " between two links; 96% of those on the
+# tuning pages that are text, the rest on a line of their own, indented)
+ASCII_SPACE = " \t\n\v\f\r"  # what the pass strips a text of
 DOUBLE_BYTE_CODECS = frozenset(("gb18030", "gbk", "gb2312", "big5hkscs", "big5", "cp950", "cp932", "shift_jis",
                                 "euc_jp", "cp949", "euc_kr"))
+IS_SPACE = np.zeros(256, dtype=bool)
+IS_SPACE[np.frombuffer(ASCII_SPACE.encode("ascii"), np.uint8)] = True
+TEXT_ENDS = np.zeros(256, dtype=bool)  # how a text the pass drops can end: a byte over ASCII, an entity's ";"
+TEXT_ENDS[0x80:] = TEXT_ENDS[ord(";")] = True
 LINKED_BLOCK = 300  # a block shorter than this that is mostly links is navigation
 PROSE_LINK_SHARE = 0.5  # ... but a sentence may link its source or a name (navigation is not sentences)
 HEADING_RUN = 2  # short blocks, at most this many, right before a removed block are its heading ...
@@ -469,10 +477,11 @@ def _fixed_tags(page: bytes, codec: str = "utf-8") -> tuple[bytearray, int]:
     lists (it takes them for menus), and their items, as paragraphs, face the link-density and boilerplate rules
     like any other block. A <figure> becomes a <div> (FIGURE). More than MAX_OPTIONS <option> and <optgroup> tags
     become "x-tion" and "x-tgroup", which a <select> passes over. Where a tag's name starts "ru", <ruby> readings
-    go: resiliparse drops a <ruby>'s base text and keeps its reading, the reverse of what is read. A character alone
-    between two tags is kept (_characters_alone). One vectorized look at each "<", where a regular expression over
-    the page's text cost a tenth of the extraction. The bytes are in `codec`: UTF-8, or any encoding where an ASCII
-    byte is always its ASCII character. Returns the bytes and the number of "<" in them (at most the page's tags)."""
+    go: resiliparse drops a <ruby>'s base text and keeps its reading, the reverse of what is read. A short text
+    alone between two tags that the pass would drop is kept (_characters_alone). One vectorized look at each
+    "<", where a regular expression over the page's text cost a tenth of the extraction. The bytes are in
+    `codec`: UTF-8, or any encoding where an ASCII byte is always its ASCII character. Returns the bytes and the
+    number of "<" in them (at most the page's tags)."""
     copy = bytearray(page)
     data = np.frombuffer(copy, dtype=np.uint8)
     opens = np.flatnonzero(data[:-3] == ord("<"))
@@ -482,10 +491,10 @@ def _fixed_tags(page: bytes, codec: str = "utf-8") -> tuple[bytearray, int]:
     listed = np.zeros(len(names), dtype=bool)
     for tag in LIST_TAGS:
         listed |= (first == tag[0]) & (second == tag[1])
-    at = names[listed & ~WORD_BYTES[data[names + 2]]]
+    at = names[listed & NAME_ENDS[data[names + 2]]]
     data[at], data[at + 1] = ord("p"), ord(" ")
     figures = names[(first == FIGURE[0]) & (second == FIGURE[1]) & (names < len(data) - len(FIGURE))]
-    figures = figures[~WORD_BYTES[data[figures + len(FIGURE)]]]
+    figures = figures[NAME_ENDS[data[figures + len(FIGURE)]]]
     for k in range(2, len(FIGURE)):
         figures = figures[(data[figures + k] | 0x20) == FIGURE[k]]
     for k, byte in enumerate(FIGURE_RENAMED):
@@ -502,21 +511,31 @@ def _fixed_tags(page: bytes, codec: str = "utf-8") -> tuple[bytearray, int]:
 
 
 def _characters_alone(page: bytearray, data: np.ndarray, opens: np.ndarray, codec: str) -> bytearray:
-    """The page with ALONE_ENTITY after each character of text (_text_alone) that stands alone between two tags
-    (">亲<") and that resiliparse's main-content pass would drop: one of three bytes in UTF-8, of two in the
-    double-byte codecs. `data` is the page as an array and `opens` the positions of its "<"."""
-    width = 3 if codec == "utf-8" else 2 if codec in DOUBLE_BYTE_CODECS else 0
-    if not width:
+    """The page with ALONE_ENTITY before the "<" that ends each text between two tags that resiliparse's
+    main-content pass would drop and that is text (_dropped_alone): "亲", " — " and "&mdash;" between two links,
+    "5°" in an element of its own. `data` is the page as an array and `opens` the positions of its "<"; the
+    bytes are in `codec`, where "<" and ">" are never part of another character (UTF-8, the single-byte codecs
+    and the double-byte codecs of Chinese, Japanese and Korean), so that a text between them decodes alone.
+    Vectorized down to the few texts of a few bytes that end, before up to ALONE_SPACE bytes of white space, in
+    a byte over ASCII or an entity's ";"."""
+    ends = opens[opens > ALONE_SPACE]
+    ends = ends[TEXT_ENDS[data[ends - 1]] | (IS_SPACE[data[ends - 1]] if codec not in DOUBLE_BYTE_CODECS else True)]
+    last = _past_space(data, ends - 1, -1)  # each text's last byte, less white space
+    ending = TEXT_ENDS[data[last]]
+    if codec in DOUBLE_BYTE_CODECS:  # a character's second byte may be an ASCII letter's, after one over ASCII
+        ending |= data[last - 1] >= 0x81
+    ends, last = ends[ending], last[ending]
+    if not len(ends):
         return page
-    ends = opens[np.searchsorted(opens, width + 1):]  # (sorted)
-    ends = ends[data[ends - width] >= 0x80]  # a lead byte: a few, looked at closer
-    ends = ends[data[ends - width - 1] == ord(">")]
-    if width == 3:  # a lead byte of three, and two continuation bytes
-        lead = data[ends - 3]
-        ends = ends[(lead >= 0xE0) & (lead < 0xF0) & (data[ends - 2] & 0xC0 == 0x80) & (data[ends - 1] & 0xC0 == 0x80)]
-    else:  # a lead byte, and a trail byte (never "<" or ">" in these codecs; GB18030's four bytes end in a digit)
-        ends = ends[(data[ends - 2] >= 0x81) & (data[ends - 1] >= 0x40)]
-    at = [end for end in ends.tolist() if _text_alone(str(page[end - width:end], codec, "replace"))]
+    # the ">" before each: the nearest in a window of the bytes before the text's last
+    reach = ALONE_MAX_BYTES + ALONE_SPACE
+    window = data[np.maximum(last[:, None] - np.arange(1, reach + 1), 0)] == ord(">")
+    found = window.any(axis=1)
+    starts = last - window.argmax(axis=1)  # the byte after the ">"
+    if codec == "utf-8":  # three bytes, less white space, unless an entity
+        found &= (last - _past_space(data, starts, 1) == 2) | (data[last] == ord(";"))
+    at = [end for start, end in zip(starts[found].tolist(), ends[found].tolist())
+          if _dropped_alone(html.unescape(str(page[start:end], codec, "replace")))]
     if not at:
         return page
     parts, start = [], 0
@@ -526,14 +545,27 @@ def _characters_alone(page: bytearray, data: np.ndarray, opens: np.ndarray, code
     return bytearray(b"".join([*parts, page[start:]]))
 
 
-def _text_alone(character: str) -> bool:
-    """Whether a character alone between two tags is text: a letter or a digit, punctuation (a closing quote, a
-    dash between two links, "。" after one) but a bullet, or a currency sign ("<span>€</span>"); not where the bytes
-    were not one character (a broken sequence decodes to two)."""
-    if len(character) != 1:
+def _past_space(data: np.ndarray, at: np.ndarray, step: int) -> np.ndarray:
+    """Each position of `at` moved by `step` (1 or -1) past up to ALONE_SPACE bytes of white space, within the
+    page."""
+    for _ in range(ALONE_SPACE):
+        at = np.where(IS_SPACE[data[np.clip(at, 0, len(data) - 1)]], at + step, at)
+    return np.clip(at, 0, len(data) - 1)
+
+
+def _dropped_alone(text: str) -> bool:
+    """Whether resiliparse's main-content pass drops this text between two tags, and it is text. The pass means
+    to drop an icon font's glyph: a text of three UTF-8 bytes (less white space) from the private-use area. Its
+    test reads the three bytes in the wrong order, so that it drops any three bytes whose last is not ASCII:
+    one character of three bytes, or an ASCII one and one of two ("5°", "né"). Text is a letter or a digit,
+    punctuation (a closing quote, a dash between two links, "。" after one) but a bullet, or a currency sign
+    ("<span>€</span>"); not a private-use glyph, a zero-width space, or a broken sequence's replacement."""
+    text = text.strip(ASCII_SPACE)
+    encoded = text.encode("utf-8", "replace")
+    if len(encoded) != 3 or not 0x8080EE <= int.from_bytes(encoded, "little") <= 0xBFA3EF:
         return False
-    kind = unicodedata.category(character)
-    return character.isalnum() or kind == "Sc" or (kind[0] == "P" and character not in BULLETS)
+    return any(character.isalnum() or unicodedata.category(character) == "Sc"
+               or (unicodedata.category(character)[0] == "P" and character not in BULLETS) for character in text)
 
 
 def _ascii_compatible(codec: str) -> bool:

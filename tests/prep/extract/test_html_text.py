@@ -1,6 +1,7 @@
 """The main text of a page: its article's paragraphs, in order, and not the menus, sidebars, share
 buttons, cookie banners and footers around it."""
 
+import codecs
 import re
 
 import pytest
@@ -203,6 +204,46 @@ def test_a_glyph_or_a_bullet_alone_stays_dropped_and_punctuation_alone_is_kept_w
                                    "She called it “the best tool” for the job, from U+0000–U+007F at €20 a month; "
                                    "pipenv, or poetry—pip-tools is another."] and title == "親"
     assert main_text(f"<p>\ue001{JAPANESE}</p>").count("\ue001") == 0  # the page's own such character goes too
+
+
+# what the pass drops besides a lone character of three UTF-8 bytes: any text of three bytes whose last is not
+# ASCII, white space around it stripped first, entities read first; in each, the pass ran the words around it
+# together ("ParisLondon") or lost its own; and a character of three UTF-8 bytes that the page's own codec
+# writes in one byte, or in three or four
+ALONE = [
+    ('<a href="/p">Paris</a> — <a href="/l">London</a>', "Paris — London", "utf-8"),
+    ('<a href="/p">Paris</a>&mdash;<a href="/l">London</a>', "Paris—London", "utf-8"),
+    ('<a href="/p">Paris</a>  &#8211;  <a href="/l">London</a>', "Paris – London", "utf-8"),
+    ('see <a href="/n">the notes</a>.&nbsp;<b>Then</b>', "see the notes.\xa0Then", "utf-8"),
+    ("it was <span>5°</span> at noon, <span>né</span> in Lyon", "it was 5° at noon, né in Lyon", "utf-8"),
+    ('<a href="/p">Paris</a><span>–</span><a href="/l">London</a>, <span>€</span>20', "Paris–London, €20",
+     "windows-1252"),
+    ('<a href="/p">Москва</a><span>—</span><a href="/l">Петербург</a>', "Москва—Петербург", "windows-1251"),
+    ("今日は<b>ｱ</b>イスを食べました", "今日はｱイスを食べました", "shift_jis"),
+    ("古い字の<b>丂</b>を見た", "古い字の丂を見た", "euc_jp"),
+    ("这是<b>㐀</b>字的例子", "这是㐀字的例子", "gb18030"),
+]
+
+
+@pytest.mark.parametrize(("markup", "expected", "codec"), ALONE)
+def test_a_text_the_pass_drops_is_kept_with_white_space_around_it_as_an_entity_and_in_any_codec(markup, expected,
+                                                                                                 codec):
+    sentence = f"<p>She told us on the phone that {markup} and that the rest of the day went as planned.</p>"
+    assert expected not in extract_plain_text(HTMLTree.parse(_page(sentence)), main_content=True)
+    page = f'<html><head><meta charset="{codec}"><title>t</title></head><body>{sentence}</body></html>'
+    text, _, found = html_article(page.encode(codec), codec)
+    assert codecs.lookup(found).name in (codecs.lookup(codec).name, "cp932"), found
+    assert expected in text and "\ue001" not in text, text
+    assert expected in main_text(page)  # the same where the page comes decoded
+
+
+def test_a_custom_element_whose_name_starts_as_a_list_tag_s_is_not_renamed():
+    # Distill's footnotes and citations (<dt-fn>, <dt-cite>), a web component's <li-item> and <figure-card>: a
+    # list tag's name ends at white space, "/" or ">", not at any byte that cannot go on a word
+    page = _page("<p>Early layers detect edges<dt-fn>Olah et al., 2017</dt-fn> and later layers detect objects, as "
+                 "the figures show <figure-card>over</figure-card> many training runs of the network.</p>")
+    assert main_text(page) == ("Early layers detect edgesOlah et al., 2017 and later layers detect objects, as the "
+                               "figures show over many training runs of the network.")
 
 
 def test_broken_bytes_alone_between_two_tags_are_read_past():
