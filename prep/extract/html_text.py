@@ -119,6 +119,7 @@ LIST_TAGS = (b"li", b"ul", b"ol", b"dl", b"dt", b"dd")
 # resiliparse drops a <figure>'s text with its images (alt_texts=False), where doc sites put their code listings:
 # renamed to a <div> in the page's bytes (the same length; its <figcaption> still goes, NEVER_CONTENT)
 FIGURE, FIGURE_RENAMED = b"figure", b"div   "
+TITLE_NAME_ENDS = frozenset(b" \t\n\r\f>")  # "<title" then one of these (not "/") opens the page's title
 NAME_ENDS = np.zeros(256, dtype=bool)  # bytes that end a tag's name (white space, "/", ">"): "<li" then any other
 NAME_ENDS[np.frombuffer(b" \t\n\r\f/>", np.uint8)] = True  # byte is another tag: <link>, <lid>, <li-item>
 # the tags, and the readings: the text after <rt> or <rp> up to the next tag (their end tags may be left out,
@@ -145,6 +146,7 @@ IS_SPACE = np.zeros(256, dtype=bool)
 IS_SPACE[np.frombuffer(ASCII_SPACE.encode("ascii"), np.uint8)] = True
 TEXT_ENDS = np.zeros(256, dtype=bool)  # how a text the pass drops can end: a byte over ASCII, an entity's ";"
 TEXT_ENDS[0x80:] = TEXT_ENDS[ord(";")] = True
+TEXT_ENDS_OR_SPACE = TEXT_ENDS | IS_SPACE
 LINKED_BLOCK = 300  # a block shorter than this that is mostly links is navigation
 PROSE_LINK_SHARE = 0.5  # ... but a sentence may link its source or a name (navigation is not sentences)
 HEADING_RUN = 2  # short blocks, at most this many, right before a removed block are its heading ...
@@ -491,9 +493,10 @@ def _fixed_tags(page: bytes, codec: str = "utf-8") -> tuple[bytearray, int]:
     listed = np.zeros(len(names), dtype=bool)
     for tag in LIST_TAGS:
         listed |= (first == tag[0]) & (second == tag[1])
-    at = names[listed & NAME_ENDS[data[names + 2]]]
+    markup = ~_in_title(copy, names)
+    at = names[listed & markup & NAME_ENDS[data[names + 2]]]
     data[at], data[at + 1] = ord("p"), ord(" ")
-    figures = names[(first == FIGURE[0]) & (second == FIGURE[1]) & (names < len(data) - len(FIGURE))]
+    figures = names[(first == FIGURE[0]) & (second == FIGURE[1]) & markup & (names < len(data) - len(FIGURE))]
     figures = figures[NAME_ENDS[data[figures + len(FIGURE)]]]
     for k in range(2, len(FIGURE)):
         figures = figures[(data[figures + k] | 0x20) == FIGURE[k]]
@@ -510,6 +513,23 @@ def _fixed_tags(page: bytes, codec: str = "utf-8") -> tuple[bytearray, int]:
     return _characters_alone(copy, data, opens, codec), tags
 
 
+def _in_title(page: bytearray, names: np.ndarray) -> np.ndarray:
+    """Whether each tag's name (at `names`) is within the page's <title>, whose text is text, not markup: a page
+    about HTML titled "The <li> element". The first <title> and its end, where both are found (an SVG drawing's
+    <title/> closes itself, and comes after it), in lower or upper case."""
+    start = _find(page, b"<title", 0)  # (near the page's start: a search stops there)
+    if start < 0 or start + 7 > len(page) or page[start + 6] not in TITLE_NAME_ENDS:
+        return np.zeros(len(names), dtype=bool)
+    end = _find(page, b"</title", start)
+    return (start < names) & (names < end) if end > 0 else np.zeros(len(names), dtype=bool)
+
+
+def _find(page: bytearray, tag: bytes, start: int) -> int:
+    """Where `tag` is in lower case after `start`, else in upper case, else -1."""
+    found = page.find(tag, start)
+    return found if found >= 0 else page.find(tag.upper(), start)
+
+
 def _characters_alone(page: bytearray, data: np.ndarray, opens: np.ndarray, codec: str) -> bytearray:
     """The page with ALONE_ENTITY before the "<" that ends each text between two tags that resiliparse's
     main-content pass would drop and that is text (_dropped_alone): "亲", " — " and "&mdash;" between two links,
@@ -518,8 +538,9 @@ def _characters_alone(page: bytearray, data: np.ndarray, opens: np.ndarray, code
     and the double-byte codecs of Chinese, Japanese and Korean), so that a text between them decodes alone.
     Vectorized down to the few texts of a few bytes that end, before up to ALONE_SPACE bytes of white space, in
     a byte over ASCII or an entity's ";"."""
-    ends = opens[opens > ALONE_SPACE]
-    ends = ends[TEXT_ENDS[data[ends - 1]] | (IS_SPACE[data[ends - 1]] if codec not in DOUBLE_BYTE_CODECS else True)]
+    ends = opens[np.searchsorted(opens, ALONE_SPACE + 1):]  # (sorted)
+    if codec not in DOUBLE_BYTE_CODECS:  # (where a character's second byte may be any ASCII letter's, all of them)
+        ends = ends[TEXT_ENDS_OR_SPACE[data[ends - 1]]]
     last = _past_space(data, ends - 1, -1)  # each text's last byte, less white space
     ending = TEXT_ENDS[data[last]]
     if codec in DOUBLE_BYTE_CODECS:  # a character's second byte may be an ASCII letter's, after one over ASCII
@@ -546,11 +567,11 @@ def _characters_alone(page: bytearray, data: np.ndarray, opens: np.ndarray, code
 
 
 def _past_space(data: np.ndarray, at: np.ndarray, step: int) -> np.ndarray:
-    """Each position of `at` moved by `step` (1 or -1) past up to ALONE_SPACE bytes of white space, within the
-    page."""
+    """Each position of `at` moved by `step` (1 or -1) past up to ALONE_SPACE bytes of white space (each at
+    least that far from the page's edge it moves to, or a byte that is not white space before it)."""
     for _ in range(ALONE_SPACE):
-        at = np.where(IS_SPACE[data[np.clip(at, 0, len(data) - 1)]], at + step, at)
-    return np.clip(at, 0, len(data) - 1)
+        at = at + step * IS_SPACE[data[at]]
+    return at
 
 
 def _dropped_alone(text: str) -> bool:

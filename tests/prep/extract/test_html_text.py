@@ -246,6 +246,21 @@ def test_a_custom_element_whose_name_starts_as_a_list_tag_s_is_not_renamed():
                                "figures show over many training runs of the network.")
 
 
+def test_a_tag_named_in_a_title_is_the_title_s_text_and_the_page_s_lists_are_still_read():
+    # a <title> holds text, not markup: a page about HTML titled with the tags it is about kept them as
+    # "The <p > element" and "Why <div   > beats <div>" where the list and figure tags were renamed; an SVG
+    # drawing's <title/> after it closes itself (taken for a title, the page's lists were no longer read)
+    for title in ("The <li> element | MDN", "Why <figure> beats <div>", "<DL>, <dt> and <dd>"):
+        page = (f"<html><head><title>{title}</title></head><body><p>A list of the things a page like this one holds, "
+                "in the order it shows them to its readers:</p><svg><title/><path d=\"M0,0\"/></svg>"
+                "<ul><li>the element's name and what it is for, in a "
+                "sentence or two;</li><li>its attributes, each with an example of its use.</li></ul></body></html>")
+        text, found, _ = html_article(page.encode())
+        assert found == title and article(page)[1] == title
+        assert text.split("\n\n")[1:] == ["the element's name and what it is for, in a sentence or two;",
+                                           "its attributes, each with an example of its use."]
+
+
 def test_broken_bytes_alone_between_two_tags_are_read_past():
     # two bytes that are no character in the page's codec decode to two replacement characters, not one (found
     # by the fuzz test: the check of one character raised on them); a lone lead byte before "<" the same
