@@ -143,7 +143,9 @@ def _record_batch(data: memoryview, offset: int, metadata_length: int, body_leng
     for column in range(COLUMNS):
         (lists, _), (values, _) = nodes[2 * column:2 * column + 2]
         _, offsets, _, values_data = buffers[BUFFERS_PER_LIST * column:BUFFERS_PER_LIST * (column + 1)]
-        if lists != rows or any(at < 0 or at + length > body_length for at, length in (offsets, values_data)):
+        # a count below 0 would size an array from the file's end, or balance one too large in the totals
+        if (lists != rows or rows < 0 or values < 0
+                or any(at < 0 or at + length > body_length for at, length in (offsets, values_data))):
             return None
         regions = [_region(data, body + at, length, size)
                    for (at, length), size in ((offsets, 4 * (rows + 1)), (values_data, 4 * values))]

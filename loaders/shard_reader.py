@@ -34,7 +34,7 @@ import pyarrow as pa
 from loaders.arrow_ipc import RecordBatchLayout, read_region, shard_layout
 from schemas.index import INDEX_FILE, IndexProblem, ShardEntry, ShardIndex, read_index_json
 from schemas.shards import SHARD_SCHEMA, ShardFileError, checked_shard_mapping, file_checksum, read_checked_shard
-from schemas.trust import TooLarge, cache_home, is_url, private_folder
+from schemas.trust import TooLarge, UntrustedPath, cache_home, is_url, open_regular_file, private_folder
 
 FETCH_CHUNK = 4 << 20  # bytes per read of a remote shard
 
@@ -66,11 +66,11 @@ class ShardSource:
         where = f"{self.location}/{INDEX_FILE}"
         try:
             with (self.fs.open(f"{self.root}/{INDEX_FILE}", "rb") if self.remote
-                  else open(self.local / INDEX_FILE, "rb")) as file:
+                  else open_regular_file(self.local / INDEX_FILE)) as file:
                 index = read_index_json(file)
         except FileNotFoundError:
             raise ShardError(f"{where}: missing (not a shards folder?)") from None
-        except TooLarge as e:
+        except (TooLarge, UntrustedPath) as e:
             raise ShardError(f"{where}: {e}") from None
         except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
             raise ShardError(f"{where}: not JSON: {e}") from None
@@ -249,19 +249,32 @@ def read_shard(source: ShardSource, shard: int) -> DecodedShard | CompressedShar
         if mapped is not None:  # the bytes just checked, mapped once for the checksum and the decompression
             batches = _compressed_layout(mapped)
             if batches is not None and sum(b.rows for b in batches) == entry.rows:
-                if sum(b.tokens.values for b in batches) != entry.tokens:
+                try:
+                    _check_counts(where, entry, [b.rows for b in batches], sum(b.tokens.values for b in batches),
+                                  sum(b.cu_seqlens.values for b in batches))
+                except ShardError:
                     mapped.close()
-                    raise ShardError(f"{where}: {sum(b.tokens.values for b in batches)} tokens, index says "
-                                     f"{entry.tokens}")
+                    raise
                 return CompressedShard(where, mapped, batches)
             mapped.close()
         table = read_checked_shard(path, entry)
     except ShardFileError as e:
         raise ShardError(f"{where}: {e}") from None
     decoded = DecodedShard([ShardArrays.of_batch(batch) for batch in table.to_batches()])
-    if decoded.tokens != entry.tokens:
-        raise ShardError(f"{where}: {decoded.tokens} tokens, index says {entry.tokens}")
+    _check_counts(where, entry, [len(b.token_offsets) - 1 for b in decoded.batches], decoded.tokens, decoded.cu)
     return decoded
+
+
+def _check_counts(where: str, entry: ShardEntry, batch_rows: list[int], tokens: int, cu: int) -> None:
+    """The shard's counts against its index entry, before anything is sized by them: its tokens, its record
+    batches' rows where the index lists them (the rows a resume reads by record batch: RecordBatchReader), and
+    its boundaries, a row's at most its tokens and one more."""
+    if tokens != entry.tokens:
+        raise ShardError(f"{where}: {tokens} tokens, index says {entry.tokens}")
+    if entry.batch_rows is not None and batch_rows != list(entry.batch_rows):
+        raise ShardError(f"{where}: record batches of {batch_rows[:8]} rows, index says {list(entry.batch_rows)[:8]}")
+    if not 0 <= cu <= entry.tokens + entry.rows:
+        raise ShardError(f"{where}: {cu} sequence boundaries for {entry.rows} rows of {entry.tokens} tokens")
 
 
 def _compressed_layout(mapped: mmap.mmap) -> list[RecordBatchLayout] | None:
@@ -313,6 +326,10 @@ class RecordBatchReader:
             except (pa.ArrowInvalid, OSError) as e:
                 raise ShardError(f"{self.source.location}/{self.source.entries[shard].file}: record batch "
                                  f"{number} cannot be read: {e}") from None
+            entry = self.source.entries[shard]
+            if batch.num_rows != entry.batch_rows[number]:  # its rows would be another batch's
+                raise ShardError(f"{self.source.location}/{entry.file}: record batch {number} holds "
+                                 f"{batch.num_rows} rows, index says {entry.batch_rows[number]}")
             self.batches[(shard, number)] = ShardArrays.of_batch(batch)
         return self.batches[(shard, number)].row(row - starts[number])
 

@@ -23,10 +23,13 @@ from schemas.trust import (
     MAX_EXPONENT,
     OutOfBounds,
     TooLarge,
+    UntrustedPath,
     bounded_decimal,
     bounded_json,
     is_url,
     location_from_file,
+    open_regular_file,
+    valid_unicode,
 )
 
 MIXTURE_FILE = "mixture.json"
@@ -112,11 +115,11 @@ def parse_weights(text: str) -> dict[str, Fraction]:
 def read_mixture_file(path: Path) -> Mixture:
     """mixture.json's content, its structure checked; MixtureError naming the file or the source."""
     try:
-        with open(path, "rb") as file:
+        with open_regular_file(path) as file:
             data = bounded_json(file.read(MAX_MIXTURE_BYTES + 1), MAX_MIXTURE_BYTES)
     except FileNotFoundError:
         raise MixtureError(f"{path}: missing") from None
-    except TooLarge as e:
+    except (TooLarge, UntrustedPath) as e:
         raise MixtureError(f"{path}: {e}") from None
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise MixtureError(f"{path}: not JSON: {e}") from None
@@ -125,6 +128,8 @@ def read_mixture_file(path: Path) -> Mixture:
     if not isinstance(data.get("sources"), dict) or not data["sources"]:
         raise MixtureError(f"{path}: 'sources' must map at least one name to its shards folder")
     for name, entry in data["sources"].items():
+        if not valid_unicode(name):  # a name seeds its source's order, as UTF-8
+            raise MixtureError(f"{path}: a source's name that is not valid Unicode (an unpaired surrogate)")
         absent = [k for k in SOURCE_KEYS if not isinstance(entry, dict) or k not in entry]
         if absent:
             raise MixtureError(f"{path}: source {name!r} lacks {', '.join(absent)}")

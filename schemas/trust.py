@@ -22,7 +22,9 @@
 """
 
 import atexit
+import errno
 import hashlib
+import io
 import json
 import os
 import pwd
@@ -324,6 +326,24 @@ def _secret() -> bytes:
         raise UntrustedPath(f"{path} is not a secret of this user's alone (owner {owner_name(info.st_uid)}, mode "
                             f"{stat.S_IMODE(info.st_mode):o}): remove it, and the next run makes a new one")
     return bytes.fromhex(text.decode())
+
+
+def open_regular_file(path) -> "io.BufferedReader":
+    """A file from elsewhere opened to read, where it is a regular file: a link at its name is not followed, and
+    a FIFO or a device is refused (a FIFO's open or read waits forever; /dev/zero has no end). Raises
+    FileNotFoundError where there is none, and UntrustedPath saying what is there instead (the caller names the
+    file)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            raise FileNotFoundError(e.errno, e.strerror, str(path)) from None
+        raise UntrustedPath(f"cannot be opened as a regular file: {e.strerror}") from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise UntrustedPath("not a regular file (a FIFO, a device or a folder is not read)")
+    os.set_blocking(descriptor, True)
+    return open(descriptor, "rb")
 
 
 def regular_file_text(path: Path, max_bytes: int) -> str | None:

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from schemas.index import INDEX_FILE, ShardEntry, ShardIndex, entry_count_problems, index_problems, read_index_json
 from schemas.mixture import MIXTURE_FILE, SHARED_INDEX_KEYS, MixtureError, read_mixture_file
 from schemas.shards import ROW_MULTIPLE, ShardFileError, open_shard
-from schemas.trust import TooLarge
+from schemas.trust import TooLarge, UntrustedPath, open_regular_file
 
 
 def _rows_problems(table: pa.Table, index: ShardIndex) -> list[str]:
@@ -73,11 +73,11 @@ def validate(folder: Path, quick: bool = False) -> list[str]:
     """Every problem found, each naming where; empty when the shards match their index."""
     path = folder / INDEX_FILE
     try:
-        with open(path, "rb") as file:
+        with open_regular_file(path) as file:
             index = read_index_json(file)
     except FileNotFoundError:
         return [f"{path}: missing"]
-    except TooLarge as e:
+    except (TooLarge, UntrustedPath) as e:
         return [f"{path}: {e}"]
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
         return [f"{path}: not JSON: {e}"]
@@ -112,7 +112,7 @@ def validate_mixture(path: Path, quick: bool = False) -> list[str]:
         problems += [f"source {name!r} ({entry.path}): {p}" for p in found]
         if found:
             continue
-        with open(folder / INDEX_FILE, "rb") as file:
+        with open_regular_file(folder / INDEX_FILE) as file:  # (validate read it a moment ago)
             index = ShardIndex.from_json(read_index_json(file))
         for key in ("rows", "tokens"):
             if getattr(entry, key) != getattr(index.totals, key):

@@ -1,5 +1,7 @@
+import contextlib
 import gzip
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +111,19 @@ def parquet_batch_bytes(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(pq.ParquetFile, "iter_batches", spied)
     return seen
+
+
+@contextlib.contextmanager
+def within(seconds: int):
+    """Raises TimeoutError in the block after `seconds` (SIGALRM, main thread): a test of what once hung (a
+    FIFO's open waits forever) fails, where it would otherwise wait with it."""
+    def expired(*_):
+        raise TimeoutError(f"still waiting after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -3,6 +3,7 @@ any world size and after an elastic resume, a change of weights at resume, a sou
 mixture.json errors that name the source."""
 
 import json
+import os
 from fractions import Fraction
 
 import pytest
@@ -12,6 +13,7 @@ from loaders.mixture import Schedule, allocate, integer_weights, read_mixture, s
 from loaders.shard_loader import ShardLoader
 from schemas.mixture import MixtureError, new_mixture, read_mixture_file
 from schemas.validate import validate_mixture
+from tests.conftest import within
 from tests.shard_fixtures import write_shards
 
 WEIGHTS = {"web": 0.37, "zh": 0.5, "tiny": 0.13}
@@ -226,6 +228,8 @@ def edit(path, change):
     (lambda s: s["zh"].update(path="s3://bucket/zh::file:///etc"), "source 'zh': path 's3://bucket/zh::file:///etc'"),
     (lambda s: s["zh"].update(path="S3://bucket/zh"), "source 'zh': path 'S3://bucket/zh' must"),
     (lambda s: s["zh"].update(heldout="local:///etc"), "source 'zh': heldout 'local:///etc' must"),
+    # a name seeds its source's order as UTF-8: an unpaired surrogate raised an encoding error naming nothing
+    (lambda s: s.update({"\ud800": s.pop("zh")}), "a source's name that is not valid Unicode"),
 ])
 def test_a_malformed_mixture_is_refused_naming_the_source(mixture, change, message):
     path, _ = mixture
@@ -281,3 +285,12 @@ def test_the_sources_share_one_l2_budget_by_size(mixture):
     assert sum(capacities) <= budget and capacities[0] > capacities[1] > capacities[2]  # web > zh > tiny
     with pytest.raises(ValueError, match="below what two shuffle blocks"):
         ShardLoader(str(path), GLOBAL_BATCH, cache_bytes=1 << 16)
+
+
+def test_a_mixture_file_that_is_a_fifo_is_refused_not_waited_on(mixture):
+    # a FIFO's open waits for a writer that never comes: the loader hung at its start
+    path, _ = mixture
+    path.unlink()
+    os.mkfifo(path)
+    with within(10), pytest.raises(MixtureError, match="not a regular file"):
+        read_mixture_file(path)

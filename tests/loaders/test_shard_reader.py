@@ -21,6 +21,7 @@ from loaders.shard_reader import (
     CompressedShard,
     DecodedShard,
     Prefetcher,
+    RecordBatchReader,
     ShardArrays,
     ShardError,
     ShardSource,
@@ -28,7 +29,8 @@ from loaders.shard_reader import (
 )
 from loaders.shm_arena import SharedArena, arena_key, entry_bytes, run_views
 from schemas.shards import SHARD_SCHEMA, file_checksum, read_checked_shard, shard_name
-from tests.conftest import REPO
+from schemas.validate import validate
+from tests.conftest import REPO, within
 from tests.loaders.served_fs import ServedFileSystem, serve
 from tests.shard_fixtures import write_shards, write_text_shards
 
@@ -418,3 +420,77 @@ def test_sources_whose_urls_differ_only_in_their_slashes_or_protocol_have_caches
                            (third, tmp_path / "b" / "y_s")):
         for shard in range(len(source.entries)):
             assert unpacked(read_shard(source, shard)).row(0)[0].tolist() == rows_of(folder, shard)[0][0]
+
+
+def test_an_index_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    # a FIFO's open waits for a writer that never comes: the loader hung at its start
+    os.mkfifo(tmp_path / "index.json")
+    with within(10), pytest.raises(ShardError, match="index.json: not a regular file"):
+        ShardSource(str(tmp_path))
+    with within(10):
+        (problem,) = validate(tmp_path)
+    assert problem.startswith(f"{tmp_path}/index.json: not a regular file")
+
+
+def _batch_rows(folder: Path, change) -> None:
+    index = json.loads((folder / "index.json").read_text())
+    index["shards"][0]["batch_rows"] = change(index["shards"][0]["batch_rows"])
+    (folder / "index.json").write_text(json.dumps(index))
+
+
+def test_record_batches_of_other_rows_than_the_index_lists_are_refused_on_both_paths(tmp_path):
+    """The index's batch_rows with the same sum, [3, 5, ...] for [4, 4, ...]: the reader of single record
+    batches (the first batch after a start or resume) served row r + 1 for row r, and another row than the
+    whole shard's path, so that a resume no longer repeated the run."""
+    write_shards(tmp_path, parts=1, batch_bytes=8 << 10)
+    _batch_rows(tmp_path, lambda rows: [rows[0] - 1, rows[1] + 1, *rows[2:]])
+    source = ShardSource(str(tmp_path))
+    with pytest.raises(ShardError, match=r"record batches of \[4, 4, .*index says \[3, 5, "):
+        read_shard(source, 0)
+    with pytest.raises(ShardError, match="record batch 0 holds 4 rows, index says 3"):
+        RecordBatchReader(source).row(0, 0)
+
+
+def _negative_count_shard(folder: Path) -> None:
+    """Shard 0 rewritten as 12 rows in record batches of 4, whose last batch's count of boundaries (and its
+    buffer's size) makes the batches' counts add up to -1; its entry updated to match, checksum and all."""
+    path, rows = folder / "shard-00000.arrow", 12
+    table = pa.table({"tokens": [[5] * 512] * rows, "cu_seqlens": [list(range(513))] * rows}, schema=SHARD_SCHEMA)
+    with pa.ipc.new_file(str(path), SHARD_SCHEMA, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        writer.write_table(table, max_chunksize=4)
+    data = bytearray(path.read_bytes())
+    with memoryview(data) as view:
+        layouts = shard_layout(view)
+    count = -sum(b.cu_seqlens.values for b in layouts[:-1]) - 1
+    last = layouts[-1].cu_seqlens
+    old = last.values.to_bytes(8, "little", signed=True)  # the FieldNode's length, as the message holds it
+    at = data.rindex(old + (0).to_bytes(8, "little"), 0, last.data.offset)
+    data[at:at + 8] = count.to_bytes(8, "little", signed=True)
+    data[last.data.offset - 8:last.data.offset] = (4 * count).to_bytes(8, "little", signed=True)
+    path.write_bytes(bytes(data))
+    index = json.loads((folder / "index.json").read_text())
+    index["shards"][0].update(rows=rows, tokens=512 * rows, real_tokens=512 * rows, bytes=len(data),
+                              checksum=file_checksum(path), batch_rows=[4, 4, 4])
+    (folder / "index.json").write_text(json.dumps(index))
+
+
+def test_a_record_batch_count_below_zero_is_refused_and_the_shard_cached_beside_it_stays_as_it_was(tmp_path):
+    """Counts that add up, one of them -1 in all: read as the count of an array from the cache's end, the
+    earlier batches' boundaries were written past the shard's slot, over the next shard cached, which was
+    still served as valid (its first token offsets became 304942678086, ...)."""
+    (tmp_path / "arena").mkdir()
+    write_shards(tmp_path / "s", parts=3)
+    _negative_count_shard(tmp_path / "s")
+    source = ShardSource(str(tmp_path / "s"))
+    sizes = [entry_bytes(*(lambda c: (c.rows, c.tokens, c.cu))(read_shard(source, i))) for i in (1, 2)]
+    arena = SharedArena(arena_key(source.location, source.index), 3, sum(sizes), tmp_path / "arena")
+    try:
+        arena.fill(1, lambda: read_shard(source, 1))
+        cached, _ = arena.fill(2, lambda: read_shard(source, 2))
+        arena.touch(2)  # shard 1 is the one to make room for shard 0
+        before = [array.copy() for array in cached.arrays]
+        with pytest.raises(ShardError, match="shard-00000.arrow"):
+            arena.fill(0, lambda: read_shard(source, 0))
+        assert arena.still_valid(cached) and all(np.array_equal(a, b) for a, b in zip(before, cached.arrays))
+    finally:
+        arena.close()
