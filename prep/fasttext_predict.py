@@ -158,7 +158,7 @@ def load(path: str) -> QuantizedModel:
     word_starts = np.zeros(size + 1, np.int64)
     np.cumsum([len(w) for w in words], out=word_starts[1:])
     word_bytes = np.frombuffer(b"".join(words), np.uint8)
-    table = _word_table(word_bytes, word_starts, math.ceil(size / 0.7))
+    table = word_table(word_bytes, word_starts, math.ceil(size / 0.7), path)
     left, right = _huffman_tree(counts[nwords:])
     return QuantizedModel(
         labels=[w[len(LABEL_PREFIX):].decode("utf-8") for w in words[nwords:]], minn=minn,
@@ -214,14 +214,45 @@ def _slot(word_bytes, word_starts, table, data, start, length):
     return slot
 
 
+PROBES_PER_WORD = 32  # slots looked at in all while the table is built, per word, at most (a load of 0.7
+# takes about 2 on average): a model's words made to share a slot (FNV-1a's low bits follow the input's) took
+# the square of their number, 7 s for 45,874 words, and made every lookup of a word not in the model as long
+
+
+def word_table(word_bytes, word_starts, size: int, path: str):
+    """fastText's word2int as Dictionary::load builds it: each word placed at its find() slot in turn, in a
+    table of `size` slots; ValueError where its words collide far more than hashing makes them."""
+    words = len(word_starts) - 1
+    table = _word_table(word_bytes, word_starts, size, PROBES_PER_WORD * words + 1024)
+    if table[0] == -2:
+        raise ValueError(f"{path}: words made to collide in its dictionary's table (past {PROBES_PER_WORD} slots "
+                         "looked at a word)")
+    return table
+
+
 @kernel
-def _word_table(word_bytes, word_starts, size):
-    """fastText's word2int as Dictionary::load builds it: each word placed at its find() slot in turn."""
+def _word_table(word_bytes, word_starts, size, max_probes):
+    """The table (a -2 in its first slot where building it looked at more than `max_probes` slots)."""
     table = np.full(size, -1, np.int32)
+    probes = 0
     for i in range(len(word_starts) - 1):
         start, length = word_starts[i], word_starts[i + 1] - word_starts[i]
-        table[_slot(word_bytes, word_starts, table, word_bytes, start, length)] = i
+        slot = _slot(word_bytes, word_starts, table, word_bytes, start, length)
+        probes += (slot - _home(word_bytes, start, length, size)) % size + 1
+        if probes > max_probes:
+            table[0] = -2
+            return table
+        table[slot] = i
     return table
+
+
+@kernel
+def _home(data, start, length, size):
+    """The slot a word hashes to (where its probe starts)."""
+    h = np.uint64(2166136261)
+    for k in range(length):
+        h = _fnv_byte(h, data[start + k])
+    return np.int64(h % np.uint64(size))
 
 
 @kernel

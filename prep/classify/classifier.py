@@ -36,7 +36,7 @@ class Classifier:
             if not (tokens.isascii() and tokens.isdigit() and int(tokens) > 0):
                 raise ModelError(f"{source}: an unreadable text form mark {marks[0][:60]!r}")
             self.max_tokens = int(tokens)
-        self.scorer = Scorer(model)
+        self.scorer = Scorer(model, source)
         self.second_stage, self.positive = model.second_stage, model.positive
 
     @classmethod

@@ -13,12 +13,13 @@ read.
 A model file is a file from elsewhere: every size it declares is checked against the bytes the file still
 holds before anything is allocated, and against the bounds below; a file that is not such a model, is
 truncated or was crafted is a ModelError naming the file and what is wrong, never a crash or an
-allocation of what it claims. The model read is a copy, not a view of the file: rewriting the file (with
-this very model, say) cannot pull its pages from under it.
+allocation of what it claims. The file is read whole (its own size: a map of it died of SIGBUS where the file
+was cut short while read, as writing a model over it in place did), and written whole to a new name that then
+replaces the old.
 """
 
-import mmap
 import os
+import secrets
 import struct
 from dataclasses import dataclass
 
@@ -36,8 +37,11 @@ MAX_LABELS = 10_000
 MAX_WORD_BYTES = 1024  # a word longer than this is no word tokenmill writes
 MAX_NGRAMS = 5
 # a scorer keeps each row's output, a number per label (prep/classify/predict.py): rows x labels past this
-# (1 GiB of float32) is no model of words and n-grams but a file made to exhaust memory
+# (1 GiB of float32) is no model of words and n-grams but a file made to exhaust memory; and past the file's
+# own bytes (or MIN_OUTPUTS), as many labels as the model's dimensions (MAX_LABELS x MAX_DIM, 40 MB) come only
+# with more rows than a file of that size holds: a file of 795 KB (dimension 1, 10,000 labels) made 3.1 GB
 MAX_OUTPUTS = 1 << 28
+MIN_OUTPUTS = 1 << 22
 SECOND_STAGE = b"\0tokenmill:second-stage\0"  # after fastText's model: the second stage (prep/classify/mlp.py)
 SECOND_STAGE_INPUTS = len(NAMES) + 1  # the document's statistics and the n-gram model's log-odds
 # 2: the statistics of what a sentence's place says (unbalanced paragraphs, ...); 3: how much better the order
@@ -94,13 +98,21 @@ def write(model: SupervisedModel, path: str, whole: bool = False) -> None:
     if not whole:
         pairs = np.stack([model.kept_buckets, np.arange(len(model.kept_buckets), dtype=np.int32)], axis=1)
         out.append(pairs.astype("<i4").tobytes())
-    with open(path, "wb") as f:
-        f.write(b"".join(out))
-        for rows in (matrix, model.output):
-            f.write(b"\0" + struct.pack("<2q", *rows.shape))
-            f.write(np.ascontiguousarray(rows, "<f4").tobytes())
-        if model.second_stage is not None:
-            f.write(_second_stage_bytes(model.second_stage, model.positive))
+    # a new name of this call's own, created as open() creates a file (0666 less the umask)
+    partial = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.partial"
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    try:
+        with open(descriptor, "wb") as f:
+            f.write(b"".join(out))
+            for rows in (matrix, model.output):
+                f.write(b"\0" + struct.pack("<2q", *rows.shape))
+                f.write(np.ascontiguousarray(rows, "<f4").tobytes())
+            if model.second_stage is not None:
+                f.write(_second_stage_bytes(model.second_stage, model.positive))
+        os.replace(partial, path)  # a reader of the old model reads all of it, or the new one
+    except BaseException:
+        os.unlink(partial)
+        raise
 
 
 def _second_stage_bytes(stage: SecondStage, positive: int) -> bytes:
@@ -167,8 +179,7 @@ def read(path: str) -> SupervisedModel:
     """The model in `path`; ModelError for anything else."""
     try:
         with open(path, "rb") as f:
-            # mapped, not read: nothing of what the file claims is allocated before it is checked
-            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
+            data = f.read()  # its own size: nothing of what it claims is allocated before it is checked
     except (OSError, ValueError) as e:
         raise ModelError(f"{path}: cannot be read: {getattr(e, 'strerror', None) or e}") from None
     r = _Reader(data, path)
@@ -209,8 +220,9 @@ def read(path: str) -> SupervisedModel:
                            and (pairs[:, 1] == np.arange(pruned)).all()):
             r.fail("pruned buckets out of order or out of range")
     inputs = nwords + (bucket if pairs is None else pruned)
-    if inputs * nlabels > MAX_OUTPUTS:
-        r.fail(f"{inputs:,} rows x {nlabels:,} labels: past the {MAX_OUTPUTS:,} outputs a scorer holds")
+    if inputs * nlabels > min(MAX_OUTPUTS, max(MIN_OUTPUTS, len(data))):
+        r.fail(f"{inputs:,} rows x {nlabels:,} labels: past the outputs a scorer holds for a file of "
+               f"{len(data):,} bytes")
     matrices = []
     for name, rows in (("input", inputs), ("output", nlabels)):
         (quantized,) = r.take("<?")

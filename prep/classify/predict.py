@@ -16,31 +16,41 @@ keeps, so that a small file claiming 2^31 buckets is not 8 GB of table.
 
 import numpy as np
 
-from prep.classify.fasttext_bin import SupervisedModel
+from prep.classify.fasttext_bin import ModelError, SupervisedModel
 from prep.classify.features import NGRAM_BASE, signed, tokens_of
 from prep.compiled import kernel
-from prep.fasttext_predict import _word_table
+from prep.fasttext_predict import word_table
 
 DENSE_LOGITS = 1 << 25  # the most numbers a dense table of buckets' outputs holds (128 MB) when fewer are kept
-ROWS_AT_ONCE = 1 << 16
+OUTPUTS_AT_ONCE = 1 << 17  # numbers of the rows' outputs computed at once in float64 (1 MB)
 
 
 class Scorer:
     """A model made ready to score: its word table, and the output of each of its words' and buckets' rows."""
 
-    def __init__(self, model: SupervisedModel):
+    def __init__(self, model: SupervisedModel, source: str = "the model"):
         self.labels, self.word_ngrams, self.bucket = model.labels, model.word_ngrams, model.bucket
         words = model.words
         self.word_starts = np.zeros(len(words) + 1, np.int64)
         np.cumsum([len(w) for w in words], out=self.word_starts[1:])
         self.word_bytes = np.frombuffer(b"".join(words), np.uint8)
-        self.word_table = _word_table(self.word_bytes, self.word_starts, int(np.ceil(len(words) / 0.7)) + 1)
+        try:
+            self.word_table = word_table(self.word_bytes, self.word_starts, int(np.ceil(len(words) / 0.7)) + 1,
+                                         source)
+        except ValueError as e:
+            raise ModelError(str(e)) from None
         # each row's output (float32: a document sums them in float64), what a document adds up; computed in
-        # float64 a block of rows at a time (the whole in float64 would be twice the table)
+        # float64 a block of rows at a time (the whole in float64 would be twice the table), each block of
+        # about OUTPUTS_AT_ONCE numbers whatever the labels
         logits = np.empty((len(model.input), len(model.labels)), np.float32)
         output = model.output.astype(np.float64).T
-        for at in range(0, len(model.input), ROWS_AT_ONCE):
-            logits[at:at + ROWS_AT_ONCE] = model.input[at:at + ROWS_AT_ONCE].astype(np.float64) @ output
+        rows = max(1, OUTPUTS_AT_ONCE // len(model.labels))
+        with np.errstate(over="ignore"):  # (checked below)
+            for at in range(0, len(model.input), rows):
+                logits[at:at + rows] = model.input[at:at + rows].astype(np.float64) @ output
+        if not np.isfinite(logits).all():  # finite weights whose products pass float32's range: a NaN score
+            # passes every threshold (NaN < min_score is false)
+            raise ModelError(f"{source}: weights whose products are not finite in float32")
         self.word_logits = np.ascontiguousarray(logits[:len(words)])
         self.kept_buckets = np.ascontiguousarray(model.kept_buckets, np.int32)
         dense = model.bucket * len(model.labels) <= DENSE_LOGITS or len(model.kept_buckets) == model.bucket

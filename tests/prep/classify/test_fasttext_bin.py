@@ -3,6 +3,8 @@ one fastText loads), and a model file treated as a file from elsewhere: truncate
 size it declares, or fuzzed, it is a model or a ModelError naming the file, and what the file claims is
 never allocated (measured with tracemalloc, which sees NumPy's allocations)."""
 
+import itertools
+import math
 import shutil
 import struct
 import subprocess
@@ -328,3 +330,73 @@ def test_fuzzed_models_are_models_or_model_errors(files):
     finally:
         shutil.rmtree(folder)
     assert read_models, "some edits (a weight's byte flipped) leave a model"
+
+
+def test_finite_weights_whose_products_pass_float32_are_a_model_error(tiny, tmp_path):
+    """Rows and outputs of 1e20: every weight finite, each row's output not (inf in float32), and every
+    probability NaN, which passes every threshold (NaN < min_score is false)."""
+    model = SupervisedModel(tiny.words, tiny.word_counts, tiny.labels, tiny.label_counts, tiny.word_ngrams,
+                            tiny.bucket, tiny.kept_buckets, np.full_like(tiny.input, 1e20),
+                            np.array([[1e20] * tiny.dim, [-1e20] * tiny.dim], np.float32))
+    fasttext_bin.write(model, str(tmp_path / "model.bin"))
+    with pytest.raises(ModelError, match="not finite in float32"):
+        Classifier.load(str(tmp_path / "model.bin"))
+
+
+def test_more_outputs_than_the_file_has_bytes_are_a_model_error(tmp_path):
+    """3,000 words of dimension 1 and 2,000 labels, a file of about 100 KB: the outputs a scorer keeps (a number
+    per row and label) are 6 million; at 10,000 labels a file of 795 KB took 3.1 GB."""
+    words, labels = [b"w%d" % i for i in range(3000)], [str(i) for i in range(2000)]
+    model = SupervisedModel(words, np.ones(len(words), np.int64), labels, np.ones(len(labels), np.int64), 1, 0,
+                            np.zeros(0, np.int32), np.ones((len(words), 1), np.float32),
+                            np.ones((len(labels), 1), np.float32))
+    fasttext_bin.write(model, str(tmp_path / "wide.bin"))
+    assert (tmp_path / "wide.bin").stat().st_size < 200_000
+    with pytest.raises(ModelError, match="3,000 rows x 2,000 labels: past the outputs a scorer holds"):
+        read_within_budget(tmp_path / "wide.bin")
+
+
+def colliding_words(bits: int, count: int) -> list[bytes]:
+    """`count` words whose FNV-1a hashes (fastText's) agree in their low `bits` bits: each hash step's low bits
+    follow the low bits before it and the byte, so the words are runs of 3-byte blocks, each block one of those
+    that take the hash's low bits from where the run so far left them to one same place."""
+    mask, prime = (1 << bits) - 1, 16777619 & ((1 << bits) - 1)
+    blocks = np.array(list(itertools.product(range(0x61, 0x7B), repeat=3)), np.int64)
+    state, groups = 2166136261 & mask, []
+    while math.prod(len(g) for g in groups) < count if groups else True:
+        h = np.full(len(blocks), state, np.int64)
+        for k in range(3):
+            h = ((h ^ blocks[:, k]) * prime) & mask
+        state = int(np.bincount(h).argmax())
+        groups.append(blocks[h == state])
+    return [bytes(np.concatenate(run).astype(np.uint8)) for run in itertools.islice(itertools.product(*groups), count)]
+
+
+def test_words_made_to_collide_in_the_dictionary_s_table_are_a_model_error(tmp_path):
+    """2,866 words all in one slot of the table's 4,096 (made from FNV-1a's low bits): building the table looked
+    at the square of their number (45,874 such words took 7 s), and each lookup of a word not in the model
+    walked the run; words of the same lengths drawn at random are a model."""
+    count = 2866  # the table is ceil(count / 0.7) + 1 = 4,096 slots: a word's slot is its hash's low 12 bits
+    collide = colliding_words(12, count)
+    rng = np.random.default_rng(0)
+    drawn = list(dict.fromkeys(bytes(rng.integers(0x61, 0x7B, len(collide[0])).astype(np.uint8))
+                               for _ in range(count + 100)))[:count]
+    for name, words in (("collide", collide), ("drawn", drawn)):
+        model = SupervisedModel(words, np.ones(count, np.int64), ["a", "b"], np.ones(2, np.int64), 1, 0,
+                                np.zeros(0, np.int32), np.ones((count, 1), np.float32),
+                                np.array([[1], [-1]], np.float32))
+        fasttext_bin.write(model, str(tmp_path / f"{name}.bin"))
+    assert Classifier.load(str(tmp_path / "drawn.bin")).probabilities(["some words"]).shape == (1, 2)
+    with pytest.raises(ModelError, match="words made to collide in its dictionary's table"):
+        Classifier.load(str(tmp_path / "collide.bin"))
+
+
+def test_a_model_written_over_another_leaves_a_reader_of_the_old_one_all_of_it(files, tiny, tmp_path):
+    """A model is written to a name of its own and renamed over the old: written in place, a reader of the
+    old file (mapped, as it was then read) died of SIGBUS when the file was cut short under it."""
+    path = tmp_path / "model.bin"
+    path.write_bytes(files["whole"])
+    with open(path, "rb") as reader:
+        fasttext_bin.write(tiny, str(path))  # the pruned form, a smaller file
+        assert reader.read() == files["whole"]
+    assert path.read_bytes() == files["pruned"] and [p.name for p in tmp_path.iterdir()] == ["model.bin"]
