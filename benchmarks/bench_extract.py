@@ -74,7 +74,7 @@ def _shingles(text: str, n: int = 4) -> Counter:
 def zyte_scores(texts: dict[str, str], truth: dict[str, str]) -> tuple[float, float, float]:
     """(precision, recall, F1) as Zyte's benchmark counts them: per page, the 4-word shingles in both, in the
     text only and in the article only, as shares of the page's total; precision and recall averaged over
-    the pages where they are defined (a page with nothing on either side counts as right)."""
+    the pages where they are defined (a page with nothing on either side is in neither average)."""
     return _averaged([page_scores(texts.get(key, ""), article) for key, article in truth.items()])
 
 

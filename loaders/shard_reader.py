@@ -272,7 +272,11 @@ def _check_counts(where: str, entry: ShardEntry, batch_rows: list[int], tokens: 
     if tokens != entry.tokens:
         raise ShardError(f"{where}: {tokens} tokens, index says {entry.tokens}")
     if entry.batch_rows is not None and batch_rows != list(entry.batch_rows):
-        raise ShardError(f"{where}: record batches of {batch_rows[:8]} rows, index says {list(entry.batch_rows)[:8]}")
+        listed = list(entry.batch_rows)
+        if len(batch_rows) != len(listed):
+            raise ShardError(f"{where}: {len(batch_rows)} record batches, index lists {len(listed)}")
+        number = next(i for i, (rows, says) in enumerate(zip(batch_rows, listed)) if rows != says)
+        raise ShardError(f"{where}: record batch {number} holds {batch_rows[number]} rows, index says {listed[number]}")
     if not 0 <= cu <= entry.tokens + entry.rows:
         raise ShardError(f"{where}: {cu} sequence boundaries for {entry.rows} rows of {entry.tokens} tokens")
 

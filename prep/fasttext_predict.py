@@ -202,10 +202,21 @@ def _starts_with(data, start, prefix):
 def _slot(word_bytes, word_starts, table, data, start, length):
     """Dictionary::find: the slot of the word data[start:start + length] in fastText's open-addressing
     table (its word's index there, or -1 where the word is not in the vocabulary)."""
+    return _probe(word_bytes, word_starts, table, data, start, length, _home(data, start, length, len(table)))
+
+
+@kernel
+def _home(data, start, length, size):
+    """The slot a word hashes to (FNV-1a, as fastText's), where its probe starts."""
     h = np.uint64(2166136261)
     for k in range(length):
         h = _fnv_byte(h, data[start + k])
-    slot = np.int64(h % np.uint64(len(table)))
+    return np.int64(h % np.uint64(size))
+
+
+@kernel
+def _probe(word_bytes, word_starts, table, data, start, length, slot):
+    """The slot of the word from its home `slot` on: its own, or the first free one."""
     while table[slot] != -1:
         word = word_bytes[word_starts[table[slot]]:word_starts[table[slot] + 1]]
         if len(word) == length and _starts_with(data, start, word):
@@ -222,9 +233,8 @@ PROBES_PER_WORD = 32  # slots looked at in all while the table is built, per wor
 def word_table(word_bytes, word_starts, size: int, path: str):
     """fastText's word2int as Dictionary::load builds it: each word placed at its find() slot in turn, in a
     table of `size` slots; ValueError where its words collide far more than hashing makes them."""
-    words = len(word_starts) - 1
-    table = _word_table(word_bytes, word_starts, size, PROBES_PER_WORD * words + 1024)
-    if table[0] == -2:
+    table, built = _word_table(word_bytes, word_starts, size, PROBES_PER_WORD * (len(word_starts) - 1) + 1024)
+    if not built:
         raise ValueError(f"{path}: words made to collide in its dictionary's table (past {PROBES_PER_WORD} slots "
                          "looked at a word)")
     return table
@@ -232,27 +242,18 @@ def word_table(word_bytes, word_starts, size: int, path: str):
 
 @kernel
 def _word_table(word_bytes, word_starts, size, max_probes):
-    """The table (a -2 in its first slot where building it looked at more than `max_probes` slots)."""
+    """(the table, whether it was built within `max_probes` slots looked at)."""
     table = np.full(size, -1, np.int32)
     probes = 0
     for i in range(len(word_starts) - 1):
         start, length = word_starts[i], word_starts[i + 1] - word_starts[i]
-        slot = _slot(word_bytes, word_starts, table, word_bytes, start, length)
-        probes += (slot - _home(word_bytes, start, length, size)) % size + 1
+        home = _home(word_bytes, start, length, size)
+        slot = _probe(word_bytes, word_starts, table, word_bytes, start, length, home)
+        probes += (slot - home) % size + 1
         if probes > max_probes:
-            table[0] = -2
-            return table
+            return table, False
         table[slot] = i
-    return table
-
-
-@kernel
-def _home(data, start, length, size):
-    """The slot a word hashes to (where its probe starts)."""
-    h = np.uint64(2166136261)
-    for k in range(length):
-        h = _fnv_byte(h, data[start + k])
-    return np.int64(h % np.uint64(size))
+    return table, True
 
 
 @kernel

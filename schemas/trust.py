@@ -329,12 +329,12 @@ def _secret() -> bytes:
 
 
 def open_regular_file(path) -> "io.BufferedReader":
-    """A file from elsewhere opened to read, where it is a regular file: a link at its name is not followed, and
-    a FIFO or a device is refused (a FIFO's open or read waits forever; /dev/zero has no end). Raises
-    FileNotFoundError where there is none, and UntrustedPath saying what is there instead (the caller names the
-    file)."""
+    """A file from elsewhere opened to read, where it is a regular file: a FIFO or a device is refused (a FIFO's
+    open or read waits forever; /dev/zero has no end). A link is followed to what it names (a downloaded
+    snapshot's files are links into its store), which must be a regular file too. Raises FileNotFoundError
+    where there is none, and UntrustedPath saying what is there instead (the caller names the file)."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         if e.errno == errno.ENOENT:
             raise FileNotFoundError(e.errno, e.strerror, str(path)) from None

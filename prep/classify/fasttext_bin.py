@@ -27,6 +27,7 @@ import numpy as np
 
 from prep.classify.mlp import SecondStage
 from prep.classify.stats import NAMES
+from schemas.trust import open_regular_file
 
 MAGIC, VERSION = 793712314, 12
 LOSS_SOFTMAX, MODEL_SUPERVISED = 3, 3
@@ -37,11 +38,11 @@ MAX_LABELS = 10_000
 MAX_WORD_BYTES = 1024  # a word longer than this is no word tokenmill writes
 MAX_NGRAMS = 5
 # a scorer keeps each row's output, a number per label (prep/classify/predict.py): rows x labels past this
-# (1 GiB of float32) is no model of words and n-grams but a file made to exhaust memory; and past the file's
-# own bytes (or MIN_OUTPUTS), as many labels as the model's dimensions (MAX_LABELS x MAX_DIM, 40 MB) come only
-# with more rows than a file of that size holds: a file of 795 KB (dimension 1, 10,000 labels) made 3.1 GB
+# 1 GiB of float32) is no model of words and n-grams but a file made to exhaust memory; and past OUTPUTS_PER_BYTE
+# of the file's bytes (or MIN_OUTPUTS), which a model reaches only with 64 times as many labels as dimensions
+# (its input matrix alone is 4 bytes a row and dimension): a file of 795 KB (dimension 1, 10,000 labels) made 3.1 GB
 MAX_OUTPUTS = 1 << 28
-MIN_OUTPUTS = 1 << 22
+MIN_OUTPUTS, OUTPUTS_PER_BYTE = 1 << 22, 16
 SECOND_STAGE = b"\0tokenmill:second-stage\0"  # after fastText's model: the second stage (prep/classify/mlp.py)
 SECOND_STAGE_INPUTS = len(NAMES) + 1  # the document's statistics and the n-gram model's log-odds
 # 2: the statistics of what a sentence's place says (unbalanced paragraphs, ...); 3: how much better the order
@@ -178,7 +179,7 @@ class _Reader:
 def read(path: str) -> SupervisedModel:
     """The model in `path`; ModelError for anything else."""
     try:
-        with open(path, "rb") as f:
+        with open_regular_file(path) as f:  # (a FIFO waits forever, /dev/zero has no end)
             data = f.read()  # its own size: nothing of what it claims is allocated before it is checked
     except (OSError, ValueError) as e:
         raise ModelError(f"{path}: cannot be read: {getattr(e, 'strerror', None) or e}") from None
@@ -220,7 +221,7 @@ def read(path: str) -> SupervisedModel:
                            and (pairs[:, 1] == np.arange(pruned)).all()):
             r.fail("pruned buckets out of order or out of range")
     inputs = nwords + (bucket if pairs is None else pruned)
-    if inputs * nlabels > min(MAX_OUTPUTS, max(MIN_OUTPUTS, len(data))):
+    if inputs * nlabels > min(MAX_OUTPUTS, max(MIN_OUTPUTS, OUTPUTS_PER_BYTE * len(data))):
         r.fail(f"{inputs:,} rows x {nlabels:,} labels: past the outputs a scorer holds for a file of "
                f"{len(data):,} bytes")
     matrices = []

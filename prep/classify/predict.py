@@ -22,7 +22,7 @@ from prep.compiled import kernel
 from prep.fasttext_predict import word_table
 
 DENSE_LOGITS = 1 << 25  # the most numbers a dense table of buckets' outputs holds (128 MB) when fewer are kept
-OUTPUTS_AT_ONCE = 1 << 17  # numbers of the rows' outputs computed at once in float64 (1 MB)
+NUMBERS_AT_ONCE = 1 << 17  # a block's rows, or their outputs, in float64 (1 MB each)
 
 
 class Scorer:
@@ -40,17 +40,17 @@ class Scorer:
         except ValueError as e:
             raise ModelError(str(e)) from None
         # each row's output (float32: a document sums them in float64), what a document adds up; computed in
-        # float64 a block of rows at a time (the whole in float64 would be twice the table), each block of
-        # about OUTPUTS_AT_ONCE numbers whatever the labels
+        # float64 a block of rows at a time (the whole in float64 would be twice the table), each block's rows
+        # and outputs of about NUMBERS_AT_ONCE numbers whatever the labels and dimensions; finite weights whose
+        # products pass float32's range would make every score NaN, which passes every threshold
         logits = np.empty((len(model.input), len(model.labels)), np.float32)
         output = model.output.astype(np.float64).T
-        rows = max(1, OUTPUTS_AT_ONCE // len(model.labels))
-        with np.errstate(over="ignore"):  # (checked below)
+        rows = max(1, NUMBERS_AT_ONCE // max(len(model.labels), model.dim))
+        with np.errstate(over="ignore"):  # (checked)
             for at in range(0, len(model.input), rows):
                 logits[at:at + rows] = model.input[at:at + rows].astype(np.float64) @ output
-        if not np.isfinite(logits).all():  # finite weights whose products pass float32's range: a NaN score
-            # passes every threshold (NaN < min_score is false)
-            raise ModelError(f"{source}: weights whose products are not finite in float32")
+                if not np.isfinite(logits[at:at + rows]).all():
+                    raise ModelError(f"{source}: weights whose products are not finite in float32")
         self.word_logits = np.ascontiguousarray(logits[:len(words)])
         self.kept_buckets = np.ascontiguousarray(model.kept_buckets, np.int32)
         dense = model.bucket * len(model.labels) <= DENSE_LOGITS or len(model.kept_buckets) == model.bucket

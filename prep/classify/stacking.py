@@ -36,8 +36,8 @@ def train_classifier(lines: list[str], stats: np.ndarray, labels: list[str], fol
         if len({labels[i] for i in train_on}) < 2 or not len(score):
             continue  # too few examples to stack: the log-odds stay 0 (the second stage learns without them)
         half, _ = train([lines[i] for i in train_on], [labels[i] for i in train_on], cfg)
-        odds[score] = mlp.log_odds(Scorer(half).probabilities([lines[i] for i in score])[:, half.labels.index(
-            positive)])
+        scorer = Scorer(half, f"the n-gram model of half the examples (fold {fold})")
+        odds[score] = mlp.log_odds(scorer.probabilities([lines[i] for i in score])[:, half.labels.index(positive)])
     inputs = np.column_stack([stats, odds])
     least = np.r_[np.zeros(stats.shape[1]), LEAST_ODDS_SCALE]
     model.second_stage = mlp.fit(inputs, np.array([label == positive for label in labels]), cfg.init_seed, least)

@@ -577,8 +577,9 @@ def _past_space(data: np.ndarray, at: np.ndarray, step: int) -> np.ndarray:
 def _dropped_alone(text: str) -> bool:
     """Whether resiliparse's main-content pass drops this text between two tags, and it is text. The pass means
     to drop an icon font's glyph: a text of three UTF-8 bytes (less white space) from the private-use area. Its
-    test reads the three bytes in the wrong order, so that it drops any three bytes whose last is not ASCII:
-    one character of three bytes, or an ASCII one and one of two ("5°", "né"). Text is a letter or a digit,
+    test reads the three bytes in the wrong order (little-endian, then the range 0x8080EE-0xBFA3EF), so that it
+    drops three bytes whose last is 0x80-0xBF, all but a few at the range's two ends: almost any character of
+    three bytes, or an ASCII one and one of two ("5°", "né"). Text is a letter or a digit,
     punctuation (a closing quote, a dash between two links, "。" after one) but a bullet, or a currency sign
     ("<span>€</span>"); not a private-use glyph, a zero-width space, or a broken sequence's replacement."""
     text = text.strip(ASCII_SPACE)

@@ -71,9 +71,12 @@ def row_group_pages(path: str, meta) -> Pages:
                 decoded += page.decoded
                 values += page.values
                 dictionary += page.decoded if page.kind == DICTIONARY_PAGE and strings else 0
-            if values != column.num_values or values < meta.num_rows:
+            if values != column.num_values:
                 raise PageHeaderError(f"a column chunk at {start} whose pages hold {values} values, where the footer "
-                                      f"says {column.num_values} values of {meta.num_rows} rows")
+                                      f"says {column.num_values}")
+            if values < meta.num_rows:
+                raise PageHeaderError(f"a column chunk at {start} of {values} values in a row group the footer says "
+                                      f"holds {meta.num_rows} rows (a row holds a value of each column at least)")
             dictionaries += dictionary * -(-values // meta.num_rows)
     return Pages(decoded, dictionaries)
 

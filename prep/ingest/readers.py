@@ -222,9 +222,10 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
     for group in range(parquet.metadata.num_row_groups):
         meta = parquet.metadata.row_group(group)
         pages = row_group_pages(path, meta)
-        if one_huge_row(meta, pages, max_row_bytes):
-            rows = f" in {meta.num_rows} rows" if meta.num_rows > 1 else ""
-            yield f"record over {max_row_bytes} bytes (its row group holds {pages.decoded}{rows})"
+        if one_huge_row(meta, pages, max_row_bytes):  # each row its record, as the counts of a run need
+            held = f" in {meta.num_rows} rows" if meta.num_rows > 1 else ""
+            reason = f"record over {max_row_bytes} bytes (its row group holds {pages.decoded}{held})"
+            yield from [reason] * meta.num_rows
             continue
         rows = rows_per_batch(meta, pages, batch_rows, batch_bytes)
         for batch in parquet.iter_batches(batch_size=rows, row_groups=[group]):

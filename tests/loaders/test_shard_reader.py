@@ -445,7 +445,7 @@ def test_record_batches_of_other_rows_than_the_index_lists_are_refused_on_both_p
     write_shards(tmp_path, parts=1, batch_bytes=8 << 10)
     _batch_rows(tmp_path, lambda rows: [rows[0] - 1, rows[1] + 1, *rows[2:]])
     source = ShardSource(str(tmp_path))
-    with pytest.raises(ShardError, match=r"record batches of \[4, 4, .*index says \[3, 5, "):
+    with pytest.raises(ShardError, match="record batch 0 holds 4 rows, index says 3"):
         read_shard(source, 0)
     with pytest.raises(ShardError, match="record batch 0 holds 4 rows, index says 3"):
         RecordBatchReader(source).row(0, 0)

@@ -67,14 +67,16 @@ def patched(data: bytes, at: int, fmt: str, *values) -> bytes:
 
 
 def read_within_budget(path: Path) -> SupervisedModel:
-    """fasttext_bin.read, failing the test if it allocates more than LIMIT."""
+    """fasttext_bin.read, failing the test if it allocates more than LIMIT and a few times the file's own size
+    (it is read whole, its words are objects: what it holds may be allocated, what it claims may not)."""
+    budget = LIMIT + 8 * (path.stat().st_size if path.is_file() else 0)
     tracemalloc.start()
     try:
         return fasttext_bin.read(str(path))
     finally:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        assert peak < LIMIT, f"reading {path} allocated {peak} bytes"
+        assert peak < budget, f"reading {path} allocated {peak} bytes"
 
 
 def same(a: SupervisedModel, b: SupervisedModel) -> None:
@@ -344,15 +346,15 @@ def test_finite_weights_whose_products_pass_float32_are_a_model_error(tiny, tmp_
 
 
 def test_more_outputs_than_the_file_has_bytes_are_a_model_error(tmp_path):
-    """3,000 words of dimension 1 and 2,000 labels, a file of about 100 KB: the outputs a scorer keeps (a number
-    per row and label) are 6 million; at 10,000 labels a file of 795 KB took 3.1 GB."""
-    words, labels = [b"w%d" % i for i in range(3000)], [str(i) for i in range(2000)]
+    """60,000 words of dimension 1 and 2,000 labels, a file of about 1.3 MB: the outputs a scorer keeps (a number
+    per row and label) are 120 million; at 10,000 labels a file of 795 KB took 3.1 GB."""
+    words, labels = [b"w%d" % i for i in range(60_000)], [str(i) for i in range(2000)]
     model = SupervisedModel(words, np.ones(len(words), np.int64), labels, np.ones(len(labels), np.int64), 1, 0,
                             np.zeros(0, np.int32), np.ones((len(words), 1), np.float32),
                             np.ones((len(labels), 1), np.float32))
     fasttext_bin.write(model, str(tmp_path / "wide.bin"))
-    assert (tmp_path / "wide.bin").stat().st_size < 200_000
-    with pytest.raises(ModelError, match="3,000 rows x 2,000 labels: past the outputs a scorer holds"):
+    assert (tmp_path / "wide.bin").stat().st_size < 2_000_000
+    with pytest.raises(ModelError, match="60,000 rows x 2,000 labels: past the outputs a scorer holds"):
         read_within_budget(tmp_path / "wide.bin")
 
 
@@ -363,7 +365,7 @@ def colliding_words(bits: int, count: int) -> list[bytes]:
     mask, prime = (1 << bits) - 1, 16777619 & ((1 << bits) - 1)
     blocks = np.array(list(itertools.product(range(0x61, 0x7B), repeat=3)), np.int64)
     state, groups = 2166136261 & mask, []
-    while math.prod(len(g) for g in groups) < count if groups else True:
+    while not groups or math.prod(len(g) for g in groups) < count:
         h = np.full(len(blocks), state, np.int64)
         for k in range(3):
             h = ((h ^ blocks[:, k]) * prime) & mask
