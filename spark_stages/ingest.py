@@ -110,7 +110,8 @@ def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: in
     without the column)."""
     config = config or ReaderConfig()
     for path, row_groups in pieces:
-        names = pq.ParquetFile(path).schema_arrow.names
+        schema = pq.ParquetFile(path).schema_arrow
+        names = schema.names
         if where is not None and where[0] not in names:
             continue
         present = [name for name in ("id", "text") if name in names]
@@ -118,7 +119,6 @@ def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: in
         # of a few KB; the footer counts it once): read as dictionaries, sized, then decoded in slices; and
         # the column that `where` looks at is compared as its dictionary (_matching), never decoded.
         columns = (present or names[:1]) + ([where[0]] if where is not None and where[0] not in present else [])
-        schema = pq.ParquetFile(path).schema_arrow
         strings = [c for c in columns if pa.types.is_string(t := schema.field(c).type) or pa.types.is_binary(t)
                    or pa.types.is_large_string(t) or pa.types.is_large_binary(t)]
         parquet = pq.ParquetFile(path, read_dictionary=strings)

@@ -7,6 +7,7 @@ yields one FileError naming the file; the records read before the damage are kep
 after the last complete frame of a compressed file yield one FileWarning; every record is kept.
 """
 
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -225,7 +226,7 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
         if one_huge_row(meta, pages, max_row_bytes):  # each row its record, as the counts of a run need
             held = f" in {meta.num_rows} rows" if meta.num_rows > 1 else ""
             reason = f"record over {max_row_bytes} bytes (its row group holds {pages.decoded}{held})"
-            yield from [reason] * meta.num_rows
+            yield from itertools.repeat(reason, meta.num_rows)
             continue
         rows = rows_per_batch(meta, pages, batch_rows, batch_bytes)
         for batch in parquet.iter_batches(batch_size=rows, row_groups=[group]):
