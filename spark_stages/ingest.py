@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from prep.ingest.inputs import InputFile
 from prep.ingest.parquet_pages import row_group_pages
-from prep.ingest.readers import ReaderConfig, one_huge_row, rows_per_batch
+from prep.ingest.readers import ReaderConfig, huge_rows, rows_per_batch
 from prep.ingest.records import READ_SCHEMA, read_records
 from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
 from spark_stages.persisted import Persisted
@@ -125,7 +125,7 @@ def parquet_documents(pieces: list[tuple[str, list[int] | None]], batch_rows: in
         for group in range(parquet.num_row_groups) if row_groups is None else row_groups:
             meta = parquet.metadata.row_group(group)
             pages = row_group_pages(path, meta)
-            huge = one_huge_row(meta, pages, config.max_record_bytes)
+            huge = huge_rows(meta, pages, config.max_record_bytes)
             read = [c for c in columns if c != "text"] if huge else columns
             rows = rows_per_batch(meta, pages, batch_rows, config.parquet_batch_bytes, dictionaries=False)
             for batch in parquet.iter_batches(rows, [group], columns=read or columns[:1], use_threads=False):

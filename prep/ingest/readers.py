@@ -215,7 +215,7 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
     """Every row of a Parquet file as Python values, or the reason it cannot be one. A row group is read in
     batches of about `batch_bytes` by the sizes its pages give (a small file may decode to gigabytes: a
     repeated string, a dictionary); a row group whose rows are over twice `max_row_bytes` on average is passed
-    over unread (one_huge_row); a value Python cannot hold (a date past year 9999, an unknown time zone) is its
+    over unread (huge_rows); a value Python cannot hold (a date past year 9999, an unknown time zone) is its
     row's reason, not the file's end (pyarrow converts a whole batch at once: only where that fails is each row
     converted alone). Raises what pyarrow raises for a file that is not Parquet, and PageHeaderError (a
     ValueError) for pages that cannot be read or do not add up to what the footer says."""
@@ -223,7 +223,7 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
     for group in range(parquet.metadata.num_row_groups):
         meta = parquet.metadata.row_group(group)
         pages = row_group_pages(path, meta)
-        if one_huge_row(meta, pages, max_row_bytes):  # each row its record, as the counts of a run need
+        if huge_rows(meta, pages, max_row_bytes):  # each row its record, as the counts of a run need
             held = f" in {meta.num_rows} rows" if meta.num_rows > 1 else ""
             reason = f"record over {max_row_bytes} bytes (its row group holds {pages.decoded}{held})"
             yield from itertools.repeat(reason, meta.num_rows)
@@ -242,7 +242,7 @@ def parquet_rows(path: str, batch_rows: int, batch_bytes: int, max_row_bytes: in
                     yield f"unreadable value: {type(e).__name__}: {str(e)[:200]}"
 
 
-def one_huge_row(meta, pages: Pages, max_row_bytes: int) -> bool:
+def huge_rows(meta, pages: Pages, max_row_bytes: int) -> bool:
     """Whether a row group (its footer's metadata, and its pages: row_group_pages) holds rows of over twice
     `max_row_bytes` on average, by what its pages decode to: one huge row, or a few (two rows of 2 GB each are
     read whole otherwise): not worth reading. (Its rows are at most its columns' values, row_group_pages makes
