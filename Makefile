@@ -29,8 +29,9 @@ $(STAMP): pyproject.toml Makefile loaders/_collate.c
 lint: install
 	$(VENV)/bin/ruff check .
 
+# --durations: the slowest tests named in every run's log (CI's too), to keep the whole under 15 minutes.
 test: lint
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=20 tests
 
 # Everything but Spark, torchrun and torch.compile: under two minutes, for the edit-test loop.
 test-fast: lint
