@@ -39,6 +39,12 @@ WIDE = ("utf16", "utf32", "ucs2", "ucs4", "unicode")  # charset labels of the sa
 
 
 ENDS_EARLY = "compressed payload ends early (cut short)"
+GZIP_MAGIC, ZSTD_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd"
+# AFTER_THE_STREAM: gzip's members and zstd's frames are decoded one after another (a server may send several);
+# bytes after the last that start none are no part of the page, as browsers show it (Chromium and Firefox end
+# the page there), and are left
+MIN_CHUNK_BYTES = 32  # a chunked body's bytes per chunk on average, at least: 2-byte chunks, 9.5 MB of them
+# joined one at a time, took 2 s (servers send kilobytes a chunk; a page streamed a line at a time, ~100 bytes)
 
 
 class PayloadError(ValueError):
@@ -85,9 +91,11 @@ def dechunked(body: bytes) -> bytes:
     """The body of an HTTP response in chunked transfer encoding, its chunks joined (crawlers that write the
     response as it came keep them: wget's WARCs); the body as it is where it does not start with a chunk's
     size line (a crawler that joined the chunks and left the header). PayloadError where a chunk runs past the
-    body or a size line is not one. Linear, and never longer than the body."""
-    out, at = [], 0
-    while True:
+    body, a size line is not one, or the chunks are too many for the body (MIN_CHUNK_BYTES). Linear, and never
+    longer than the body."""
+    out, at, view = bytearray(), 0, memoryview(body)
+    max_chunks = 16 + len(body) // MIN_CHUNK_BYTES
+    for _ in range(max_chunks + 1):
         end = body.find(b"\n", at, at + MAX_CHUNK_LINE)
         size_field = body[at:end].split(b";", 1)[0].strip() if end >= 0 else b""
         if not size_field or size_field.strip(HEX_DIGITS):
@@ -96,25 +104,32 @@ def dechunked(body: bytes) -> bytes:
             raise PayloadError("damaged chunked transfer encoding: a chunk's size line is not one")
         size = int(size_field, 16)
         if size == 0:
-            return b"".join(out)
+            return bytes(out)
         if end + 1 + size > len(body):
             raise PayloadError(ENDS_EARLY)
-        out.append(body[end + 1:end + 1 + size])
+        out += view[end + 1:end + 1 + size]
         at = end + 1 + size
         at += 2 if body.startswith(b"\r\n", at) else 1 if body.startswith(b"\n", at) else 0
+    raise PayloadError(f"chunked transfer encoding in more than {max_chunks} chunks for {len(body)} bytes "
+                       f"(fewer than {MIN_CHUNK_BYTES} bytes a chunk on average)")
 
 
 def _inflate(body: bytes, wbits: int, limit: int) -> bytes:
-    decoder = zlib.decompressobj(wbits)
-    try:
-        out = decoder.decompress(body, limit + 1)
-    except zlib.error as e:
-        raise PayloadError(f"damaged compressed payload: {e}") from None
-    if len(out) > limit:
-        raise TooLarge(f"decodes past {limit} bytes")
-    if not decoder.eof:
-        raise PayloadError(ENDS_EARLY)
-    return out
+    """zlib's stream (deflate), or gzip's members one after another (wbits | 16), at most `limit` bytes."""
+    out = bytearray()
+    while True:
+        decoder = zlib.decompressobj(wbits)
+        try:
+            out += decoder.decompress(body, limit + 1 - len(out))
+        except zlib.error as e:
+            raise PayloadError(f"damaged compressed payload: {e}") from None
+        if len(out) > limit:
+            raise TooLarge(f"decodes past {limit} bytes")
+        if not decoder.eof:
+            raise PayloadError(ENDS_EARLY)
+        body = decoder.unused_data
+        if not (wbits & 16 and body.startswith(GZIP_MAGIC)):  # bytes after the last member: see AFTER_THE_STREAM
+            return bytes(out)
 
 
 def _unbrotli(body: bytes, limit: int) -> bytes:
@@ -138,23 +153,28 @@ def _unbrotli(body: bytes, limit: int) -> bytes:
 
 
 def _unzstd(body: bytes, limit: int) -> bytes:
-    reader = zstandard.ZstdDecompressor().stream_reader(body)
-    try:
-        out = reader.read(limit + 1)
-    except zstandard.ZstdError as e:
-        raise PayloadError(f"damaged compressed payload: {e}") from None
-    if len(out) > limit:
-        raise TooLarge(f"decodes past {limit} bytes")
-    # the reader ends quietly where its input does: whether the frame did is asked of a decoder that is given
-    # the whole body, bounded now by the `limit` bytes just read
-    whole = zstandard.ZstdDecompressor().decompressobj()
-    try:
-        whole.decompress(body)
-    except zstandard.ZstdError as e:
-        raise PayloadError(f"damaged compressed payload: {e}") from None
-    if not whole.eof:
-        raise PayloadError(ENDS_EARLY)
-    return out
+    """zstd's frames one after another, at most `limit` bytes."""
+    out = bytearray()
+    while True:
+        reader = zstandard.ZstdDecompressor().stream_reader(body, read_across_frames=False)
+        try:
+            out += reader.read(limit + 1 - len(out))
+        except zstandard.ZstdError as e:
+            raise PayloadError(f"damaged compressed payload: {e}") from None
+        if len(out) > limit:
+            raise TooLarge(f"decodes past {limit} bytes")
+        # the reader ends quietly where its input does: whether the frame did, and where, is asked of a decoder
+        # that is given the whole body, bounded now by the frame's bytes just read
+        frame = zstandard.ZstdDecompressor().decompressobj()
+        try:
+            frame.decompress(body)
+        except zstandard.ZstdError as e:
+            raise PayloadError(f"damaged compressed payload: {e}") from None
+        if not frame.eof:
+            raise PayloadError(ENDS_EARLY)
+        body = frame.unused_data
+        if not body.startswith(ZSTD_MAGIC):  # bytes after the last frame: see AFTER_THE_STREAM
+            return bytes(out)
 
 
 def binary_kind(body: bytes, declared: str | None = None) -> str | None:

@@ -12,21 +12,26 @@ record's block is read only when it is a page. Outcomes, in the file's order:
   content types (images, PDFs), payloads over the size limit, and bytes that are not text whatever their
   header says (`not_text_png`, `not_text_binary`, ...): counted by reason, not written;
 - Quarantined(error, offset): a record that cannot be read (no Content-Length, a block shorter than it
-  says, an HTTP response without a status line, a payload that does not decode), or bytes that are not a
-  record between two that are;
+  says, an HTTP response without a status line, a payload that does not decode, a page without a
+  WARC-Record-ID), or bytes that are not a record, between two records or after the last;
 - FileProblem: the last record cut short (a warning: every record before it is kept), or a compressed
   stream that cannot be read on (an error: the records before it are kept).
 
-A record costs no other record of its file, whatever it declares: a gzipped file is read member by member
-(each record its own gzip member, as the standard recommends), so a record that claims more bytes than its
-member holds ends there; in an uncompressed file, a record that claims more than the file holds, or that is
-followed by bytes that are no record, is passed over to the next line that starts a record.
+A record costs no other record of its file, whatever it declares. A gzipped file is read member by member:
+where each record is its own gzip member (as the standard recommends and Common Crawl writes), a record that
+claims more bytes than its member holds ends there. A member that holds several records (a file gzipped
+whole), or whose one record claims past its end or is followed by a line that starts one, is spilled to a
+temporary file (MAX_SPILL_RATIO bounds it) and read as an uncompressed file is. In an uncompressed file, a
+record that claims more than the file holds (its headers and block), or bytes that are not a record, send
+the reader on to the next line that starts a record past the last record read: never inside it, where a
+page's HTML may show a record of its own.
 """
 
 import os
 import re
+import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 from fastwarc.warc import ArchiveIterator, WarcRecordType
@@ -39,6 +44,14 @@ GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 16  # bytes read from the file at a time
 MAX_HEADER_BYTES = 1 << 16  # a record's WARC or HTTP headers past this are not a record's
 RECORD_START = re.compile(rb"\nWARC/1\.[01]\r?\n")
+RECORD_LINE = b"\nWARC/1.0\r\n"  # its longest match
+HEAD_BYTES = MAX_HEADER_BYTES + CHUNK  # a member's first bytes kept: its first record's headers
+RECENT_CHUNKS = 3  # a member's last chunks kept: what fastwarc read past a record before it gave it
+# A member of several records is spilled to a temporary file (on disk) as it inflates: past MIN_SPILL, at most
+# MAX_SPILL_RATIO times the compressed bytes read (WARCs of HTML inflate 4-10 times; a bomb 1,000: a 2 MB file
+# would have written 2 GB, a 1 GB file a terabyte)
+MIN_SPILL = 1 << 26
+MAX_SPILL_RATIO = 32
 
 
 @dataclass(frozen=True)
@@ -84,28 +97,70 @@ def read_warc(path: str, cfg: WarcConfig = WarcConfig()) -> Iterator[Outcome]:
         with open(path, "rb") as raw:
             gzipped = raw.read(2) == GZIP_MAGIC
             raw.seek(0)
-            yield from _members(raw, cfg) if gzipped else _uncompressed(raw, os.fstat(raw.fileno()).st_size, cfg)
+            if gzipped:
+                yield from _members(raw, cfg)
+                return
+            for outcome in _uncompressed(raw, os.fstat(raw.fileno()).st_size, cfg):
+                yield _file_cut(outcome) if isinstance(outcome, Quarantined) and outcome.cut else outcome
     except BaseException as e:
         if not _read_error(e):
             raise
         yield FileProblem("error", f"{_short(e)}: the records before it are kept")  # a stream not to be read on
 
 
-def _records(stream, cfg: WarcConfig, base: int = 0, room: int | None = None) -> Iterator[tuple[int, Outcome]]:
-    """(offset, outcome) of each record fastwarc finds in `stream` (its offsets from `base`); `room`: the
-    bytes the stream holds from its start, where known, against which a record's declared length is checked."""
+def _file_cut(last: Quarantined) -> FileProblem:
+    return FileProblem("warning", f"the last record (at byte {last.offset}) is cut short; every record before it "
+                                  "is kept")
+
+
+def _records(stream, cfg: WarcConfig, base: int = 0, size: int | None = None,
+             headers_end=None) -> Iterator[tuple[int, int | None, Outcome]]:
+    """(position, end, outcome) of each record fastwarc finds in `stream` (outcomes' offsets from `base`): `end`
+    where the record ends as it declares (its headers, found by `headers_end(position)`, and its block's
+    Content-Length), None where unknown. In a file of `size` bytes, a record that declares more than the file
+    holds is Claims, the last."""
     for record in ArchiveIterator(stream, parse_http=True, auto_decode="none", stream_detect=False,
                                   max_header_len=MAX_HEADER_BYTES):
-        offset = record.stream_pos + base
-        if room is not None and record.content_length > room - record.stream_pos:
-            yield offset, Claims(offset, record.content_length)
+        position, end = record.stream_pos, None
+        if headers_end is not None and (headers := headers_end(position)) is not None:
+            end = headers + _block_length(record)
+        if size is not None and (end is None or end > size):
+            yield position, end, Claims(position + base, _block_length(record))
             return
-        yield offset, _outcome(record, cfg, offset)
+        yield position, end, _outcome(record, cfg, position + base)
+
+
+def _block_length(record) -> int:
+    """The record's Content-Length, its block's (record.content_length is its HTTP body's)."""
+    declared = record.headers.get("Content-Length") or ""
+    if not (declared.isascii() and declared.isdigit()):
+        return record.content_length
+    return int(declared) if len(declared) <= 18 else 1 << 62  # (int() refuses 4,300 digits)
+
+
+def _after_blank_line(head: bytes, position: int) -> int | None:
+    """Where the WARC headers of the record at `position` of `head` end (past their blank line), or None."""
+    crlf = head.find(b"\r\n\r\n", position, position + MAX_HEADER_BYTES + 4)
+    lf = head.find(b"\n\n", position, crlf + 2 if crlf >= 0 else position + MAX_HEADER_BYTES + 2)  # (as far)
+    return lf + 2 if lf >= 0 else crlf + 4 if crlf >= 0 else None
+
+
+def _file_headers_end(descriptor: int):
+    """headers_end for a file: its headers read again where fastwarc has just read them."""
+    def headers_end(position: int) -> int | None:
+        for size in (4096, MAX_HEADER_BYTES + 4):
+            head = os.pread(descriptor, size, position)
+            if (end := _after_blank_line(head, 0)) is not None or len(head) < size:
+                return None if end is None else position + end
+        return None
+    return headers_end
 
 
 def _members(raw, cfg: WarcConfig) -> Iterator[Outcome]:
-    """A gzipped file, member by member: a record ends with its member, whatever it declares. The outcome of a
-    member's last record waits until the member is known to end cleanly after it."""
+    """A gzipped file, member by member. A member holding one record (each record its own member, as the
+    standard recommends and Common Crawl writes): the record ends with its member, whatever it declares. A
+    member holding several (a file gzipped whole): spilled to a temporary file and read as an uncompressed
+    file is."""
     pending = b""
     while True:
         start = raw.tell() - len(pending)
@@ -113,61 +168,106 @@ def _members(raw, cfg: WarcConfig) -> Iterator[Outcome]:
         if not pending:
             return
         member = GzipMember(raw, pending)
-        held = None
-        try:
-            for _, outcome in _records(member, cfg, start):
-                if held is not None:
-                    yield held
-                held = outcome
-            member.drain()
-        except BaseException as e:
-            if not _read_error(e):
-                raise
-            if member.damaged:
-                raise OSError(f"gzip member at byte {start}: {member.damaged}") from None
-            member.drain()
-            if isinstance(held, Page):  # what follows it in its member is its own: it declares too few bytes
-                held = Quarantined(f"declares fewer bytes than its gzip member holds ({_short(e)} after it)", start)
-            else:
-                if held is not None:
-                    yield held
-                held = Quarantined(f"not a WARC record: {_short(e)}", start)
-        if isinstance(held, Quarantined) and held.cut:
-            if not member.ended:
-                break
-            held = Quarantined(f"{held.error}: its gzip member ends there", held.offset)
-        if held is not None:
-            yield held
-            held = None
+        outcomes = _member_alone(member, cfg, start)
+        if outcomes is None:  # several records: read again, from a temporary file
+            raw.seek(start)
+            member = GzipMember(raw, raw.read(CHUNK))
+            with tempfile.TemporaryFile() as spilled:
+                try:
+                    while piece := member.read(CHUNK):
+                        spilled.write(piece)
+                        if member.position > MIN_SPILL + MAX_SPILL_RATIO * (raw.tell() - start):
+                            member.damaged = (f"inflates past {MAX_SPILL_RATIO} times its size (a compression "
+                                              "bomb), read no further")
+                            break
+                except OSError:
+                    if not member.damaged:
+                        raise
+                spilled.flush()
+                warned = yield from _member_ends(_uncompressed(spilled, member.position, cfg, start), member)
+        else:
+            warned = yield from _member_ends(outcomes, member)
+        if member.damaged:
+            raise OSError(f"gzip member at byte {start}: {member.damaged}")
         if not member.ended:
-            break
+            if not warned:
+                yield FileProblem("warning", f"the last record (at byte {start}) is cut short; every record "
+                                             "before it is kept")
+            return
         pending = member.unused
-    at = held.offset if held is not None else start
-    yield FileProblem("warning", f"the last record (at byte {at}) is cut short; every record before it is kept")
 
 
-def _uncompressed(raw, size: int, cfg: WarcConfig) -> Iterator[Outcome]:
-    """An uncompressed file; a record that claims more than the file holds, or bytes that are not a record,
-    send the reader on to the next line that starts a record."""
+def _member_ends(outcomes, member: "GzipMember") -> Generator[Outcome, None, bool]:
+    """A member's outcomes, where a record cut short is the file's end (a warning) if the file ends inside the
+    member, or damaged (quarantined) if its member ends there or is damaged. Returns whether it warned."""
+    warned = False
+    for outcome in outcomes:
+        if isinstance(outcome, Quarantined) and outcome.cut:
+            if not member.ended and not member.damaged:
+                yield _file_cut(outcome)
+                warned = True
+                continue
+            where = "ends" if member.ended else "is damaged"
+            outcome = Quarantined(f"{outcome.error}: its gzip member {where} there", outcome.offset)
+        yield outcome
+    return warned
+
+
+def _member_alone(member: "GzipMember", cfg: WarcConfig, start: int) -> list[Outcome] | None:
+    """The outcomes of a member that holds one record, read as it streams; None where it may hold more
+    (member.several), to be read again as a file."""
+    held = None
+    try:
+        for _, end, outcome in _records(member, cfg, start, headers_end=member.headers_end):
+            if held is not None:
+                member.several = True
+            member.look_past(end)
+            if member.several:
+                return None
+            held = outcome
+        member.drain()
+    except BaseException as e:
+        if not _read_error(e):
+            raise
+        if member.damaged:
+            raise OSError(f"gzip member at byte {start}: {member.damaged}") from None
+        if held is None:
+            member.look_past(0)
+        member.drain()
+        if member.several:
+            return None
+        if isinstance(held, Page):  # what follows it in its member is its own: it declares too few bytes
+            return [Quarantined(f"declares fewer bytes than its gzip member holds ({_short(e)} after it)", start)]
+        return [*([held] if held is not None else []), Quarantined(f"not a WARC record: {_short(e)}", start)]
+    if held is not None and member.claims_past_end:  # records may be inside what it claims
+        return None
+    return None if member.several else [held] if held is not None else []
+
+
+def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0) -> Iterator[Outcome]:
+    """The records of an uncompressed file of `size` bytes (offsets from `base`). A record that claims more than
+    the file holds, or bytes that are not a record, send the reader on to the next line that starts a record
+    past the last record read (never inside it: a page's HTML may show a record). A record cut short at the
+    file's end comes last, `cut`: the caller says what that end is."""
     start, previous = 0, None
     while start is not None:
         raw.seek(start)
-        last = start
+        resume = start  # where the bytes after the last record read begin
         try:
-            for offset, outcome in _records(raw, cfg, room=size):
-                last = offset
+            for position, end, outcome in _records(raw, cfg, base, size, _file_headers_end(raw.fileno())):
                 if previous is not None:  # a record cut short with another after it: itself damaged
-                    yield previous
+                    yield Quarantined(previous.error, previous.offset)
                     previous = None
                 if isinstance(outcome, Claims):
-                    start = _next_record(raw, outcome.offset + 1)
+                    start = _next_record(raw, position + 1)
                     if start is None:
                         previous = Quarantined(f"declares {outcome.length} bytes, more than the file holds",
                                                outcome.offset, cut=True)
                     else:
                         yield Quarantined(f"declares {outcome.length} bytes, more than the file holds; the "
-                                          f"next record starts at byte {start}", outcome.offset)
+                                          f"next record starts at byte {start + base}", outcome.offset)
                     break
+                resume = end
                 if isinstance(outcome, Quarantined) and outcome.cut:
                     previous = outcome  # unless the file ends here: then the file was cut short
                 else:
@@ -177,19 +277,26 @@ def _uncompressed(raw, size: int, cfg: WarcConfig) -> Iterator[Outcome]:
         except BaseException as e:
             if not _read_error(e):
                 raise
-            start = _next_record(raw, last + 1)
-            if start is None:
-                raise
-            yield Quarantined(f"not a WARC record: {_short(e)}; read on from the next record, at byte {start}",
-                              last)
+            if previous is not None:
+                yield Quarantined(previous.error, previous.offset)
+                previous = None
+            at = _past_space(raw, resume)
+            start = _next_record(raw, at)
+            then = "no record after it" if start is None else f"read on from the next record, at byte {start + base}"
+            yield Quarantined(f"not a WARC record: {_short(e)}; {then}", at + base)
     if previous is not None:
-        yield FileProblem("warning", f"the last record (at byte {previous.offset}) is cut short; every "
-                                     "record before it is kept")
+        yield previous
+
+
+def _past_space(raw, offset: int) -> int:
+    """The first byte at or after `offset` that is not white space between records."""
+    head = os.pread(raw.fileno(), 256, offset)
+    return offset + len(head) - len(head.lstrip(b"\r\n\t "))
 
 
 def _next_record(raw, offset: int) -> int | None:
-    """Where the first line that starts a WARC record ("WARC/1.0" or "WARC/1.1" after a line feed) at or
-    after `offset` begins, or None."""
+    """Where the first line that starts a WARC record ("WARC/1.0" or "WARC/1.1" after a line feed) past
+    `offset` begins, or None."""
     raw.seek(offset)
     carry = b""
     while True:
@@ -200,7 +307,7 @@ def _next_record(raw, offset: int) -> int | None:
         found = RECORD_START.search(data)
         if found is not None:
             return raw.tell() - len(data) + found.start() + 1
-        carry = data[-len(b"\nWARC/1.0\r\n"):]
+        carry = data[-len(RECORD_LINE):]
 
 
 def _read_error(e: BaseException) -> bool:
@@ -230,6 +337,13 @@ class GzipMember:
         self.ended = False  # the member's end was found (else the file ended inside it)
         self.exhausted = False
         self.damaged = ""
+        # Whether it holds several records: a line starting one past the end its first record declares, or that
+        # end past the member's. Looked for from `scan_from` on as it is read, and in what it read before that
+        # (fastwarc reads a record whole before it gives it) in `recent`
+        self.several, self.scan_from, self.first_end = False, -1, -1
+        self.head: list[bytes] = []  # its first HEAD_BYTES (or a little more): its first record's headers
+        self.recent: list[bytes] = []  # the last chunks read, RECENT_CHUNKS at most
+        self.tail = b""  # the last bytes read, where a line starting a record may begin
 
     def tell(self) -> int:
         return self.position
@@ -251,9 +365,44 @@ class GzipMember:
             if self.decoder.eof:
                 self.ended = self.exhausted = True
             if out:
+                self._look_for_records(out)
                 self.position += len(out)
                 return out
         return b""
+
+    def _look_for_records(self, out: bytes) -> None:
+        if self.position < HEAD_BYTES:
+            self.head.append(out)
+        self.recent = [*self.recent[1 - RECENT_CHUNKS:], out]
+        if self.scan_from >= 0 and not self.several:  # (searched as it is: joined to the tail, a copy)
+            self.several = bool(RECORD_START.search(out, max(0, self.scan_from - 1 - self.position))
+                                or self.tail and RECORD_START.search(self.tail + out[:len(RECORD_LINE)]))
+        self.tail = out[-len(RECORD_LINE):]
+
+    def headers_end(self, position: int) -> int | None:
+        found = _after_blank_line(self.head[0], position) if self.head else None  # (most often: no join)
+        return found if found is not None or len(self.head) < 2 else _after_blank_line(b"".join(self.head), position)
+
+    def look_past(self, end: int | None) -> None:
+        """Looks for a line starting a record from `end` on: in what it has read, and in what it reads next
+        (searching every byte cost a fifth more time than reading a file of one record a member)."""
+        if self.scan_from >= 0:
+            return
+        at = self.position  # where the chunks from the last kept on back start
+        for first in range(len(self.recent) - 1, -1, -1):
+            at -= len(self.recent[first])
+            if end is None or at <= end - 1:
+                break
+        if end is None or end - 1 < at:  # unknown, or read and no longer kept
+            self.several = True
+            return
+        self.scan_from, self.first_end = end, end
+        if end < self.position:  # (one chunk, most often: no join)
+            self.several = bool(RECORD_START.search(b"".join(self.recent[first:]), end - 1 - at))
+
+    @property
+    def claims_past_end(self) -> bool:
+        return self.first_end > self.position
 
     def drain(self) -> None:
         """Reads the rest of the member (to find where the next one starts)."""
@@ -268,6 +417,8 @@ def _outcome(record, cfg: WarcConfig, offset: int) -> Outcome:
     kind = record.record_type
     if record.headers.get("Content-Length") is None:
         return Quarantined("no Content-Length (a damaged or cut record)", offset, cut=True)
+    if kind in (WarcRecordType.response, WarcRecordType.conversion) and not record.record_id:
+        return Quarantined("no WARC-Record-ID", offset)  # a document's id: a page without one is no document
     if kind == WarcRecordType.conversion:
         return _conversion(record, cfg, offset)
     if kind != WarcRecordType.response:
@@ -307,5 +458,7 @@ def _conversion(record, cfg: WarcConfig, offset: int) -> Outcome:
     block = record.reader.read(record.content_length)
     if len(block) < record.content_length:
         return Quarantined(f"a block of {len(block)} bytes, {record.content_length} declared", offset, cut=True)
+    if (kind := binary_kind(block, "utf-8")) is not None:
+        return Skipped(f"not_text_{kind}")
     return Page(record.record_id, record.headers.get("WARC-Target-URI") or "", record.headers.get("WARC-Date") or "",
                 record.headers.get("Content-Type") or "text/plain", "utf-8", block, True, offset)

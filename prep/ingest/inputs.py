@@ -4,6 +4,7 @@
 import glob
 import os
 import re
+import stat
 from dataclasses import dataclass
 
 WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz")  # web crawls: the extract job reads them
@@ -48,6 +49,17 @@ def _files_under(directory: str) -> list[str]:
     return found
 
 
+def _check_regular(path: str) -> None:
+    """InputError unless `path` is (or links to) a regular file: a FIFO's open waits forever and /dev/zero has
+    no end, and a folder unpacked from elsewhere may hold either under a readable name."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{path}: not a regular file (a FIFO, a device or a socket is not read)")
+
+
 def expand_inputs(spec: str) -> list[InputFile]:
     """Every readable file named by `spec`, sorted, without repeats.
 
@@ -74,6 +86,7 @@ def expand_inputs(spec: str) -> list[InputFile]:
         if not paths:
             raise InputError(f"{part}: matches no readable file ({', '.join(READABLE_SUFFIXES)})")
         for path in paths:
+            _check_regular(path)
             files.setdefault(os.path.abspath(path), InputFile(os.path.abspath(path), os.path.relpath(path, root)))
     if not files:
         raise InputError("--input is empty")

@@ -71,3 +71,30 @@ def test_bytes_that_are_not_text_are_told_whatever_they_are_called():
     assert binary_kind("<p>wide text</p>".encode("utf-16-le"), "UTF-16LE") is None  # declared
     assert binary_kind("<p>wide text</p>".encode("utf-16-le")) == "binary"  # neither: what a browser shows too
     assert binary_kind("\x1b$B$3$s$K$A$O\x1b(B".encode("ascii")) is None  # ISO-2022-JP shifts with ESC
+
+
+def test_every_gzip_member_and_zstd_frame_is_undone_and_bytes_after_the_last_are_left_as_a_browser_does():
+    # only the first member or frame was decoded (19 bytes of a 27 KB page); bytes after the stream that start no
+    # member are no part of the page a browser shows (Chromium and Firefox end the page there)
+    halves = PAGE[:len(PAGE) // 2], PAGE[len(PAGE) // 2:]
+    zstd = zstandard.ZstdCompressor().compress
+    for name, encode in (("gzip", gzip.compress), ("zstd", zstd)):
+        assert decoded(encode(halves[0]) + encode(halves[1]), name, 10 * len(PAGE)) == PAGE
+        assert decoded(encode(halves[0]) + encode(halves[1]) + b"JUNK" * 100, name, 10 * len(PAGE)) == PAGE
+        with pytest.raises(TooLarge):  # the limit holds over the members together
+            decoded(encode(halves[0]) + encode(halves[1]), name, len(PAGE) - 1)
+        with pytest.raises(PayloadError, match="ends early"):  # a second member cut short is a page cut short
+            decoded(encode(halves[0]) + encode(halves[1])[:-10], name, 10 * len(PAGE))
+    assert decoded(zlib.compress(PAGE) + b"JUNK" * 100, "deflate", 10 * len(PAGE)) == PAGE
+
+
+def test_chunks_too_small_to_be_a_server_s_are_refused_before_they_are_joined():
+    # 2-byte chunks: 9.5 MB of them joined one by one took 2 s and 300 MB
+    from prep.extract.payload import dechunked
+
+    tiny = b"".join(b"2\r\nxy\r\n" for _ in range(100_000)) + b"0\r\n\r\n"
+    with pytest.raises(PayloadError, match="chunks"):
+        dechunked(tiny)
+    body = PAGE * 20
+    small = b"".join(b"%x\r\n" % len(body[i:i + 64]) + body[i:i + 64] + b"\r\n" for i in range(0, len(body), 64))
+    assert dechunked(small + b"0\r\n\r\n") == body

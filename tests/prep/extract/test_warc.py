@@ -216,3 +216,113 @@ def test_a_payload_in_chunked_transfer_encoding_is_joined_and_one_already_joined
     assert kinds(outcomes) == ["Page", "Page", "Quarantined", "Page"]
     assert [o.payload for o in outcomes if isinstance(o, Page)] == [pages[0], pages[1], pages[3]]
     assert "ends early" in outcomes[2].error
+
+
+# -- files from elsewhere: records built byte by byte (what a writer would never write) --------------------------
+
+def _record(block: bytes, kind: bytes = b"response", length: bytes | None = None, headers: tuple = (),
+            uri: bytes = b"http://docs.example.org/x", record_id: bool = True) -> bytes:
+    lines = [b"WARC/1.0", b"WARC-Type: " + kind, b"WARC-Date: 2026-01-01T00:00:00Z", b"WARC-Target-URI: " + uri,
+             b"Content-Type: " + (b"text/plain" if kind == b"conversion" else b"application/http; msgtype=response"),
+             b"Content-Length: " + (b"%d" % len(block) if length is None else length), *headers]
+    if record_id:
+        lines.insert(2, b"WARC-Record-ID: <urn:uuid:%s>" % uri.hex().encode()[-32:])
+    return b"\r\n".join(lines) + b"\r\n\r\n" + block + b"\r\n\r\n"
+
+
+def _page(i: int, html: bytes | None = None) -> bytes:
+    html = html or b"<html><body><p>Page %d: Debian is a free operating system.</p></body></html>" % i
+    block = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n" + html
+    return _record(block, uri=b"http://docs.example.org/%d" % i)
+
+
+def _urls(outcomes) -> list[str]:
+    return [o.url for o in outcomes if isinstance(o, Page)]
+
+
+EVERY_PAGE = [f"http://docs.example.org/{i}" for i in range(1, 41)]
+
+
+def _files(tmp_path, name: str, data: bytes) -> list[str]:
+    """The same records uncompressed, gzipped whole (`gzip crawl.warc`: one member, many records) and gzipped
+    per record."""
+    (tmp_path / f"{name}.warc").write_bytes(data)
+    (tmp_path / f"{name}.whole.warc.gz").write_bytes(gzip.compress(data))
+    return [str(tmp_path / f"{name}.warc"), str(tmp_path / f"{name}.whole.warc.gz")]
+
+
+def test_a_page_without_a_record_id_is_quarantined_and_costs_no_other_record(tmp_path):
+    # its row's id was None, which the documents' schema refuses: the file's task failed at the write
+    nameless = _record(_page(0)[_page(0).find(b"HTTP/1.1"):-4], record_id=False)
+    data = nameless + b"".join(_page(i) for i in range(1, 41))
+    for path in _files(tmp_path, "nameless", data):
+        outcomes = list(read_warc(path))
+        assert _urls(outcomes) == EVERY_PAGE
+        assert [o.error for o in outcomes if isinstance(o, Quarantined)] == ["no WARC-Record-ID"]
+
+
+def test_a_wet_record_that_is_not_text_is_counted_by_what_it_is(tmp_path):
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 16
+    data = (_record(png, kind=b"conversion") + _record(b"\x00\x01\x02\x03" * 1000, kind=b"conversion")
+            + _record(b"Debian is a free operating system.", kind=b"conversion"))
+    (tmp_path / "crawl.warc.wet").write_bytes(data)
+    assert kinds(read_warc(str(tmp_path / "crawl.warc.wet"))) == ["Skipped:not_text_png", "Skipped:not_text_binary",
+                                                                  "Page"]
+
+
+@pytest.mark.parametrize("kind", [b"request", b"response"])
+def test_a_record_claiming_past_the_end_by_less_than_its_header_costs_no_later_record(tmp_path, kind):
+    # the check of a claim against the file's size left out the record's own header: a record claiming 100
+    # bytes past the end swallowed the 40 pages after it (a request silently, a response as "cut short")
+    block = b"GET / HTTP/1.1\r\n\r\n" if kind == b"request" else _page(0)[_page(0).find(b"HTTP/1.1"):-4]
+    rest = b"".join(_page(i) for i in range(1, 41))
+    liar = _record(block, kind=kind, length=b"%d" % (len(block) + 4 + len(rest) + 100))
+    for path in _files(tmp_path, "slack", _page(0) + liar + rest):
+        outcomes = list(read_warc(path))
+        assert _urls(outcomes) == ["http://docs.example.org/0", *EVERY_PAGE]
+        assert kinds(outcomes).count("Quarantined") == 1 and not any(isinstance(o, FileProblem) for o in outcomes)
+
+
+def test_a_lie_or_junk_inside_a_file_gzipped_whole_costs_no_other_record(tmp_path):
+    # one member holding every record: a request claiming a terabyte swallowed the 40 pages after it without a
+    # word, and 8 bytes of junk after the first page quarantined that page and lost the other 40
+    lie = _record(b"GET / HTTP/1.1\r\n\r\n", kind=b"request", length=b"1000000000000")
+    rest = b"".join(_page(i) for i in range(1, 41))
+    for name, between in (("lie", lie), ("junk", b"JUNK!!\r\n")):
+        data = gzip.compress(_page(0) + between + rest)
+        (tmp_path / f"{name}.warc.gz").write_bytes(data)
+        outcomes = list(read_warc(str(tmp_path / f"{name}.warc.gz")))
+        assert _urls(outcomes) == ["http://docs.example.org/0", *EVERY_PAGE]
+        assert kinds(outcomes).count("Quarantined") == 1 and not any(isinstance(o, FileProblem) for o in outcomes)
+
+
+def test_reading_on_after_a_bad_record_starts_past_the_last_good_one(tmp_path):
+    # the reader went on from the byte after the last good record's start: a record written inside that page's
+    # HTML came out as a page of its own (any URL and id it liked), and the bad record was quarantined twice,
+    # the first time at the good page's offset
+    forged = _record(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>Forged</p>", uri=b"http://bank.example/")
+    page = _page(0, b"<html><body><p>How a WARC record looks:</p><pre>\n" + forged + b"</pre></body></html>")
+    bad = _record(b"HTTP/1.1 200 OK\r\n\r\n<p>x</p>", headers=(b"X-Long: " + b"a" * 100_000,))
+    data = page + bad + _page(1)
+    for path in _files(tmp_path, "forged", data):
+        outcomes = list(read_warc(path))
+        assert _urls(outcomes) == ["http://docs.example.org/0", "http://docs.example.org/1"]
+        quarantined = [o for o in outcomes if isinstance(o, Quarantined)]
+        assert len(quarantined) == 1 and quarantined[0].offset == len(page)
+
+
+def test_a_member_of_several_records_that_inflates_like_a_bomb_is_spilled_no_further_than_its_bound(tmp_path,
+                                                                                                   monkeypatch):
+    # a member of several records is read again from a temporary file: a line starting a record and 50 MB of
+    # one byte (51 KB gzipped) had it written whole, and a 1 GB file would have written a terabyte
+    from prep.extract import warc
+
+    spill = tmp_path / "spilled"
+    monkeypatch.setattr(warc, "MIN_SPILL", 1 << 20)
+    monkeypatch.setattr(warc.tempfile, "TemporaryFile", lambda: open(spill, "w+b"))
+    data = _page(0) + _page(1) + b"\nWARC/1.0\r\n" + b"a" * 50_000_000
+    (tmp_path / "bomb.warc.gz").write_bytes(gzip.compress(data))
+    outcomes = list(read_warc(str(tmp_path / "bomb.warc.gz")))
+    assert _urls(outcomes) == ["http://docs.example.org/0", "http://docs.example.org/1"]
+    assert outcomes[-1].kind == "error" and "bomb" in outcomes[-1].message
+    assert spill.stat().st_size < 4 << 20

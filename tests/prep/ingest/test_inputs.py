@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from prep.ingest.inputs import InputError, expand_inputs, expand_sources, named_inputs
@@ -55,3 +57,18 @@ def test_named_inputs_keep_the_order_they_were_named_in(tmp_path):
     assert named_inputs([str(tmp_path / "a"), f"{tmp_path}/d=1"]) is None
     with pytest.raises(InputError, match="name every --input"):
         named_inputs([f"web={tmp_path}/a", str(tmp_path / "b")])
+
+
+def test_a_fifo_or_a_device_under_a_readable_name_is_an_error_naming_it(tmp_path):
+    # a folder unpacked from elsewhere: a FIFO's open waited forever, and a link to /dev/zero was read forever
+    make(tmp_path, "crawl/good.warc.gz")
+    os.mkfifo(tmp_path / "crawl" / "evil.warc.gz")
+    with pytest.raises(InputError, match="evil.warc.gz: not a regular file"):
+        expand_inputs(str(tmp_path / "crawl"))
+    os.unlink(tmp_path / "crawl" / "evil.warc.gz")
+    os.symlink("/dev/zero", tmp_path / "crawl" / "zero.warc")
+    with pytest.raises(InputError, match="zero.warc: not a regular file"):
+        expand_inputs(str(tmp_path / "crawl" / "*.warc*"))
+    os.unlink(tmp_path / "crawl" / "zero.warc")
+    os.symlink(tmp_path / "crawl" / "good.warc.gz", tmp_path / "crawl" / "linked.warc.gz")  # a link to a file: read
+    assert [f.relative for f in expand_inputs(str(tmp_path / "crawl"))] == ["good.warc.gz", "linked.warc.gz"]
