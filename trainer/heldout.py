@@ -77,18 +77,15 @@ def tokenizer_for(shards: str, cfg, sha256: str, vocab_size: int, setting: str =
     setting named `setting`), or the pipeline's beside the shards if its hash is the shards' (another
     tokenizer would count other bytes). ValueError for one whose ids do not all fit the shards' vocab_size:
     the hash ties it to an index that is itself a file from elsewhere."""
-    from tokenizers import Tokenizer
-
     from prep.tokenizer.encode import TokenizerFile
 
     base = Path(shards).parent if shards.endswith(".json") else Path(shards)
     candidates = [cfg.tokenizer] if cfg.tokenizer else [str(base.parent / "tokenizer" / "tokenizer.json"),
                                                          str(base / "tokenizer.json")]
     for path in candidates:
-        if Path(path).is_file() and TokenizerFile.read(path).sha256 == sha256:  # the hash the shards job wrote
-            largest = max(Tokenizer.from_file(path).get_vocab(with_added_tokens=True).values(), default=0)
-            if largest >= vocab_size:
-                raise ValueError(f"{path}: token id {largest} is past the shards' vocab_size {vocab_size}")
+        if Path(path).is_file() and (file := TokenizerFile.read(path)).sha256 == sha256:  # the shards job's hash
+            if file.vocab_size > vocab_size:
+                raise ValueError(f"{path}: token id {file.vocab_size - 1} is past the shards' vocab_size {vocab_size}")
             return path
         if cfg.tokenizer:
             raise ValueError(f"{setting} {path} is not the tokenizer of the shards (its hash differs)")

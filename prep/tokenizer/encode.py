@@ -16,8 +16,12 @@ from tokenizers import Tokenizer
 
 from prep.tokenizer.base import BOS, EOS, PAD, from_json
 from prep.tokenizer.encoder import Encoder, UnsupportedTokenizer
+from schemas.index import MAX_VOCAB_SIZE
+from schemas.trust import UntrustedPath, open_regular_file
 
 _LOADED: dict[str, "BatchEncoder"] = {}
+MAX_TOKENIZER_BYTES = 1 << 28  # a tokenizer.json (tokenmill's of 131,072 pieces: ~5 MB; 256K-piece ones ~30 MB)
+MAX_PIECE_BYTES = 1024  # a piece (tokenmill's are at most a few dozen bytes; a run of spaces in code, 80)
 
 
 @dataclass(frozen=True)
@@ -32,20 +36,48 @@ class TokenizerFile:
 
     @classmethod
     def read(cls, path: str) -> "TokenizerFile":
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        """The tokenizer in `path`, a file from elsewhere (beside shards, named by a config): ValueError naming
+        it where it is not a regular file of at most MAX_TOKENIZER_BYTES, not a tokenizers file, or its
+        pieces are not within bounds (_check_pieces)."""
         try:
+            with open_regular_file(path) as f:
+                data = f.read(MAX_TOKENIZER_BYTES + 1)
+        except UntrustedPath as e:
+            raise ValueError(f"{path}: {e}") from None
+        if len(data) > MAX_TOKENIZER_BYTES:
+            raise ValueError(f"{path}: over {MAX_TOKENIZER_BYTES} bytes, not a tokenizer tokenmill reads")
+        try:
+            text = data.decode("utf-8")
             tokenizer = Tokenizer.from_str(text)
         except Exception as e:  # the Rust side raises plain Exceptions
             raise ValueError(f"{path}: not a tokenizers file: {e}") from e
+        vocab_size = _check_pieces(tokenizer.get_vocab(with_added_tokens=True), path)
         ids = {t: tokenizer.token_to_id(t) for t in (BOS, EOS, PAD)}
         if None in ids.values():
             raise ValueError(f"{path}: the tokenizer lacks {', '.join(t for t, i in ids.items() if i is None)}")
-        return cls(text, hashlib.sha256(text.encode()).hexdigest(), tokenizer.get_vocab_size(), ids[BOS], ids[EOS],
-                   ids[PAD])
+        return cls(text, hashlib.sha256(text.encode()).hexdigest(), vocab_size, ids[BOS], ids[EOS], ids[PAD])
 
     def encoder(self) -> "BatchEncoder":
         return batch_encoder(self.json, self.sha256)
+
+
+def _check_pieces(vocab: dict[str, int], path: str) -> int:
+    """The vocabulary's size (its largest id + 1), after checking that no two pieces share an id (which one an
+    id decoded to changed from run to run), every id is below MAX_VOCAB_SIZE (the library writes a vocabulary
+    out id by id, gaps too: a 4.8 KB file with an id of 4e9 took 15.7 GB), and no piece is over MAX_PIECE_BYTES
+    (a 40 KB piece cost the compiled encoder 820 MB, a trie node per prefix)."""
+    ids = np.fromiter(vocab.values(), np.int64, len(vocab))
+    if not len(ids):
+        raise ValueError(f"{path}: a tokenizer without pieces")
+    if ids.min() < 0 or ids.max() >= MAX_VOCAB_SIZE:
+        raise ValueError(f"{path}: an id past {MAX_VOCAB_SIZE - 1} ({ids.max()}), or below 0")
+    unique, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(f"{path}: id {unique[counts > 1][0]} is given to two pieces")
+    if (long := next((piece for piece in vocab if len(piece.encode()) > MAX_PIECE_BYTES), None)) is not None:
+        raise ValueError(f"{path}: a piece of {len(long.encode())} bytes ({long[:20]!r}...; at most "
+                         f"{MAX_PIECE_BYTES})")
+    return int(ids.max()) + 1
 
 
 # texts (a list or an Arrow string array) → (int32 ids of every text one after another, int64 offsets
