@@ -57,6 +57,8 @@ def decontaminate_batch(batch: pa.RecordBatch, index: BenchmarkIndex, cfg: Decon
         status[d], reason[d] = "dropped", "over_match_budget"
     for d in np.unique(spans.doc).tolist():
         mine = np.flatnonzero(spans.doc == d)
+        too_many = len(mine) > cfg.cut.max_spans
+        mine = mine[:cfg.cut.max_spans + 1]  # a document dropped for its matches is shown the first of them
         span_lists[d] = [{"benchmark": index.benchmarks[index.item_benchmark[spans.item[k]]],
                           "item": index.item_ids[spans.item[k]], "start": int(spans.begin[k]), "end": int(spans.end[k]),
                           "score": float(spans.score[k]), "kind": "exact" if spans.exact[k] else "fuzzy"}
@@ -64,12 +66,11 @@ def decontaminate_batch(batch: pa.RecordBatch, index: BenchmarkIndex, cfg: Decon
         text = texts[d].as_py()
         ranges = cut_ranges(text, [(s["start"], s["end"]) for s in span_lists[d]], cfg.cut.window)
         removed[d] = sum(e - b for b, e in ranges)
-        left = without(text, ranges)
         if status[d] == "dropped":
             continue
-        if len(mine) > cfg.cut.max_spans:
+        if too_many:
             status[d], reason[d] = "dropped", "too_many_matches"
-        elif len(left) < cfg.cut.min_chars:
+        elif len(left := without(text, ranges)) < cfg.cut.min_chars:
             status[d], reason[d] = "dropped", "too_short_after_removal"
         else:
             changed[d] = left

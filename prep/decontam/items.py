@@ -21,6 +21,11 @@ from prep.ingest.streams import StreamDamaged, decompressed_chunks, split_lines
 from schemas.trust import valid_unicode
 
 MAX_ITEM_BYTES = 10_000_000
+MAX_ID_CHARS = 1000
+# A benchmark is held whole on the driver: at most MAX_ITEMS items of MAX_BENCHMARK_CHARS characters in all (an
+# 80 KB .jsonl.gz of 3,000,000 tiny items took 500 MB; MMLU is 14,000 items, 7 MB)
+MAX_ITEMS = 4_000_000
+MAX_BENCHMARK_CHARS = 1 << 30
 PARQUET_BATCH_BYTES = 64 << 20  # values read at a time (parquet_rows)
 
 
@@ -68,6 +73,8 @@ def item_of(record, position: str, fields: list[str], id_field: str) -> tuple[st
         parts.append(text)
     raw_id = record.get(id_field)
     item_id = position if raw_id is None else raw_id if isinstance(raw_id, str) else json.dumps(raw_id, default=str)
+    if len(item_id) > MAX_ID_CHARS:  # every match carries it: a 9 MB id made a 17 KB document a 1.8 GB batch
+        return f"id over {MAX_ID_CHARS} characters"
     text = "\n".join(parts)
     if 4 * len(text) > MAX_ITEM_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_ITEM_BYTES:
         return f"record over {MAX_ITEM_BYTES} bytes"  # the fields' text together (a list of choices too)
@@ -116,7 +123,7 @@ def read_benchmark(name: str, spec: str, cfg: ItemsConfig) -> Benchmark:
     files = expand_inputs(spec)
     if warc := [f.relative for f in files if is_warc(f.path)]:
         raise InputError(f"benchmark {name}: {warc[0]} is a WARC file, not benchmark items")
-    benchmark = Benchmark(name, [], {})
+    benchmark, chars = Benchmark(name, [], {}), 0
     for file in files:
         try:
             for record, position in _records(file):
@@ -124,8 +131,12 @@ def read_benchmark(name: str, spec: str, cfg: ItemsConfig) -> Benchmark:
                                                                               cfg.id_field)
                 if isinstance(found, str):
                     benchmark.skipped[found] = benchmark.skipped.get(found, 0) + 1
-                else:
-                    benchmark.items.append(found)
+                    continue
+                benchmark.items.append(found)
+                chars += len(found[0]) + len(found[1])
+                if len(benchmark.items) > MAX_ITEMS or chars > MAX_BENCHMARK_CHARS:
+                    raise InputError(f"benchmark {name}: over {MAX_ITEMS} items or {MAX_BENCHMARK_CHARS} characters "
+                                     f"(at {position}): not a benchmark tokenmill holds whole")
         except (StreamDamaged, OSError, pa.ArrowException) as e:
             raise InputError(f"benchmark {name}: {file.relative} cannot be read: {e}") from None
     if not benchmark.items:

@@ -92,3 +92,31 @@ def test_a_benchmark_without_items_or_a_damaged_file_is_an_error(tmp_path):
         read_benchmark("cut", str(tmp_path / "cut.jsonl.gz"), ItemsConfig())
     with pytest.raises(InputError, match="no such file"):
         read_benchmark("gone", str(tmp_path / "gone.jsonl"), ItemsConfig())
+
+
+def test_many_spans_inside_one_long_word_are_widened_in_a_walk_of_the_word_once(monkeypatch):
+    # "ŀ" is a letter to the cut (no word boundary) and a unit's end to the matcher: a 28 KB word of 2,000
+    # matched spans walked the word out to its ends for each span, 41 s
+    from prep.decontam import cut
+
+    text = "aŀbŀcŀdŀ" * 3500
+    spans = [(i, i + 4) for i in range(0, len(text), 14)]
+    steps = []
+    joined = cut._joined
+    monkeypatch.setattr(cut, "_joined", lambda t, i: steps.append(i) or joined(t, i))
+    assert cut_ranges(text, spans, window=200) == [(0, len(text))]
+    assert len(steps) < 3 * len(text)  # each span on its own walked to both ends: 2,000 x 28,000
+
+
+def test_an_item_id_past_the_bound_is_skipped_and_a_benchmark_past_its_bounds_is_an_error(tmp_path, monkeypatch):
+    # every match carries its item's id: a 9 MB id made a 17 KB document of 200 matches a 1.8 GB batch; an 80 KB
+    # .jsonl.gz of 3,000,000 tiny items took 500 MB of the driver
+    from prep.decontam import items
+
+    write_lines(tmp_path / "b.jsonl", [{"id": "x" * 1001, "text": "one"}, {"id": "y" * 1000, "text": "two"}])
+    benchmark = read_benchmark("b", str(tmp_path / "b.jsonl"), ItemsConfig())
+    assert benchmark.items == [("y" * 1000, "two")] and benchmark.skipped == {"id over 1000 characters": 1}
+    write_lines(tmp_path / "many.jsonl", [{"text": f"item {i}"} for i in range(101)])
+    monkeypatch.setattr(items, "MAX_ITEMS", 100)
+    with pytest.raises(InputError, match="over 100 items"):
+        read_benchmark("many", str(tmp_path / "many.jsonl"), ItemsConfig())

@@ -106,6 +106,10 @@ def test_a_document_left_too_short_or_with_too_many_matches_is_dropped_with_its_
     assert [(r["_status"], r["_reason"]) for r in result] == [("dropped", "too_short_after_removal"),
                                                               ("dropped", "too_many_matches")]
     assert len(result[1]["_spans"]) == 11 and result[1]["text"] == listing  # dropped whole, as it was
+    # a document of 40 matches shows the first 11 (each span carries its item's id: 200 of a 9 MB id were 1.8 GB)
+    many = pa.record_batch({"id": ["many"], "text": ["\n\n".join(items[:10] * 4)]})
+    (row,) = decontaminate_batch(many, index, DecontamConfig()).to_pylist()
+    assert row["_reason"] == "too_many_matches" and len(row["_spans"]) == 11
 
 
 def test_a_short_item_is_matched_whole_and_exactly_and_a_tiny_one_not_at_all():
