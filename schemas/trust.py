@@ -346,6 +346,14 @@ def open_regular_file(path) -> "io.BufferedReader":
     return open(descriptor, "rb")
 
 
+def is_regular_file(path) -> bool:
+    """Whether `path` is a regular file, or a link to one (a FIFO or a device under a file's name is not)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def regular_file_text(path: Path, max_bytes: int) -> str | None:
     """The text of a regular file of at most `max_bytes`, or None. A folder from elsewhere (an output, a run):
     a link is not followed (settings.yaml linked to /etc/passwd would put it in a report that gets shared),

@@ -51,10 +51,13 @@ class TrainConfig:
             (not 0 <= self.warmup_steps < self.steps, f"warmup_steps ({self.warmup_steps}) must be below steps "
                                                       f"({self.steps}): the run would never leave warmup"),
             (self.global_batch_size < 1, "global_batch_size must be at least 1"),
-            (self.lr <= 0 or not 0 <= self.min_lr_ratio <= 1, "lr must be positive and min_lr_ratio in [0, 1]"),
+            # (written so that NaN fails: NaN <= 0 is false, and grad_clip NaN made every weight NaN in a step)
+            (not 0 < self.lr < math.inf or not 0 <= self.min_lr_ratio <= 1,
+             "lr must be positive and finite and min_lr_ratio in [0, 1]"),
+            (not 0 <= self.weight_decay < math.inf, "weight_decay must be finite and not negative"),
             (self.checkpoint_every < 1 or self.keep_checkpoints < 1, "checkpoint_every and keep_checkpoints must be "
                                                                     "at least 1"),
-            (self.grad_clip <= 0, "grad_clip must be positive"),
+            (not 0 < self.grad_clip < math.inf, "grad_clip must be positive and finite"),
             (self.model not in PRESETS, f"model must be one of {', '.join(PRESETS)}, got {self.model!r}"),
             (self.num_workers < 0 or self.loss_chunk_tokens < 0, "num_workers and loss_chunk_tokens cannot be "
                                                                  "negative")) if bad]

@@ -10,11 +10,12 @@ tool), the loop warns: the benchmark's accuracy may measure memorization.
 import hashlib
 
 from schemas.decontamination import RECORD_FILE, RecordError, read_record
+from schemas.trust import open_regular_file
 
 
 def file_sha256(path: str) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular_file(path) as f:  # (a FIFO's open waited forever)
         while chunk := f.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
@@ -25,7 +26,7 @@ def record_of(source) -> dict | str:
     where = f"{source.location}/{RECORD_FILE}"
     try:
         with (source.fs.open(f"{source.root}/{RECORD_FILE}", "rb") if source.remote
-              else open(source.local / RECORD_FILE, "rb")) as file:
+              else open_regular_file(source.local / RECORD_FILE)) as file:  # (a FIFO hung rank 0)
             return read_record(file)
     except FileNotFoundError:
         return f"{where} is missing (shards made without decontamination, or by another tool)"

@@ -22,11 +22,15 @@ from dataclasses import dataclass
 
 from prep.ingest.readers import parquet_rows
 from prep.ingest.streams import StreamDamaged, decompressed_chunks, split_lines
-from schemas.trust import TooLarge, bounded_json, valid_unicode
+from schemas.trust import TooLarge, bounded_json, is_regular_file, open_regular_file, valid_unicode
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".csv", ".parquet")
 MAX_FILE_BYTES = 256 << 20  # MMLU's test set is 7 MB as Parquet, 10 MB as JSON Lines
 MAX_RECORD_BYTES = 1 << 20
+# A .json file is parsed whole, on every rank: 24 bytes of Python objects a byte of `[{},{},...]` at worst
+# (32 MB took 771 MB); JSON Lines, CSV and Parquet are read a record at a time
+MAX_JSON_BYTES = 16 << 20
+MAX_RECORDS = 1_000_000  # a benchmark's records (MMLU's test set: 14,042), every one kept until the subset is drawn
 PARQUET_BATCH_BYTES = 64 << 20  # values read at a time (parquet_rows)
 MAX_TEXT_CHARS = 20_000  # a question or a choice; MMLU's longest question is about 4,700 characters
 MAX_CHOICES = 26  # one per letter
@@ -59,9 +63,11 @@ def benchmark_files(spec: str) -> list[str]:
         for path in paths:
             if os.path.isdir(path):
                 matched += [os.path.join(d, f) for d, _, files in os.walk(path) for f in files]
-            elif os.path.isfile(path):
+            elif os.path.lexists(path):
                 matched.append(path)
         matched = [os.path.abspath(p) for p in matched if p.endswith(SUFFIXES)]
+        if strange := [p for p in matched if not is_regular_file(p)]:  # a FIFO's open waited forever
+            raise ItemsError(f"{strange[0]}: not a regular file (a FIFO, a device or a socket is not read)")
         if not matched:
             raise ItemsError(f"{part}: no benchmark file ({', '.join(SUFFIXES)})")
         found.update(matched)
@@ -133,11 +139,14 @@ def _records(path: str) -> Iterator[object]:
         for row in parquet_rows(path, 1024, PARQUET_BATCH_BYTES, MAX_RECORD_BYTES):
             yield Unreadable(row) if isinstance(row, str) else row
     elif path.endswith(".csv"):
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            yield from csv.DictReader(io.StringIO(f.read(MAX_FILE_BYTES)))
+        # a field as long as a record may be (csv's own limit, 131,072 characters, refused the whole file)
+        csv.field_size_limit(max(csv.field_size_limit(), MAX_RECORD_BYTES))
+        with open_regular_file(path) as f:
+            text = f.read(MAX_FILE_BYTES).decode("utf-8-sig")
+        yield from csv.DictReader(io.StringIO(text, newline=""))
     elif path.endswith(".json"):
-        with open(path, "rb") as f:
-            data = bounded_json(f.read(MAX_FILE_BYTES + 1), MAX_FILE_BYTES)
+        with open_regular_file(path) as f:
+            data = bounded_json(f.read(MAX_JSON_BYTES + 1), MAX_JSON_BYTES)
         yield from data if isinstance(data, list) else [data]
     else:
         for line in split_lines(_bounded(decompressed_chunks(path), path), MAX_RECORD_BYTES):
@@ -164,10 +173,13 @@ def _bounded(chunks: Iterator[bytes], path: str) -> Iterator[bytes]:
 def read_items(name: str, spec: str) -> tuple[list[Item], dict[str, int]]:
     """(every item of a benchmark's files, the records left out by reason); ItemsError when a file cannot
     be read or no record is an item."""
-    items, skipped = [], {}
+    items, skipped, records = [], {}, 0
     for path in benchmark_files(spec):
         try:
             for record in _records(path):
+                records += 1
+                if records > MAX_RECORDS:  # (635,199 small items from 1.5 MB of gzip took 251 MB)
+                    raise ItemsError(f"benchmark {name}: over {MAX_RECORDS} records, more than a benchmark holds")
                 found = record if isinstance(record, Unreadable) else item_of(record)
                 if isinstance(found, str):
                     skipped[found] = skipped.get(found, 0) + 1

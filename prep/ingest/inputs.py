@@ -4,8 +4,9 @@
 import glob
 import os
 import re
-import stat
 from dataclasses import dataclass
+
+from schemas.trust import is_regular_file
 
 WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz")  # web crawls: the extract job reads them
 READABLE_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet", ".txt", *WARC_SUFFIXES)
@@ -52,12 +53,9 @@ def _files_under(directory: str) -> list[str]:
 def _check_regular(path: str) -> None:
     """InputError unless `path` is (or links to) a regular file: a FIFO's open waits forever and /dev/zero has
     no end, and a folder unpacked from elsewhere may hold either under a readable name."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as e:
-        raise InputError(f"{path}: {e.strerror}") from None
-    if not stat.S_ISREG(mode):
-        raise InputError(f"{path}: not a regular file (a FIFO, a device or a socket is not read)")
+    if not is_regular_file(path):
+        why = "not a regular file (a FIFO, a device or a socket is not read)" if os.path.lexists(path) else "missing"
+        raise InputError(f"{path}: {why}")
 
 
 def expand_inputs(spec: str) -> list[InputFile]:

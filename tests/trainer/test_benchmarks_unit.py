@@ -6,6 +6,7 @@ import csv
 import gzip
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 
 from loaders.collate import IGNORE
 from schemas.decontamination import RECORD_FILE, RecordError, new_record, read_record, validate_record
+from tests.conftest import within
 from trainer import mc_items
 from trainer.benchmarks import Benchmarks, BenchmarksConfig, accuracy, encode_pairs, prompt
 from trainer.contamination import file_sha256, warnings
@@ -94,6 +96,34 @@ def test_a_file_over_the_limit_or_without_items_is_refused_by_name(tmp_path, mon
         read_items("b", str(tmp_path / "empty.jsonl"))
     with pytest.raises(ItemsError, match="no benchmark file"):
         read_items("b", str(tmp_path / "nothing-*.csv"))
+
+
+def test_a_benchmark_from_elsewhere_is_read_within_bounds(tmp_path, monkeypatch):
+    files = write_layouts(tmp_path)
+    # a FIFO or a link to a device in a benchmark's folder (a tar from elsewhere): its open waited forever
+    os.mkfifo(tmp_path / "hang.jsonl")
+    with within(10), pytest.raises(ItemsError, match="hang.jsonl: not a regular file"):
+        read_items("b", str(tmp_path))
+    os.unlink(tmp_path / "hang.jsonl")
+    os.symlink("/dev/zero", tmp_path / "zero.jsonl")
+    with within(10), pytest.raises(ItemsError, match="zero.jsonl: not a regular file"):
+        read_items("b", str(tmp_path))
+    os.unlink(tmp_path / "zero.jsonl")
+    # one field past csv's own limit (131,072 characters) refused the whole file: now that record alone is left out
+    with open(tmp_path / "long.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["Question", "A", "B", "C", "D", "Answer"])
+        writer.writerow(["q" * 200_000, *CHOICES, "A"])
+        writer.writerow(["What is Debian?", *CHOICES, "A"])
+    items, skipped = read_items("b", str(tmp_path / "long.csv"))
+    assert len(items) == 1 and skipped == {"no question (or over the size limit)": 1}
+    # every record is kept until the subset is drawn: a benchmark's records are bounded
+    monkeypatch.setattr(mc_items, "MAX_RECORDS", 5)
+    with pytest.raises(ItemsError, match="over 5 records"):
+        read_items("b", str(files["mmlu.jsonl"]))
+    monkeypatch.setattr(mc_items, "MAX_JSON_BYTES", 100)  # a .json file is parsed whole
+    with pytest.raises(ItemsError, match="mmlu.json cannot be read"):
+        read_items("b", str(files["mmlu.json"]))
 
 
 def test_the_fixed_subset_is_the_same_in_any_file_order_and_mixes_the_file():
@@ -202,3 +232,6 @@ def test_the_pipelines_record_and_the_loops_warning(tmp_path):
     assert len(found) == 1 and found[0].startswith("benchmark cmmlu: ") and "decontaminated against mmlu" in found[0]
     (shards / RECORD_FILE).unlink()
     assert "decontamination.json is missing" in warnings({"mmlu": [str(copy)]}, source)[0]
+    os.mkfifo(shards / RECORD_FILE)  # a FIFO in its place hung rank 0 at the start
+    with within(10):
+        assert "not a regular file" in warnings({"mmlu": [str(copy)]}, source)[0]
