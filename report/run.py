@@ -75,5 +75,5 @@ def _settings(text: str):
         if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=yaml.SafeLoader)):
             return {}
         return yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError):
+    except (yaml.YAMLError, RecursionError, ValueError, OverflowError):  # (an int of 5,000 digits, a 13th month)
         return {}

@@ -41,9 +41,15 @@ def read_note(plan: Plan, what: str) -> list[Note]:
                  "(report.read_bytes); the counts are the job's, over everything.")]
 
 
+def _counts(counts: dict) -> list[tuple[str, int]]:
+    """The counts of a stats.json from elsewhere that are counts: integers from 0 to an int64's (a count of 401
+    digits raised OverflowError where the bars were drawn)."""
+    return [(str(k), v) for k, v in counts.items() if isinstance(v, int) and 0 <= v < 2**63]
+
+
 def reason_table(counts: dict, total: int, what: str, cfg: ReportConfig) -> list:
     """Reasons whose records are not written (nothing to show but their count): a bar chart and a table."""
-    counted = sorted(((str(k), v) for k, v in counts.items() if isinstance(v, int)), key=lambda kv: (-kv[1], kv[0]))
+    counted = sorted(_counts(counts), key=lambda kv: (-kv[1], kv[0]))
     shown = [(clipped(k, cfg.field_chars), v) for k, v in counted[:cfg.max_reasons]]  # a 48 MB reason: 50 MB
     if len(counted) > len(shown):
         shown.append((f"{len(counted) - len(shown)} other reasons", sum(v for _, v in counted[cfg.max_reasons:])))
@@ -56,8 +62,7 @@ def reason_table(counts: dict, total: int, what: str, cfg: ReportConfig) -> list
 
 def reasons(counts: dict, total: int, sample: Smallest | None, cfg: ReportConfig) -> list[Reason]:
     """Every reason (the largest cfg.max_reasons, the rest as one) with its share of `total` and examples."""
-    counted = [(str(k), v) for k, v in counts.items() if isinstance(v, int)]
-    ordered = sorted(counted, key=lambda kv: (-kv[1], kv[0]))
+    ordered = sorted(_counts(counts), key=lambda kv: (-kv[1], kv[0]))
     shown = [Reason(clipped(name, cfg.field_chars), n, n / total if total else 0.0, sample.get(name) if sample else [])
              for name, n in ordered[:cfg.max_reasons]]  # a reason's name clipped: a 48 MB one made 50 MB of report
     rest = ordered[cfg.max_reasons:]

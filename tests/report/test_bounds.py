@@ -287,3 +287,20 @@ def test_the_classifiers_languages_are_clipped_counted_as_numbers_and_summed_pas
     (table,) = _languages({"languages": {"de": {OTHER_VALUES: 5, **{f"l{k:02d}": 1 for k in range(25)}}}}, 200)
     assert table.header == ["language", *[f"l{k:02d}" for k in range(SHOWN)], OTHER_VALUES]
     assert table.rows == [["de", *[1] * SHOWN, 5 + 5]]
+
+
+def test_a_count_past_a_float_or_settings_yaml_cannot_read_leaves_the_report_written(tmp_path):
+    """Found by a review: a count of 401 digits in stats.json raised OverflowError while the bars were drawn,
+    and `seed: <5,000 digits>` or `when: 2024-13-45` in settings.yaml a ValueError from PyYAML: the report
+    of a folder from elsewhere was a traceback."""
+    from report.run import Run
+
+    out = clean_output(tmp_path / "run", 40)
+    stats = json.loads((out / "stats.json").read_text())
+    stats["rejected_by_reason"]["huge"] = 10 ** 400
+    (out / "stats.json").write_text(json.dumps(stats))
+    for settings in ("seed: " + "9" * 5000 + "\n", "when: 2024-13-45\n"):
+        (out / "settings.yaml").write_text(settings)
+        assert Run.of(out, ReportConfig()).settings == {}
+        html = write_report(out).read_text()
+        assert "rejected" in html and "1" + "0" * 400 not in html
