@@ -154,8 +154,12 @@ def _unbrotli(body: bytes, limit: int) -> bytes:
 
 def _unzstd(body: bytes, limit: int) -> bytes:
     """zstd's frames one after another, at most `limit` bytes."""
-    out = bytearray()
+    out, first = bytearray(), True
     while True:
+        body = _past_skippable_frames(body)  # (the reader skips them and the decoder below stops at them)
+        if not first and not body.startswith(ZSTD_MAGIC):  # bytes after the last frame: see AFTER_THE_STREAM
+            return bytes(out)
+        first = False
         reader = zstandard.ZstdDecompressor().stream_reader(body, read_across_frames=False)
         try:
             out += reader.read(limit + 1 - len(out))
@@ -173,8 +177,14 @@ def _unzstd(body: bytes, limit: int) -> bytes:
         if not frame.eof:
             raise PayloadError(ENDS_EARLY)
         body = frame.unused_data
-        if not body.startswith(ZSTD_MAGIC):  # bytes after the last frame: see AFTER_THE_STREAM
-            return bytes(out)
+
+
+def _past_skippable_frames(body: bytes) -> bytes:
+    """`body` past the zstd skippable frames it starts with (magic 0x184D2A50-5F, a 4-byte size, that many bytes
+    of anything)."""
+    while len(body) >= 8 and body[1:4] == b"\x2a\x4d\x18" and body[0] & 0xF0 == 0x50:
+        body = body[8 + int.from_bytes(body[4:8], "little"):]
+    return body
 
 
 def binary_kind(body: bytes, declared: str | None = None) -> str | None:

@@ -45,6 +45,9 @@ CHUNK = 1 << 16  # bytes read from the file at a time
 MAX_HEADER_BYTES = 1 << 16  # a record's WARC or HTTP headers past this are not a record's
 RECORD_START = re.compile(rb"\nWARC/1\.[01]\r?\n")
 RECORD_LINE = b"\nWARC/1.0\r\n"  # its longest match
+OVERSHOOT = 1024  # bytes before a record's declared end where the next record is looked for, when what follows
+# its declared end is no record (a Content-Length a few bytes too large); further back is the record's own
+# block, where a page about WARC files shows records of its own
 HEAD_BYTES = MAX_HEADER_BYTES + CHUNK  # a member's first bytes kept: its first record's headers
 RECENT_CHUNKS = 3  # a member's last chunks kept: what fastwarc read past a record before it gave it
 # A member of several records is spilled to a temporary file (on disk) as it inflates: past MIN_SPILL, at most
@@ -125,7 +128,7 @@ def _records(stream, cfg: WarcConfig, base: int = 0, size: int | None = None,
         if headers_end is not None and (headers := headers_end(position)) is not None:
             end = headers + _block_length(record)
         if size is not None and (end is None or end > size):
-            yield position, end, Claims(position + base, _block_length(record))
+            yield position, end, Claims(position + base, None if end is None else _block_length(record))
             return
         yield position, end, _outcome(record, cfg, position + base)
 
@@ -184,7 +187,8 @@ def _members(raw, cfg: WarcConfig) -> Iterator[Outcome]:
                     if not member.damaged:
                         raise
                 spilled.flush()
-                warned = yield from _member_ends(_uncompressed(spilled, member.position, cfg, start), member)
+                warned = yield from _member_ends(
+                    _uncompressed(spilled, member.position, cfg, start, "its gzip member"), member)
         else:
             warned = yield from _member_ends(outcomes, member)
         if member.damaged:
@@ -244,15 +248,17 @@ def _member_alone(member: "GzipMember", cfg: WarcConfig, start: int) -> list[Out
     return None if member.several else [held] if held is not None else []
 
 
-def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0) -> Iterator[Outcome]:
-    """The records of an uncompressed file of `size` bytes (offsets from `base`). A record that claims more than
-    the file holds, or bytes that are not a record, send the reader on to the next line that starts a record
-    past the last record read (never inside it: a page's HTML may show a record). A record cut short at the
-    file's end comes last, `cut`: the caller says what that end is."""
+def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0, within: str = "the file") -> Iterator[Outcome]:
+    """The records of an uncompressed file of `size` bytes (offsets from `base`; `within`: what it is, in
+    messages). A record that claims more than the file holds, or bytes that are not a record, send the reader
+    on to the next line that starts a record past the last record read (never inside it, where a page's HTML
+    may show a record, but up to OVERSHOOT bytes before its declared end, where a record that declared more
+    than it held put the next one). A record cut short at the file's end comes last, `cut`: the caller says
+    what that end is."""
     start, previous = 0, None
     while start is not None:
         raw.seek(start)
-        resume = start  # where the bytes after the last record read begin
+        resume, last = start, -1  # where the bytes after the last record read begin, and where it began
         try:
             for position, end, outcome in _records(raw, cfg, base, size, _file_headers_end(raw.fileno())):
                 if previous is not None:  # a record cut short with another after it: itself damaged
@@ -261,13 +267,12 @@ def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0) -> Iterator[Ou
                 if isinstance(outcome, Claims):
                     start = _next_record(raw, position + 1)
                     if start is None:
-                        previous = Quarantined(f"declares {outcome.length} bytes, more than the file holds",
-                                               outcome.offset, cut=True)
+                        previous = Quarantined(outcome.what(within), outcome.offset, cut=True)
                     else:
-                        yield Quarantined(f"declares {outcome.length} bytes, more than the file holds; the "
-                                          f"next record starts at byte {start + base}", outcome.offset)
+                        yield Quarantined(f"{outcome.what(within)}; the next record starts at byte {start + base}",
+                                          outcome.offset)
                     break
-                resume = end
+                resume, last = end, position
                 if isinstance(outcome, Quarantined) and outcome.cut:
                     previous = outcome  # unless the file ends here: then the file was cut short
                 else:
@@ -281,11 +286,27 @@ def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0) -> Iterator[Ou
                 yield Quarantined(previous.error, previous.offset)
                 previous = None
             at = _past_space(raw, resume)
+            if last >= 0:  # records were read since `start`: where the one after them starts is looked at again
+                if _starts_record(raw, at):  # fastwarc read the last one otherwise (a `content-length`): again
+                    start = at  # from there (failing there at once, it is itself what cannot be read)
+                    continue
+                back = _next_record(raw, max(last + 1, resume - OVERSHOOT))
+                if back is not None and back < at:
+                    yield Quarantined(f"declares more bytes than it holds ({_short(e)} after it); read on from the "
+                                      f"next record, at byte {back + base}", last + base)
+                    start = back
+                    continue
             start = _next_record(raw, at)
-            then = "no record after it" if start is None else f"read on from the next record, at byte {start + base}"
+            then = (f"no record after it in {within}" if start is None else
+                    f"read on from the next record, at byte {start + base}")
             yield Quarantined(f"not a WARC record: {_short(e)}; {then}", at + base)
     if previous is not None:
         yield previous
+
+
+def _starts_record(raw, offset: int) -> bool:
+    """Whether a line that starts a WARC record begins at `offset`."""
+    return RECORD_START.match(b"\n" + os.pread(raw.fileno(), len(RECORD_LINE), offset)) is not None
 
 
 def _past_space(raw, offset: int) -> int:
@@ -322,9 +343,15 @@ def _short(e: BaseException) -> str:
 
 @dataclass
 class Claims:
-    """A record declaring more bytes than its file holds from there."""
+    """A record declaring more bytes than its file holds from there (`length`), or whose headers do not end
+    before the file does (None)."""
     offset: int
-    length: int
+    length: int | None
+
+    def what(self, within: str) -> str:
+        if self.length is None:
+            return f"its WARC headers are cut short (no blank line before {within} ends)"
+        return f"declares {self.length} bytes, more than {within} holds"
 
 
 class GzipMember:

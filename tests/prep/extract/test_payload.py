@@ -98,3 +98,11 @@ def test_chunks_too_small_to_be_a_server_s_are_refused_before_they_are_joined():
     body = PAGE * 20
     small = b"".join(b"%x\r\n" % len(body[i:i + 64]) + body[i:i + 64] + b"\r\n" for i in range(0, len(body), 64))
     assert dechunked(small + b"0\r\n\r\n") == body
+
+
+def test_a_zstd_skippable_frame_is_passed_over_once():
+    # the reader passed over it and the decoder that finds where a frame ends stopped at it: the page came twice
+    skippable = b"\x50\x2a\x4d\x18\x04\x00\x00\x00abcd"
+    frame = zstandard.ZstdCompressor().compress(PAGE)
+    assert decoded(skippable + frame, "zstd", 10 * len(PAGE)) == PAGE
+    assert decoded(frame + skippable + frame, "zstd", 10 * len(PAGE)) == PAGE + PAGE

@@ -326,3 +326,20 @@ def test_a_member_of_several_records_that_inflates_like_a_bomb_is_spilled_no_fur
     assert _urls(outcomes) == ["http://docs.example.org/0", "http://docs.example.org/1"]
     assert outcomes[-1].kind == "error" and "bomb" in outcomes[-1].message
     assert spill.stat().st_size < 4 << 20
+
+
+@pytest.mark.parametrize("change", ["10 bytes too many", "content-length"])
+def test_a_record_read_to_another_end_than_it_declares_costs_not_the_record_after_it(tmp_path, change):
+    # reading on from the last record's declared end skipped the next record where that end fell inside it (a
+    # Content-Length 10 bytes too large), or where fastwarc read another length (a lowercase field name)
+    page = _page(1)
+    if change == "content-length":
+        damaged = page.replace(b"Content-Length", b"content-length")
+    else:
+        at = page.find(b"Content-Length: ") + 16
+        end = page.find(b"\r\n", at)
+        damaged = page[:at] + b"%d" % (int(page[at:end]) + 10) + page[end:]
+    for path in _files(tmp_path, "overshoot", _page(0) + damaged + b"".join(_page(i) for i in range(2, 41))):
+        outcomes = list(read_warc(path))
+        assert _urls(outcomes)[-39:] == EVERY_PAGE[1:]
+        assert not any(isinstance(o, FileProblem) for o in outcomes)
