@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 import os
+import pickle
 import random
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -33,8 +34,10 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint._traverse import set_element
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
+from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 
 from schemas.trust import TooLarge, UntrustedPath, bounded_json, check_private, plain_file_name
 
@@ -151,13 +154,13 @@ class Checkpoints:
         if problem is not None:
             return problem
         try:
-            metadata, found = dcp.FileSystemReader(str(checkpoint)).read_metadata(), None
+            metadata, found = CheckpointReader(str(checkpoint)).read_metadata(), None
         except Exception as e:  # noqa: BLE001 - whatever unpickling a damaged metadata file raises
             metadata, found = None, ("damaged", f"its DCP metadata cannot be read: {first_line(e)}")
         if metadata is not None:
             if not any(key.startswith(f"rng_rank{self.rank}.") for key in metadata.state_dict_metadata):
                 state.pop(f"rng_rank{self.rank}", None)  # a rank the saving run did not have (a larger world now)
-            planner = DefaultLoadPlanner()
+            planner = CheckpointPlanner()
             planner.set_up_planner(state, metadata, self.rank == 0)
             try:
                 planner.create_local_plan()  # the checks of DCP's own load (keys, shapes), without reading
@@ -166,7 +169,7 @@ class Checkpoints:
         if (problem := self._agreed(found)) is not None:
             return problem
         try:
-            dcp.load(state, checkpoint_id=str(checkpoint))
+            load_checkpoint(state, checkpoint)
             found = None
         except (Exception, CheckpointException) as e:  # noqa: BLE001 - DCP's CheckpointException, on every rank,
             # is a BaseException: `except Exception` alone let a real failed load end the run
@@ -207,6 +210,69 @@ class Checkpoints:
         if self.ours == checkpoint:
             self.ours = None
         return target
+
+
+# -- reading a checkpoint as data ----------------------------------------------------------------------------
+# DCP reads its metadata with pickle.load and every non-tensor value (the loader's and the guard's state, the
+# RNG states) with torch.load(weights_only=False): a checkpoint from elsewhere, or one another user could
+# swap in after its checks (a run folder in a shared project folder), ran its code as the user. Here the
+# metadata is unpickled with DCP's own classes and torch's dtypes, sizes and layouts alone, the values with
+# torch's weights-only unpickler (numpy's arrays allowed: the RNG state holds one), and every file the
+# metadata names must be a file of the checkpoint, its slices inside it.
+
+METADATA_GLOBALS = {
+    *(("torch.distributed.checkpoint.metadata", name) for name in (
+        "Metadata", "ChunkStorageMetadata", "TensorStorageMetadata", "BytesStorageMetadata", "TensorProperties",
+        "MetadataIndex", "StorageMeta", "_MEM_FORMAT_ENCODING")),
+    ("torch.distributed.checkpoint.filesystem", "_StorageInfo"), ("torch", "Size"),
+    ("torch.serialization", "_get_layout"), ("pathlib", "PosixPath"), ("collections", "OrderedDict"),
+}
+VALUE_GLOBALS = [np.dtype, np.ndarray, np._core.multiarray._reconstruct, type(np.dtype(np.uint32))]
+
+
+class _MetadataUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        if (module, name) in METADATA_GLOBALS or module == "torch" and isinstance(
+                getattr(torch, name, None), torch.dtype | torch.layout | torch.memory_format):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is no part of a checkpoint's metadata")
+
+
+class CheckpointReader(dcp.FileSystemReader):
+    """DCP's reader of a checkpoint folder, its metadata read as data (above)."""
+
+    def read_metadata(self, *_, **kwargs) -> Metadata:
+        with self.fs.create_stream(self._get_metadata_path(kwargs.get("rank")), "rb") as file:
+            metadata = _MetadataUnpickler(file).load()
+        if not isinstance(metadata, Metadata):
+            raise pickle.UnpicklingError(f"the metadata is a {type(metadata).__name__}")
+        for info in (metadata.storage_data or {}).values():
+            name = plain_file_name(getattr(info, "relative_path", None), "a file the metadata names")
+            size = os.stat(Path(self.path) / name).st_size
+            if not (isinstance(info.offset, int) and isinstance(info.length, int)
+                    and 0 <= info.offset <= info.offset + info.length <= size):
+                raise ValueError(f"a slice of {name} past its {size} bytes")
+        if getattr(metadata, "storage_meta", None) is None:
+            metadata.storage_meta = StorageMeta()
+        metadata.storage_meta.load_id = self.load_id
+        return metadata
+
+
+class CheckpointPlanner(DefaultLoadPlanner):
+    """DCP's load planner, its non-tensor values read with torch's weights-only unpickler."""
+
+    def load_bytes(self, read_item, value) -> None:
+        with torch.serialization.safe_globals(VALUE_GLOBALS):
+            loaded = torch.load(value, weights_only=True)
+        if self.flatten_state_dict:
+            set_element(self.original_state_dict, self.mappings[read_item.dest_index.fqn], loaded)
+        else:
+            self.state_dict[read_item.dest_index.fqn] = loaded
+
+
+def load_checkpoint(state: dict, checkpoint: Path) -> None:
+    """dcp.load of `checkpoint` into `state`, as data (above)."""
+    dcp.load(state, storage_reader=CheckpointReader(str(checkpoint)), planner=CheckpointPlanner())
 
 
 def file_sha256(path: Path) -> str:

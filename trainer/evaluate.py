@@ -20,7 +20,6 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
 
@@ -30,7 +29,7 @@ from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.encode import TokenizerFile, encode_documents
 from schemas.trust import UntrustedPath
-from trainer.checkpoints import complete_checkpoints, first_line, intact
+from trainer.checkpoints import complete_checkpoints, first_line, intact, load_checkpoint
 from trainer.loop import TrainConfig, build_model
 
 
@@ -88,7 +87,7 @@ def evaluate(cfg: EvalConfig) -> dict:
             model = build_model(TrainConfig(model=cfg.model), index.embedding_size, torch.device("cpu"))
             state = {"model": get_model_state_dict(model)}
             try:
-                dcp.load(state, checkpoint_id=str(checkpoint))
+                load_checkpoint(state, checkpoint)
             except CheckpointException as e:  # a BaseException: its files matched the manifest, yet DCP refused
                 raise SystemExit(f"jobs.evaluate: error: {checkpoint} cannot be loaded: {first_line(e)}") from None
             set_model_state_dict(model, state["model"])

@@ -158,16 +158,16 @@ def damage_after_save(at: str) -> None:
 def fail_load(name: str) -> None:
     import trainer.checkpoints
 
-    real = trainer.checkpoints.dcp.load
+    real = trainer.checkpoints.load_checkpoint
 
-    def load(state, checkpoint_id=None, **kwargs):
-        if str(checkpoint_id).endswith(name):  # what DCP raises: a BaseException, not an Exception
+    def load(state, checkpoint):
+        if str(checkpoint).endswith(name):  # what DCP raises: a BaseException, not an Exception
             from torch.distributed.checkpoint.api import CheckpointException, _wrap_exception
 
             raise CheckpointException(f"DCP cannot load {name}", {0: _wrap_exception(RuntimeError("injected"))})
-        return real(state, checkpoint_id=checkpoint_id, **kwargs)
+        return real(state, checkpoint)
 
-    trainer.checkpoints.dcp.load = load
+    trainer.checkpoints.load_checkpoint = load
 
 
 def hold_endpoint(released: str) -> None:

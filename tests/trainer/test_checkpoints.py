@@ -195,3 +195,78 @@ def test_what_the_file_system_does_to_checkpoints_is_damage_or_passed_over_never
         assert not planted.exists()  # removed at the start, as a killed save's folder is
     finally:
         again.hasher.shutdown()
+
+
+class _Planted:
+    """What a crafted pickle does when it is read: creates a file (any call would do as well)."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return open, (str(self.marker), "w")
+
+
+def _resealed(copy: Path, step: int) -> Path:
+    """The checkpoint's manifest made to agree with its files as they are now (a checkpoint sent whole)."""
+    import json
+
+    from trainer.checkpoints import file_sha256
+
+    data = json.loads((copy / MANIFEST).read_text())
+    data["files"] = {p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
+                     for p in sorted(copy.iterdir()) if p.name != MANIFEST}
+    data["step"] = step
+    (copy / MANIFEST).write_text(json.dumps(data))
+    return copy
+
+
+def test_a_checkpoint_runs_no_code_whatever_its_metadata_or_values_hold(saved, tmp_path):
+    # DCP unpickles the metadata with pickle.load and every value that is not a tensor with torch.load(
+    # weights_only=False): a checkpoint sent whole, or swapped in after its checks, ran its code as the user
+    import pickle
+
+    import torch.distributed.checkpoint as dcp
+
+    from trainer.checkpoints import CheckpointReader
+
+    checkpoints, state, checkpoint = saved
+    marker = tmp_path / "code ran"
+    metadata = _resealed(shutil.copytree(checkpoint, checkpoint.with_name("step-0000020")), 20)
+    (metadata / ".metadata").write_bytes(pickle.dumps(_Planted(marker)))
+    _resealed(metadata, 20)
+    assert "its DCP metadata cannot be read" in checkpoints.load(metadata, {"model": {"w": torch.zeros(4096)}})
+    value = checkpoint.with_name("step-0000030")
+    dcp.save({"model": state["model"], "loader": {"position": _Planted(marker)}}, checkpoint_id=str(value))
+    shutil.copy2(checkpoint / MANIFEST, value / MANIFEST)
+    _resealed(value, 30)
+    assert "DCP's load failed" in checkpoints.load(value, {"model": {"w": torch.zeros(4096)},
+                                                           "loader": {"position": 0}})
+    assert not marker.exists()
+    # a file the metadata names is one of the checkpoint's, its slices inside it
+    outside = shutil.copytree(checkpoint, checkpoint.with_name("step-0000040"))
+    data = CheckpointReader(str(outside)).read_metadata()
+    for info in data.storage_data.values():
+        info.relative_path = "../../secret"
+    data.storage_meta = None
+    (outside / ".metadata").write_bytes(pickle.dumps(data))
+    _resealed(outside, 40)
+    assert "not a plain file name" in checkpoints.load(outside, {"model": {"w": torch.zeros(4096)}, "loader": {}})
+
+
+def test_a_checkpoint_of_the_loops_state_round_trips_its_rng_states_as_data(tmp_path):
+    from trainer.checkpoints import load_checkpoint, rng_state
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
+    try:
+        import torch.distributed.checkpoint as dcp
+
+        saved = {"model": {"w": torch.arange(8.0)}, "rng_rank0": rng_state(), "train": {"step": 3, "lineage": "x"}}
+        dcp.save(saved, checkpoint_id=str(tmp_path / "ck"))
+        loaded = {"model": {"w": torch.zeros(8)}, "rng_rank0": rng_state(), "train": {"step": 0, "lineage": ""}}
+        load_checkpoint(loaded, tmp_path / "ck")
+        assert loaded["train"] == saved["train"] and torch.equal(loaded["model"]["w"], saved["model"]["w"])
+        assert (loaded["rng_rank0"]["numpy"][1] == saved["rng_rank0"]["numpy"][1]).all()
+        assert loaded["rng_rank0"]["python"] == saved["rng_rank0"]["python"]
+    finally:
+        dist.destroy_process_group()
