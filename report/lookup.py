@@ -39,6 +39,22 @@ def parquet_files(specs: list[str]) -> list[Path]:
     return sorted(found)
 
 
+def names_within(spec: str, limit: int = MAX_WALK_ENTRIES) -> bool:
+    """Whether the folders and globs of an input specification name at most `limit` names in all, looked at no
+    further than that (a settings.yaml from elsewhere named "/" as a benchmark, and the report walked the
+    whole file system to read it: 10 s here)."""
+    left = limit
+    for part in filter(None, spec.split(",")):
+        matches = list(itertools.islice(glob.iglob(part), left + 1)) if glob.has_magic(part) else [part]
+        left -= len(matches)
+        for match in matches:
+            if left >= 0 and os.path.isdir(match):
+                left = _walk(Path(match), left)[1]
+        if left < 0:
+            return False
+    return True
+
+
 def _walk(folder: Path, left: int) -> tuple[list[Path], int]:
     """(the .parquet files under `folder`, folders in name order, links not followed, until `left` names
     have been looked at; the names left)."""

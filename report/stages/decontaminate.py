@@ -10,12 +10,14 @@ from prep.decontam.items import ItemsConfig, read_benchmark
 from prep.ingest.inputs import InputError, expand_inputs
 from report.documents import clipped, document
 from report.layout import StageDir, read_json
-from report.lookup import documents_by_id, shared_note
+from report.lookup import documents_by_id, names_within, shared_note
 from report.model import FunnelRow, Mark, Match, Note, Section, StageView, Table
 from report.run import Run
 from report.sample import Distributions, Smallest
 from report.scan import id_hash, scanned
 from report.stages.common import DOCUMENT_COLUMNS, distributions, read_note, reasons, seconds, stream
+
+BENCHMARK_NAMES = 10_000  # names a benchmark's files are looked for among, at most (MMLU: 57 files)
 
 SPAN_COLUMNS = ["id", "benchmark", "item", "start", "end", "score", "kind"]
 
@@ -139,7 +141,8 @@ def _item_texts(run: Run, stage: StageDir, items: set[tuple[str, str]]) -> dict[
         if not isinstance(spec, str):
             continue
         try:
-            if sum(os.path.getsize(f.path) for f in expand_inputs(spec)) > cfg.benchmark_bytes:
+            if not names_within(spec, BENCHMARK_NAMES) or sum(os.path.getsize(f.path)  # ("/": the whole disk)
+                                                              for f in expand_inputs(spec)) > cfg.benchmark_bytes:
                 continue
             wanted = {item for b, item in items if b == name}
             for item_id, text in read_benchmark(name, spec, items_cfg).items:

@@ -304,3 +304,23 @@ def test_a_count_past_a_float_or_settings_yaml_cannot_read_leaves_the_report_wri
         assert Run.of(out, ReportConfig()).settings == {}
         html = write_report(out).read_text()
         assert "rejected" in html and "1" + "0" * 400 not in html
+
+
+def test_benchmark_files_named_by_settings_from_elsewhere_are_looked_at_within_bounds(tmp_path):
+    """Found by a review: a decontaminate run's settings.yaml named "/" as a benchmark, and the report walked the
+    whole file system for its item texts (10 s); a FIFO in the folder it named hung the report."""
+    import os
+
+    from report.lookup import names_within
+
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    for i in range(10):
+        (folder / f"part{i}.jsonl").write_text('{"text": "an item"}\n')
+    assert names_within(str(folder), limit=20) and not names_within(str(folder), limit=5)
+    assert not names_within(f"{folder}/*.jsonl", limit=5) and names_within(f"{folder}/part1.jsonl,{folder}", limit=12)
+    os.mkfifo(folder / "hang.jsonl")
+    from prep.ingest.inputs import InputError, expand_inputs
+
+    with pytest.raises(InputError, match="not a regular file"):  # what the report's reading is refused with
+        expand_inputs(str(folder))
