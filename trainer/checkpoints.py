@@ -20,6 +20,7 @@ DIR/checkpoints/damaged/ (never deleted: damaged.txt in it says why) and the loo
 and so on down the kept ones.
 """
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -27,6 +28,7 @@ import os
 import pickle
 import random
 import shutil
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -150,11 +152,18 @@ class Checkpoints:
     def load(self, checkpoint: Path, state: dict) -> str | None:
         """Loads `state` (Trainer.state_dict()'s layout) from `checkpoint` in place; None once loaded, else
         what is wrong with it (the same on every rank). UntrustedPath, or Unfit for another model's."""
-        problem = self._agreed(_damage(checkpoint, self.rank, self.world, self.checksums))
-        if problem is not None:
-            return problem
+        with contextlib.ExitStack() as pins:
+            folder, found = _pin(pins, checkpoint)
+            if found is None:
+                found = _damage(folder, step_of(checkpoint), self.rank, self.world, self.checksums)
+            if (problem := self._agreed(found)) is not None:
+                return problem
+            return self._load(checkpoint, folder, state)
+
+    def _load(self, checkpoint: Path, folder: Path, state: dict) -> str | None:
+        """load's reading, from `folder` (the checkpoint pinned)."""
         try:
-            metadata, found = CheckpointReader(str(checkpoint)).read_metadata(), None
+            metadata, found = CheckpointReader(str(folder)).read_metadata(), None
         except Exception as e:  # noqa: BLE001 - whatever unpickling a damaged metadata file raises
             metadata, found = None, ("damaged", f"its DCP metadata cannot be read: {first_line(e)}")
         if metadata is not None:
@@ -169,7 +178,7 @@ class Checkpoints:
         if (problem := self._agreed(found)) is not None:
             return problem
         try:
-            load_checkpoint(state, checkpoint)
+            load_checkpoint(state, folder)
             found = None
         except (Exception, CheckpointException) as e:  # noqa: BLE001 - DCP's CheckpointException, on every rank,
             # is a BaseException: `except Exception` alone let a real failed load end the run
@@ -337,31 +346,55 @@ def read_manifest(checkpoint: Path) -> dict:
     return data
 
 
-def _damage(checkpoint: Path, rank: int, world: int, checksums: bool) -> tuple[str, str] | None:
-    """This rank's finding on a checkpoint's files: ("untrusted" | "damaged", what), or None. Every rank
-    checks every file's size; each file's checksum is read by one rank."""
+@contextlib.contextmanager
+def pinned(checkpoint: Path) -> Iterator[Path]:
+    """The checkpoint, checked (check_checkpoint), as a path through a descriptor held open on it
+    (/proc/self/fd/N): every read through it reaches the folder that was checked, whatever is renamed above it
+    meanwhile (a review had a checkpoint planted in a run folder renamed aside after its checks passed: the
+    run folder's project folder was group-writable, as HPC project folders are). UntrustedPath where the folder
+    opened is not the one checked."""
+    checked = check_checkpoint(checkpoint)
+    descriptor = os.open(checkpoint, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        check_checkpoint(checkpoint)
+        opened = os.fstat(descriptor)
+        if (opened.st_dev, opened.st_ino) != (checked.st_dev, checked.st_ino):
+            raise UntrustedPath(f"the checkpoint {checkpoint} was replaced while it was checked")
+        yield Path(f"/proc/self/fd/{descriptor}")
+    finally:
+        os.close(descriptor)
+
+
+def _pin(pins: contextlib.ExitStack, checkpoint: Path) -> tuple[Path | None, tuple[str, str] | None]:
+    """(the checkpoint pinned in `pins`, None), or (None, this rank's finding: untrusted or damaged)."""
+    try:
+        return pins.enter_context(pinned(checkpoint)), None
     except UntrustedPath as e:
-        return "untrusted", str(e)
+        return None, ("untrusted", str(e))
     except FileNotFoundError as e:
-        return "damaged", f"{e.filename} vanished"
+        return None, ("damaged", f"{e.filename or checkpoint} vanished")
+    except OSError as e:  # a link (O_NOFOLLOW) or no folder by that name: no checkpoint of this user's
+        return None, ("untrusted", f"the checkpoint {checkpoint} cannot be opened as a folder: {e.strerror}")
+
+
+def _damage(folder: Path, step: int, rank: int, world: int, checksums: bool) -> tuple[str, str] | None:
+    """This rank's finding on the files of a checkpoint of `step` (pinned: `folder`): ("damaged", what), or
+    None. Every rank checks every file's size; each file's checksum is read by one rank."""
     try:
-        manifest = read_manifest(checkpoint)
+        manifest = read_manifest(folder)
     except ValueError as e:
         return "damaged", str(e)
     except OSError as e:  # unreadable, a folder where the manifest should be: damage, not the end of the run
         return "damaged", f"{MANIFEST} cannot be read: {e.strerror or e}"
-    if manifest["step"] != step_of(checkpoint):  # a checkpoint copied or renamed under another step's name
-        return "damaged", f"its manifest is of step {manifest['step']}, its name of step {step_of(checkpoint)}"
+    if manifest["step"] != step:  # a checkpoint copied or renamed under another step's name
+        return "damaged", f"its manifest is of step {manifest['step']}, its name of step {step}"
     files = manifest["files"]
     for i, (name, entry) in enumerate(sorted(files.items())):
         try:
-            size = (checkpoint / name).stat().st_size
+            size = (folder / name).stat().st_size
             if size != entry["bytes"]:
                 cut = "truncated: " if size < entry["bytes"] else ""
                 return "damaged", f"{name} is {cut}{size} bytes, its manifest says {entry['bytes']}"
-            if checksums and i % world == rank and file_sha256(checkpoint / name) != entry["sha256"]:
+            if checksums and i % world == rank and file_sha256(folder / name) != entry["sha256"]:
                 return "damaged", f"{name} is corrupt: its checksum differs from its manifest's"
         except FileNotFoundError:
             return "damaged", f"{name} is missing"
@@ -385,18 +418,33 @@ def set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def check_checkpoint(checkpoint: Path) -> None:
-    """UntrustedPath unless the checkpoint, the folder holding it and everything in it are this user's
-    own and nobody else can write them: unpickling a planted file would run another user's code."""
+def check_checkpoint(checkpoint: Path) -> os.stat_result:
+    """The checkpoint folder's lstat, after checking that it, the folder holding it and everything in it are
+    this user's own and nobody else can write them (UntrustedPath): a checkpoint steers the run it is loaded
+    into, and until 2026-12-07 unpickling a planted file ran another user's code."""
     check_private(checkpoint.parent, "the checkpoints folder")
-    check_private(checkpoint, "the checkpoint")
+    checked = check_private(checkpoint, "the checkpoint")
     for path in sorted(checkpoint.rglob("*")):
         check_private(path, "a checkpoint's file", folder=path.is_dir() and not path.is_symlink())
+    return checked
 
 
 def intact(checkpoint: Path, checksums: bool = True) -> str | None:
-    """What is wrong with a checkpoint's files in one process (jobs.evaluate), or None; UntrustedPath."""
-    found = _damage(checkpoint, 0, 1, checksums)
-    if found and found[0] == "untrusted":
-        raise UntrustedPath(found[1])
-    return found[1] if found else None
+    """What is wrong with a checkpoint's files in one process, or None; UntrustedPath."""
+    with contextlib.ExitStack() as pins:
+        return pin_intact(checkpoint, pins, checksums)[1]
+
+
+def pin_intact(checkpoint: Path, pins: contextlib.ExitStack, checksums: bool = True) -> tuple[Path | None, str | None]:
+    """(the checkpoint pinned in `pins`, to be read through, None) where its files match its manifest, else
+    (None, what is wrong with them), in one process (jobs.evaluate); UntrustedPath."""
+    with contextlib.ExitStack() as own:
+        folder, found = _pin(own, checkpoint)
+        if found is None:
+            found = _damage(folder, step_of(checkpoint), 0, 1, checksums)
+        if found and found[0] == "untrusted":
+            raise UntrustedPath(found[1])
+        if found:
+            return None, found[1]
+        pins.enter_context(own.pop_all())  # held open by the caller's stack from here
+        return folder, None

@@ -12,6 +12,7 @@ checkpoint goes through the check --resume makes before anything of it is read: 
 pickle, so a checkpoint another user owns or can write would run their code.
 """
 
+import contextlib
 import math
 import sys
 import tempfile
@@ -29,7 +30,7 @@ from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 from prep.tokenizer.encode import TokenizerFile, encode_documents
 from schemas.trust import UntrustedPath
-from trainer.checkpoints import complete_checkpoints, first_line, intact, load_checkpoint
+from trainer.checkpoints import complete_checkpoints, first_line, load_checkpoint, pin_intact
 from trainer.loop import TrainConfig, build_model
 
 
@@ -58,24 +59,30 @@ def held_out_loss(model, tokens: list, seq_len: int) -> tuple[float, int]:
     return nats, count
 
 
-def newest_intact(run_dir: Path) -> Path:
-    """The newest complete checkpoint whose files match its manifest (a damaged one is named on stderr and
-    passed over, left where it is); SystemExit with one line when there is none, or one is not the user's."""
+def newest_intact(run_dir: Path, pins: contextlib.ExitStack) -> tuple[Path, Path]:
+    """(the newest complete checkpoint whose files match its manifest, that checkpoint pinned in `pins`: read
+    it through that path) (a damaged one is named on stderr and passed over, left where it is); SystemExit with
+    one line when there is none, or one is not the user's."""
     checkpoints = complete_checkpoints(run_dir / "checkpoints")
     for checkpoint in checkpoints:
         try:
-            problem = intact(checkpoint)
+            folder, problem = pin_intact(checkpoint, pins)
         except UntrustedPath as e:
             raise SystemExit(f"jobs.evaluate: error: {e}") from None
         if problem is None:
-            return checkpoint
+            return checkpoint, folder
         print(f"jobs.evaluate: {checkpoint} passed over: {problem}", file=sys.stderr)
     raise SystemExit(f"no complete checkpoint in {run_dir}" if not checkpoints else
                      f"jobs.evaluate: error: no checkpoint in {run_dir} is intact")
 
 
 def evaluate(cfg: EvalConfig) -> dict:
-    checkpoint = newest_intact(Path(cfg.run_dir))
+    with contextlib.ExitStack() as pins:
+        return _evaluate(cfg, *newest_intact(Path(cfg.run_dir), pins))
+
+
+def _evaluate(cfg: EvalConfig, checkpoint: Path, folder: Path) -> dict:
+    """evaluate, the checkpoint read through `folder` (pinned)."""
     index = ShardSource(sources_of(cfg.shards)[0].location).index  # a folder, a URL or a mixture (shared settings)
     tokenizer = TokenizerFile.read(cfg.tokenizer)
     if tokenizer.sha256 != index.tokenizer_sha256:
@@ -87,7 +94,7 @@ def evaluate(cfg: EvalConfig) -> dict:
             model = build_model(TrainConfig(model=cfg.model), index.embedding_size, torch.device("cpu"))
             state = {"model": get_model_state_dict(model)}
             try:
-                load_checkpoint(state, checkpoint)
+                load_checkpoint(state, folder)
             except CheckpointException as e:  # a BaseException: its files matched the manifest, yet DCP refused
                 raise SystemExit(f"jobs.evaluate: error: {checkpoint} cannot be loaded: {first_line(e)}") from None
             set_model_state_dict(model, state["model"])

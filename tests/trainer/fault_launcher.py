@@ -158,16 +158,24 @@ def damage_after_save(at: str) -> None:
 def fail_load(name: str) -> None:
     import trainer.checkpoints
 
-    real = trainer.checkpoints.load_checkpoint
+    module = trainer.checkpoints
+    real_load, real_read = module.Checkpoints._load, module.load_checkpoint
 
-    def load(state, checkpoint):
-        if str(checkpoint).endswith(name):  # what DCP raises: a BaseException, not an Exception
-            from torch.distributed.checkpoint.api import CheckpointException, _wrap_exception
+    def failing(*_):  # what DCP raises: a BaseException, not an Exception
+        from torch.distributed.checkpoint.api import CheckpointException, _wrap_exception
 
-            raise CheckpointException(f"DCP cannot load {name}", {0: _wrap_exception(RuntimeError("injected"))})
-        return real(state, checkpoint)
+        raise CheckpointException(f"DCP cannot load {name}", {0: _wrap_exception(RuntimeError("injected"))})
 
-    trainer.checkpoints.load_checkpoint = load
+    def load(self, checkpoint, folder, state):  # (the checkpoint is read through its pinned folder: by its name)
+        if not str(checkpoint).endswith(name):
+            return real_load(self, checkpoint, folder, state)
+        module.load_checkpoint = failing
+        try:
+            return real_load(self, checkpoint, folder, state)
+        finally:
+            module.load_checkpoint = real_read
+
+    module.Checkpoints._load = load
 
 
 def hold_endpoint(released: str) -> None:

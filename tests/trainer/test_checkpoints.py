@@ -270,3 +270,35 @@ def test_a_checkpoint_of_the_loops_state_round_trips_its_rng_states_as_data(tmp_
         assert loaded["rng_rank0"]["python"] == saved["rng_rank0"]["python"]
     finally:
         dist.destroy_process_group()
+
+
+def test_a_checkpoint_is_read_from_the_folder_checked_whatever_is_renamed_meanwhile(saved, monkeypatch):
+    # a second user who can write the folder holding the run folder (an HPC project folder: group-writable, no
+    # sticky bit) renamed it aside once the checks had passed, and the load read a checkpoint planted in its place
+    from trainer import checkpoints as module
+    from trainer.checkpoints import pinned
+
+    checkpoints, state, checkpoint = saved
+    other = shutil.copytree(checkpoint, checkpoint.with_name("step-0000020"))
+    (other / "planted").write_text("not this checkpoint's")
+    aside = checkpoint.with_name("aside")
+    with pinned(checkpoint) as folder:
+        os.rename(checkpoint, aside)
+        os.rename(other, checkpoint)  # the path now names another folder
+        assert not (folder / "planted").exists() and (checkpoint / "planted").exists()
+        template = {"model": {"w": torch.zeros(4096)}, "loader": {"position": 0, "skips": []}}
+        assert checkpoints._load(checkpoint, folder, template) is None
+        assert torch.equal(template["model"]["w"], state["model"]["w"])
+    os.rename(checkpoint, other)
+    os.rename(aside, checkpoint)
+    real = module.check_checkpoint
+
+    def swapped_after_the_check(path):  # between the check and the open
+        checked = real(path)
+        os.rename(path, aside)
+        os.rename(other, path)
+        return checked
+
+    monkeypatch.setattr(module, "check_checkpoint", swapped_after_the_check)
+    with pytest.raises(UntrustedPath, match="replaced while it was checked"):
+        checkpoints.load(checkpoint, {"model": {"w": torch.zeros(4096)}})
