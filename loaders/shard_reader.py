@@ -24,6 +24,7 @@ import secrets
 import shutil
 import socket
 import struct
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -32,11 +33,15 @@ import numpy as np
 import pyarrow as pa
 
 from loaders.arrow_ipc import RecordBatchLayout, read_region, shard_layout
-from schemas.index import INDEX_FILE, IndexProblem, ShardEntry, ShardIndex, read_index_json
+from schemas.index import INDEX_FILE, MAX_INDEX_BYTES, IndexProblem, ShardEntry, ShardIndex, read_index_json
 from schemas.shards import SHARD_SCHEMA, ShardFileError, checked_shard_mapping, file_checksum, read_checked_shard
 from schemas.trust import TooLarge, UntrustedPath, cache_home, is_url, open_regular_file, private_folder
 
 FETCH_CHUNK = 4 << 20  # bytes per read of a remote shard
+# A server from elsewhere may stall or trickle: a connection is given CONNECT_SECONDS, a read READ_SECONDS
+# without a byte, and a whole shard MIN_FETCH_SECONDS plus a second a MIN_FETCH_RATE bytes (aiohttp's own
+# default is 300 s a request, and a shard is fetched in many)
+CONNECT_SECONDS, READ_SECONDS, MIN_FETCH_SECONDS, MIN_FETCH_RATE = 30, 60, 120, 1 << 20
 
 
 class ShardError(RuntimeError):
@@ -51,9 +56,7 @@ class ShardSource:
         self.location = location.rstrip("/")
         self.remote = is_url(self.location)
         if self.remote:
-            import fsspec
-
-            self.fs, self.root = fsspec.core.url_to_fs(self.location)
+            self.fs, self.root, self.web = remote_fs(self.location)
             shards = private_folder(Path(cache_dir or cache_home()) / "shards", "the shards cache")
             self.cache = private_folder(shards / cache_name(self.location), "the shards cache")
             remove_dead_parts(self.cache)
@@ -61,11 +64,12 @@ class ShardSource:
             self.local = Path(self.location.removeprefix("file://"))
         self.index = self._read_index()
         self.entries = self.index.shards
+        self.verified: set[int] = set()  # remote shards whose cached copy this process checked or fetched
 
     def _read_index(self) -> ShardIndex:
         where = f"{self.location}/{INDEX_FILE}"
         try:
-            with (self.fs.open(f"{self.root}/{INDEX_FILE}", "rb") if self.remote
+            with (self._open_remote(f"{self.root}/{INDEX_FILE}", MAX_INDEX_BYTES + 1) if self.remote
                   else open_regular_file(self.local / INDEX_FILE)) as file:
                 index = read_index_json(file)
         except FileNotFoundError:
@@ -74,6 +78,8 @@ class ShardSource:
             raise ShardError(f"{where}: {e}") from None
         except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
             raise ShardError(f"{where}: not JSON: {e}") from None
+        except transport_errors() as e:
+            raise ShardError(f"{where}: cannot be read: {type(e).__name__}: {e}") from None
         try:
             index = ShardIndex.from_json(index)
         except IndexProblem as e:
@@ -88,8 +94,14 @@ class ShardSource:
         if not self.remote:
             return self.local / entry.file
         target = self.cache / entry.file
+        if target.exists() and target.stat().st_size == entry.bytes and shard not in self.verified:
+            # a cached copy that is no longer the index's (the store republished the shard under its name, or
+            # another index of the same URL was read): fetched again, not refused on every run for good
+            if file_checksum(target, self.index.checksum_algorithm) != entry.checksum:
+                target.unlink(missing_ok=True)
         if not target.exists() or target.stat().st_size != entry.bytes:
             self._fetch(entry, target)
+        self.verified.add(shard)
         return target
 
     def _fetch(self, entry: ShardEntry, target: Path) -> None:
@@ -112,18 +124,64 @@ class ShardSource:
             os.replace(partial, target)
         except FileNotFoundError:
             raise ShardError(f"{where}: missing") from None
+        except transport_errors() as e:  # a server's error, a stall, a cut body, no room left
+            raise ShardError(f"{where}: cannot be fetched: {type(e).__name__}: {e}") from None
         finally:
             partial.unlink(missing_ok=True)
 
     def _copy(self, remote: str, local: Path, limit: int) -> int:
-        """At most `limit` bytes of `remote` written into the new file `local`; returns how many."""
-        copied = 0
+        """At most `limit` bytes of `remote` written into the new file `local`, within the fetch's deadline;
+        returns how many. The file's room is taken first (several fetches at once each passed the free-space
+        check and filled the disk)."""
+        copied, deadline = 0, time.monotonic() + MIN_FETCH_SECONDS + limit / MIN_FETCH_RATE
         descriptor = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with open(descriptor, "wb") as out, self.fs.open(remote, "rb") as source:
+        with open(descriptor, "wb") as out, self._open_remote(remote, limit) as source:
+            os.posix_fallocate(descriptor, 0, max(1, limit - 1))
             while copied < limit and (chunk := source.read(min(FETCH_CHUNK, limit - copied))):
                 out.write(chunk)
                 copied += len(chunk)
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{copied} bytes in {MIN_FETCH_SECONDS + limit / MIN_FETCH_RATE:.0f} s")
+            out.truncate(copied)  # (the room taken beyond what came)
         return copied
+
+
+    def _open_remote(self, path: str, limit: int):
+        """A remote file opened to read (at most `limit` bytes of it): from a web server as a stream, asked for
+        at once (fsspec asks for its size first otherwise, and calls a 500 then "missing")."""
+        return self.fs.open(path, "rb", block_size=0, size=limit) if self.web else self.fs.open(path, "rb")
+
+
+def remote_fs(location: str):
+    """(fsspec's filesystem of a URL, its root, whether it is a web server's). For a web server:
+    timeouts (CONNECT_SECONDS, READ_SECONDS), the body as sent (asked for without Content-Encoding, and not
+    decoded: a 1.5 MB gzip body was 1.5 GB of memory), read as a stream (fsspec's range reads read a 206
+    answer whole, however long: 3.2 GB for an 832-byte index)."""
+    import fsspec
+
+    protocol = location.partition("://")[0].lower()
+    if protocol not in ("http", "https"):
+        try:
+            fs, root = fsspec.core.url_to_fs(location)
+        except ImportError as e:  # the store's driver is not installed (s3fs, gcsfs, ...)
+            raise ShardError(f"{location}: {protocol}:// needs its fsspec driver installed: {e}") from None
+        return fs, root, False
+    import aiohttp
+
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_SECONDS, sock_read=READ_SECONDS)
+    fs, root = fsspec.core.url_to_fs(location, client_kwargs={"timeout": timeout, "auto_decompress": False},
+                                     headers={"Accept-Encoding": "identity"})
+    return fs, root, True
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """What reading from a store may raise: OSError (timeouts too: TimeoutError is one), and aiohttp's errors
+    (a 500, a body cut short), which are not OSErrors."""
+    try:
+        from aiohttp import ClientError
+    except ImportError:
+        return (OSError,)
+    return OSError, ClientError
 
 
 def cache_name(location: str) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from schemas.shards import CHECKSUM_ALGORITHM, CHECKSUM_ALGORITHMS, ROW_MULTIPLE, round_up
-from schemas.trust import bounded_json, plain_file_name
+from schemas.trust import bounded_json, plain_file_name, read_up_to
 
 INDEX_VERSION = "1"
 INDEX_FILE = "index.json"
@@ -114,7 +114,7 @@ TOTAL_FIELDS = tuple(f.name for f in dataclasses.fields(IndexTotals))
 def read_index_json(file) -> object:
     """index.json's content from an open binary file (local or fsspec's): read no further than
     MAX_INDEX_BYTES + 1 (trust.TooLarge past it), numbers bounded (trust.bounded_json)."""
-    return bounded_json(file.read(MAX_INDEX_BYTES + 1), MAX_INDEX_BYTES)
+    return bounded_json(read_up_to(file, MAX_INDEX_BYTES + 1), MAX_INDEX_BYTES)
 
 
 def new_index(shards: list[ShardEntry], *, tokenizer_sha256: str, vocab_size: int, seq_len: int, pad_id: int,
