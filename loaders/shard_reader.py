@@ -145,7 +145,6 @@ class ShardSource:
             out.truncate(copied)  # (the room taken beyond what came)
         return copied
 
-
     def _open_remote(self, path: str, limit: int):
         """A remote file opened to read (at most `limit` bytes of it): from a web server as a stream, asked for
         at once (fsspec asks for its size first otherwise, and calls a 500 then "missing")."""
@@ -155,8 +154,8 @@ class ShardSource:
 def remote_fs(location: str):
     """(fsspec's filesystem of a URL, its root, whether it is a web server's). For a web server:
     timeouts (CONNECT_SECONDS, READ_SECONDS), the body as sent (asked for without Content-Encoding, and not
-    decoded: a 1.5 MB gzip body was 1.5 GB of memory), read as a stream (fsspec's range reads read a 206
-    answer whole, however long: 3.2 GB for an 832-byte index)."""
+    decoded: 1.5 MB of gzip was 3.2 GB of memory), read as a stream (fsspec's range reads read a 206 answer
+    whole, however long: 3.2 GB for an 832-byte index). Other stores as fsspec opens them."""
     import fsspec
 
     protocol = location.partition("://")[0].lower()

@@ -47,7 +47,8 @@ class TokenizerFile:
         if len(data) > MAX_TOKENIZER_BYTES:
             raise ValueError(f"{path}: over {MAX_TOKENIZER_BYTES} bytes, not a tokenizer tokenmill reads")
         try:
-            text = data.decode("utf-8")
+            # the newlines a text-mode read gave, so that its hash is the one shards already name
+            text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
             tokenizer = Tokenizer.from_str(text)
         except Exception as e:  # the Rust side raises plain Exceptions
             raise ValueError(f"{path}: not a tokenizers file: {e}") from e
