@@ -216,11 +216,24 @@ def _bounded_float(text: str) -> float | OutOfBounds:
 
 def bounded_json(data: bytes | str, limit: int):
     """JSON from a file from elsewhere, given its first `limit` + 1 bytes: TooLarge past `limit`; UTF-8
-    only; numbers past the bounds above (and NaN, Infinity) read as OutOfBounds."""
+    only; numbers past the bounds above (and NaN, Infinity) read as OutOfBounds; a key twice in one object a
+    ValueError."""
     if len(data) > limit:
         raise TooLarge(f"larger than {limit} bytes, the most it may hold")
     text = data.decode("utf-8") if isinstance(data, bytes) else data
-    return json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float, parse_constant=OutOfBounds)
+    return json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float, parse_constant=OutOfBounds,
+                      object_pairs_hook=_keys_once)
+
+
+def _keys_once(pairs: list[tuple[str, object]]) -> dict:
+    """An object of a file from elsewhere, each key once: json keeps a repeated key's last value and drops the
+    others without a word (a mixture naming a source twice)."""
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ValueError(f"the key {twice[:60]!r} is given twice in one object")
+    return found
 
 
 # -- private places ------------------------------------------------------------------------------------------------

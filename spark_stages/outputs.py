@@ -201,8 +201,9 @@ def commit(staging: Path, out: str, names: list[str], stats: dict, marker: str =
 
 
 def write_json(path: Path, data: dict) -> None:
-    """Whole or not at all: written beside, then renamed over `path`."""
-    replace_text(path, strict_json.dumps(data, indent=2, ensure_ascii=False) + "\n", f"{path.name}.tmp")
+    """Whole or not at all: written beside, then renamed over `path`. The temporary's leading dot keeps it off
+    the names of folders beside it (a split's value names one: inputs.name_problem)."""
+    replace_text(path, strict_json.dumps(data, indent=2, ensure_ascii=False) + "\n", f".{path.name}.tmp")
 
 
 def replace_text(path: Path, text: str, temporary: str) -> None:

@@ -43,7 +43,11 @@ def run(spark, sources: Sources, classifiers: Classifiers, out: str,
     files = all_files(sources)
     if not document_parquet(files) or (rules_rejected and not document_parquet(rules_rejected)):
         raise InputError("scoring reads documents a tokenmill stage wrote (Parquet with id and text)")
-    docs_schema = pa.schema(list(pq.read_schema(files[0].path)) + classifiers.fields())
+    read_schema = pq.read_schema(files[0].path)
+    if clash := [column for column in classifiers.columns() if column in read_schema.names]:
+        raise InputError(f"the documents already have a column {clash[0]}, which a classifier here writes (an "
+                         "earlier run's classifier of the same name?): name this one otherwise")
+    docs_schema = pa.schema(list(read_schema) + classifiers.fields())
     schemas = {"docs": docs_schema, "rejected": docs_schema.append(pa.field("reason", pa.string()))}
     if rules_rejected:
         schemas[RULES_REJECTED] = pa.schema(list(pq.read_schema(rules_rejected[0].path)) + classifiers.fields())

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from prep.ingest.inputs import NAMED_INPUT, InputError, Sources, all_files
+from prep.ingest.inputs import InputError, Sources, all_files, name_problem
 from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
 from prep.tokenizer.encode import TokenizerFile, encode_flat
@@ -42,6 +42,7 @@ from schemas.index import INDEX_FILE, ShardEntry, new_index
 from schemas.mixture import MIXTURE_FILE, new_mixture, parse_weights
 from schemas.shards import shard_name
 from spark_stages.ingest import (
+    check_column_names,
     default_partitions,
     document_parquet,
     load_documents,
@@ -310,6 +311,7 @@ def split_values(spark, paths: list[str], column: str) -> list:
     from pyspark.sql import functions as F
 
     frame = spark.read.parquet(*paths)
+    check_column_names(frame.columns, paths[0])
     if column not in frame.columns:
         raise InputError(f"split_by: the documents have no column {column!r} (they have {', '.join(frame.columns)})")
     counted = frame.groupBy(column).agg(F.count("*").alias("n")).collect()
@@ -323,8 +325,8 @@ def folder_name(value, column: str) -> str:
     if isinstance(value, int | np.integer) and not isinstance(value, bool):
         return f"b{value}"
     name = str(value)
-    if not NAMED_INPUT.fullmatch(f"{name}=x") or name in (HELDOUT, MIXTURE_FILE):
-        raise InputError(f"split_by: {column} holds {name[:60]!r}, which cannot name a shards folder")
+    if why := name_problem(name):
+        raise InputError(f"split_by: {column} holds {name[:60]!r}, which cannot name a shards folder: {why}")
     return name
 
 

@@ -415,17 +415,17 @@ def left_out(read: dict) -> str:
 def classifier_report(report: dict) -> str:
     held = report["heldout"]
     scored = f"accuracy {held.get('accuracy', 0):.4f}" if held["documents"] else "no figures (heldout 0)"
-    lines = ["# Classifier", "", f"Labels: {', '.join(map(_cell, report['labels']))}. Trained on "
+    lines = ["# Classifier", "", f"Labels: {', '.join(map(label_cell, report['labels']))}. Trained on "
              f"{report['training']['documents']} documents ({_by_label(report['training']['by_label'])}); "
              f"{held['documents']} held out ({_by_label(held['by_label'])}): {scored}.", "",
              left_out(report["read"]) + ".", "",
              "| label | documents held out | precision | recall | F1 | ROC AUC |", "|---|---|---|---|---|---|"]
     for label, figures in held.get("labels", {}).items():
         auc = "" if figures["roc_auc"] is None else f"{figures['roc_auc']:.4f}"
-        lines.append(f"| {_cell(label)} | {figures['documents']} | {figures['precision']:.4f} | "
+        lines.append(f"| {label_cell(label)} | {figures['documents']} | {figures['precision']:.4f} | "
                      f"{figures['recall']:.4f} | {figures['f1']:.4f} | {auc} |")
     if "confusion" in held:
-        names = [_cell(name) for name in held["confusion"]["rows_true_columns_predicted"]]
+        names = [label_cell(name) for name in held["confusion"]["rows_true_columns_predicted"]]
         lines += ["", "Confusion (rows: the label, columns: the prediction):", "",
                   "| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         lines += [f"| {name} | " + " | ".join(map(str, row)) + " |"
@@ -445,12 +445,15 @@ def classifier_report(report: dict) -> str:
 
 
 def _by_label(counts: dict[str, int]) -> str:
-    return ", ".join(f"{_cell(label)} {n}" for label, n in counts.items())
+    return ", ".join(f"{label_cell(label)} {n}" for label, n in counts.items())
 
 
-def _cell(label: str) -> str:
-    """A label as Markdown shows it in a table's cell: on one line, its bars escaped."""
-    return " ".join(label.split()).replace("|", "\\|")
+def label_cell(label: str) -> str:
+    """A label as Markdown shows it in a table's cell, its bars and backslashes escaped: as it is where it is
+    words each followed by one space, else in JSON's quotes and escapes (" good", "good\\n" and "go\\u00a0od"
+    had shown as good and go od, each like another label; report.json holds it exact)."""
+    plain = label.isprintable() and label == " ".join(label.split())
+    return (label if plain else json.dumps(label)).replace("\\", "\\\\").replace("|", "\\|")
 
 
 def summary(report: dict) -> str:

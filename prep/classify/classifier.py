@@ -67,8 +67,14 @@ class Classifier:
     def label_index(self, label: str, source: str = "the model") -> int:
         """Where `label` is among the labels; ModelError naming them if it is not one."""
         if label not in self.labels:
-            raise ModelError(f"{source}: no label {label!r} (its labels: {', '.join(self.labels)})")
+            raise ModelError(f"{source}: no label {label!r} (its labels: {labels_named(self.labels)})")
         return self.labels.index(label)
+
+
+def labels_named(labels: list[str], most: int = 20) -> str:
+    """A model's labels for a message: a model from elsewhere may hold 10,000 labels of a kilobyte each."""
+    shown = ", ".join(label if len(label) <= 60 else f"{label[:57]}..." for label in labels[:most])
+    return shown if len(labels) <= most else f"{shown}, ... ({len(labels)} labels in all)"
 
 
 def _without_words(stats: np.ndarray) -> np.ndarray:

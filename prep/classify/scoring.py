@@ -14,15 +14,19 @@ A model is a file from elsewhere (prep/classify/fasttext_bin.py); a model that c
 does not have, is a ValueError naming the classifier, before any document is read.
 """
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
-from prep.classify.classifier import Classifier
+from prep.classify.classifier import Classifier, labels_named
 from prep.classify.fasttext_bin import ModelError
 
 COMBINE = ("", "mean", "max")
+# A classifier's name is in its columns' names (and every reason classifier:NAME), which every later stage and
+# the user's own Spark read: a dot there is a field of a struct to Spark, and PySpark's mapInArrow cannot take it.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,9 @@ class Classifiers:
         self.models: dict[str, Classifier] = {}
         self.label_index: dict[str, int] = {}
         for name, cfg in self.configs.items():
+            if not NAME.fullmatch(name):
+                raise ValueError(f"classifier {name[:60]!r}: a name is letters, digits, '_' and '-', from a letter "
+                                 "or a digit, at most 100 (it names columns)")
             if bool(cfg.model) == bool(cfg.combine) or bool(cfg.combine) != bool(cfg.of) or bool(cfg.model) != bool(
                     cfg.label):
                 raise ValueError(f"classifier {name}: give a model and the label it scores, or combine (mean or max) "
@@ -81,7 +88,7 @@ class Classifiers:
                     missing = [label for label in cfg.keep_labels if label not in model.labels]
                     if missing:
                         raise ModelError(f"{cfg.model}: no label {missing[0]!r} (its labels: "
-                                         f"{', '.join(model.labels)})")
+                                         f"{labels_named(model.labels)})")
                 except ModelError as e:
                     raise ValueError(f"classifier {name}: {e}") from None
                 self.models[name] = model
@@ -90,6 +97,10 @@ class Classifiers:
             if unknown or (cfg.keep_labels and name not in self.models):
                 raise ValueError(f"classifier {name}: combines {unknown[0]!r}, which is not a classifier with a "
                                  "model" if unknown else f"classifier {name}: keep_labels needs a model of its own")
+        columns = self.columns()
+        if twice := next((column for column in columns if columns.count(column) > 1), None):
+            raise ValueError(f"classifiers: {twice} would be a column of two classifiers (rename one: a classifier "
+                             "NAME writes score_NAME, label_NAME, label_score_NAME and bucket_NAME)")
 
     def __bool__(self) -> bool:
         return bool(self.configs)
@@ -101,6 +112,11 @@ class Classifiers:
         for name in self._labelled():
             out += [pa.field(label_column(name), pa.string()), pa.field(label_score_column(name), pa.float32())]
         return out
+
+    def columns(self) -> list[str]:
+        """The names of every column the classifiers write: `fields`, and bucket_NAME of those with buckets."""
+        return [f.name for f in self.fields()] + [bucket_column(name) for name, cfg in self.configs.items()
+                                                  if cfg.buckets]
 
     def _labelled(self) -> list[str]:
         return [name for name, model in self.models.items()

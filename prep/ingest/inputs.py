@@ -6,6 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from schemas.mixture import MIXTURE_FILE
 from schemas.trust import is_regular_file
 
 WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz")  # web crawls: the extract job reads them
@@ -13,6 +14,10 @@ READABLE_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet", ".txt", *W
 # NAME=PATH: a name is a folder name (it becomes OUT/shards/NAME); "data/a=b" has a slash before
 # its "=", so it stays a path.
 NAMED_INPUT = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]*)=(.+)")
+MAX_NAME_LENGTH = 100  # a folder's name, well within the 255 bytes a file system allows
+# What the outputs name beside the folders of sources (and of a split's values): OUT/shards/mixture.json, and a
+# shards folder's held-out rows (spark_stages/shards.py HELDOUT), which the report passes over as no source.
+RESERVED_NAMES = (MIXTURE_FILE, "heldout")
 
 
 class InputError(ValueError):
@@ -117,6 +122,17 @@ def input_roots(spec: str) -> list[str]:
     return roots
 
 
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot name a source's folder (or a shards folder of a split's value), or None."""
+    if not NAMED_INPUT.fullmatch(f"{name}=x"):
+        return "a name is letters, digits, '_', '.' and '-', from a letter or a digit"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"a name is at most {MAX_NAME_LENGTH} characters"
+    if name in RESERVED_NAMES:
+        return f"{' and '.join(RESERVED_NAMES)} are names of tokenmill's own outputs"
+    return None
+
+
 def named_inputs(values: list[str]) -> dict[str, str] | None:
     """`--input NAME=PATH` values as {name: PATH}, in the order named; None when no value is named
     (bare paths: one input, see expand_inputs)."""
@@ -128,6 +144,8 @@ def named_inputs(values: list[str]) -> dict[str, str] | None:
     named: dict[str, str] = {}
     for match in matches:
         name, spec = match.groups()
+        if why := name_problem(name):
+            raise InputError(f"source {name[:60]!r}: {why}")
         if name in named:
             raise InputError(f"source {name!r} is named twice")
         named[name] = spec

@@ -302,7 +302,7 @@ def test_an_output_folder_from_elsewhere_cannot_make_the_report_write_or_read_ou
     victim.write_text("mine")
     secret.write_text("a secret line of another file")
     (copy / ".report.html.tmp").symlink_to(victim)
-    (copy / ".tokenmill.tmp").symlink_to(victim)
+    (copy / "..tokenmill.tmp").symlink_to(victim)  # write_json's temporary of .tokenmill
     (copy / "settings.yaml").unlink()
     (copy / "settings.yaml").symlink_to(secret)
     os.mkfifo(copy / "clean" / "docs" / "docs" / "part-99999.parquet")

@@ -81,6 +81,14 @@ def test_json_numbers_past_the_bounds_stay_text_for_their_field_to_refuse():
         bounded_json(b"{", 10)
 
 
+def test_a_key_given_twice_in_a_json_object_is_refused():
+    """Found by review: a mixture.json from elsewhere naming the source "web" twice was read as the second
+    alone, the first dropped without a word (json keeps the last)."""
+    with pytest.raises(ValueError, match="the key 'web' is given twice in one object"):
+        bounded_json(b'{"sources": {"web": {"path": "a"}, "code": {}, "web": {"path": "b"}}}', 1000)
+    assert bounded_json(b'[{"web": 1}, {"web": 2}]', 1000) == [{"web": 1}, {"web": 2}]  # in two objects: fine
+
+
 def test_the_users_cache_follows_xdg_and_is_private(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert user_cache() == tmp_path / "xdg" / "tokenmill"

@@ -11,13 +11,14 @@ import random
 import re
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
 from prep.classify.classifier import Classifier
 from prep.classify.scoring import ClassifierConfig
-from prep.ingest.inputs import single_source
+from prep.ingest.inputs import InputError, single_source
 from spark_stages import classifier_rules, clean, train_classifier
 from spark_stages.runner import run_stage
 from tests.conftest import write_lines
@@ -258,18 +259,52 @@ def test_a_file_that_is_not_a_model_or_a_label_it_lacks_fails_the_clean_job_in_o
         assert message in err and "classifier q" in err and len(err.splitlines()) == 1
 
 
-def test_a_classifier_named_with_a_dot_scores_its_column(trained, labelled, tmp_path):
+def test_a_classifier_named_with_a_dot_and_documents_with_a_dotted_column_are_one_line(spark, trained, tmp_path,
+                                                                                      capsys):
     """Found by trying: `q.v` made the column score_q.v, which Spark read as field v of score_q when the output
-    was checksummed, after all the work: exit 1 and the output left in staging."""
-    folder, records = labelled
+    was checksummed, after all the work; found by review: so did the shards job's split by bucket_q.v, and the
+    decontamination job in PySpark's own mapInArrow. A classifier's name names columns: letters, digits, '_'
+    and '-'; documents from elsewhere with a dot in a column's name are refused, naming it."""
+    from spark_stages import decontaminate, shards
+
     config = tmp_path / "c.yaml"
-    config.write_text(json.dumps({"classifiers": {"q.v": {"model": str(trained / "model.bin"), "label": "good",
-                                                          "buckets": 2}}}))
-    assert run_stage(clean.STAGE, ["--input", str(folder / "all"), "--output", str(tmp_path / "o"),
-                                   "--config", str(config)]) == 0
-    docs, rejected = pq.read_table(tmp_path / "o" / "docs"), pq.read_table(tmp_path / "o" / "rejected")
-    assert {"score_q.v", "bucket_q.v"} <= set(docs.column_names) and "score_q.v" in rejected.column_names
-    assert docs.num_rows + rejected.num_rows == len(records)
+    config.write_text(json.dumps({"classifiers": {"q.v": {"model": str(trained / "model.bin"), "label": "good"}}}))
+    write_lines(tmp_path / "in" / "a.jsonl", [{"text": "A document of a few words."}], mkdir=True)
+    assert run_stage(clean.STAGE, ["--input", str(tmp_path / "in"), "--output", str(tmp_path / "o"), "--config",
+                                   str(config)]) == 2
+    assert "classifier 'q.v': a name is letters, digits" in one_error_line(capsys.readouterr().err)
+    (tmp_path / "docs").mkdir()
+    text = "A document of a few more words than a benchmark item needs to be matched at all, here."
+    pq.write_table(pa.table({"id": ["a"], "text": [text], "score_q.v": pa.array([0.5], pa.float32())}),
+                   tmp_path / "docs" / "part-00000.parquet")
+    items = write_lines(tmp_path / "items.jsonl", [{"id": "item-0", "text": text}])
+    assert run_stage(decontaminate.STAGE, ["--input", str(tmp_path / "docs"), "--output", str(tmp_path / "d"),
+                                           "--benchmark", f"b={items}"]) == 2
+    assert "the column 'score_q.v' has a dot" in one_error_line(capsys.readouterr().err)
+    with pytest.raises(InputError, match="the column 'score_q.v' has a dot"):
+        shards.split_values(spark, [str(tmp_path / "docs" / "part-00000.parquet")], "score_q.v")
+
+
+@pytest.mark.parametrize("labels", [["good", " good", "good\n"], ["go od", "go  od", "go\u00a0od"], ["a|b", "a\\|b"]])
+def test_labels_that_differ_show_apart_in_report_md(labels):
+    """Found by review: the report's table showed " good" and "good\\n" as good, like the label good."""
+    cells = [train_classifier.label_cell(label) for label in labels]
+    assert len(set(cells)) == len(labels) and all("\n" not in cell for cell in cells), cells
+    assert cells[0] == labels[0].replace("|", "\\|")  # a plain label as it is
+
+
+def test_documents_that_already_have_a_classifiers_column_are_one_line(spark, trained, tmp_path):
+    """The score step (the pipeline's quality) writes score_NAME beside the documents' columns: a column of
+    that name already there (an earlier run's classifier) would be two columns of one name."""
+    from prep.classify.scoring import Classifiers
+    from spark_stages import score
+
+    (tmp_path / "docs").mkdir()
+    pq.write_table(pa.table({"id": ["a"], "text": ["A document."], "score_q": pa.array([0.5], pa.float32())}),
+                   tmp_path / "docs" / "part-00000.parquet")
+    classifiers = Classifiers({"q": ClassifierConfig(model=str(trained / "model.bin"), label="good")})
+    with pytest.raises(InputError, match="the documents already have a column score_q"):
+        score.run(spark, single_source(str(tmp_path / "docs")), classifiers, str(tmp_path / "out"))
 
 
 # The clean rules keep only prose of this set, which the model scores 0.9 to 1: a threshold among those scores
@@ -353,6 +388,16 @@ def test_quality_buckets_become_shards_folders_the_loader_mixes_exactly(scored, 
         batch = next(loader)
         assert [batch["source"].tolist().count(i) for i in range(3)] == [10, 10, 20]
     loader.close()
+
+
+@pytest.mark.parametrize("value", ["mixture.json", "heldout", "x" * 101, "a/b", "..", "", "é"])
+def test_a_split_value_that_cannot_name_a_shards_folder_is_one_line(value):
+    """A value of the split's column names a folder beside mixture.json: a model's label may be any string."""
+    from spark_stages.shards import folder_name
+
+    with pytest.raises(InputError, match="label_q holds .*, which cannot name a shards folder"):
+        folder_name(value, "label_q")
+    assert folder_name("mixture.json.tmp", "label_q") == "mixture.json.tmp" and folder_name(3, "bucket_q") == "b3"
 
 
 def test_the_pipeline_trains_scores_every_document_and_mixes_its_quality_buckets(labelled, tmp_path):

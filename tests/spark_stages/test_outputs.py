@@ -1,11 +1,13 @@
 """The content checksum of a Parquet output: the same rows in the same order and files give the same
 checksum whatever bytes the writer chose; any change of a value, the order or the files changes it."""
 
+import json
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from spark_stages.outputs import content_checksum
+from spark_stages.outputs import content_checksum, write_json
 
 pytestmark = pytest.mark.spark
 
@@ -41,3 +43,12 @@ def test_a_changed_value_order_or_split_changes_the_checksum(spark, tmp_path):
 def test_an_empty_output_has_a_checksum(spark, tmp_path):
     (tmp_path / "empty").mkdir()
     assert content_checksum(spark, tmp_path / "empty") == "0:0000000000000000"
+
+
+def test_a_json_written_whole_leaves_a_folder_by_its_temporary_name_alone(tmp_path):
+    """Found by review: a split's value mixture.json.tmp is a shards folder beside mixture.json, and
+    write_json's temporary had that name: the job failed removing it, after every folder was written."""
+    (tmp_path / "mixture.json.tmp").mkdir()
+    write_json(tmp_path / "mixture.json", {"a": 1})
+    assert json.loads((tmp_path / "mixture.json").read_text()) == {"a": 1} and (tmp_path / "mixture.json.tmp").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mixture.json", "mixture.json.tmp"]  # no temporary left

@@ -70,6 +70,39 @@ def test_a_label_the_model_lacks_names_the_classifier_and_the_models_labels(mode
         Classifiers({"kinds": ClassifierConfig(model=models["kinds"], label="prose", keep_labels=["prose", "law"])})
 
 
+def test_a_label_a_model_of_thousands_lacks_is_one_short_line(tmp_path):
+    """Found by review: a model of 10,000 labels of 1,000 bytes (10 MB), asked for a label it lacks, gave a
+    message of 10 million characters, printed as the job's one line."""
+    labels = [f"{i:05d}" + "x" * 995 for i in range(2_000)]
+    model = fasttext_bin.SupervisedModel(
+        words=[b"good", b"</s>"], word_counts=np.ones(2, np.int64), labels=labels,
+        label_counts=np.ones(len(labels), np.int64), word_ngrams=1, bucket=0, kept_buckets=np.zeros(0, np.int32),
+        input=np.ones((2, 1), np.float32), output=np.ones((len(labels), 1), np.float32))
+    fasttext_bin.write(model, str(tmp_path / "many.bin"))
+    for config in (ClassifierConfig(model=str(tmp_path / "many.bin"), label="good"),
+                   ClassifierConfig(model=str(tmp_path / "many.bin"), label=labels[0], keep_labels=["law"])):
+        with pytest.raises(ValueError) as found:
+            Classifiers({"q": config})
+        assert len(str(found.value)) < 2_000 and "2000 labels" in str(found.value) and "00000xxx" in str(found.value)
+
+
+def test_classifiers_whose_columns_would_be_one_are_refused(models):
+    """Found by review: `x` and `score_x` on models of three labels both made label_score_x, a number and a
+    string: every cleaning task failed at its write."""
+    with pytest.raises(ValueError, match="label_score_x would be a column of two classifiers"):
+        Classifiers({"x": ClassifierConfig(model=models["kinds"], label="prose"),
+                     "score_x": ClassifierConfig(model=models["kinds"], label="prose")})
+    with pytest.raises(ValueError, match="label_score_x would be a column of two classifiers"):  # keep_labels
+        Classifiers({"x": ClassifierConfig(model=models["quality"], label="prose", keep_labels=["prose"]),
+                     "score_x": ClassifierConfig(model=models["kinds"], label="prose")})
+
+
+@pytest.mark.parametrize("name", ["", "a\nb", "q\x00", "q" * 101, "q.v", "q v", "q`", "_q", "é"])
+def test_a_classifier_name_that_cannot_name_a_column_everywhere_is_refused(models, name):
+    with pytest.raises(ValueError, match="classifier .*: a name is letters, digits"):
+        Classifiers({name: ClassifierConfig(model=models["quality"], label="prose")})
+
+
 @pytest.mark.parametrize("which", ["sample data", "missing", "truncated", "folder"])
 def test_a_file_that_is_not_a_model_names_the_classifier_and_the_file(models, tmp_path, which):
     path = {"sample data": str(SAMPLE / "debian-faq.en.jsonl.zst"), "missing": str(tmp_path / "none.bin"),

@@ -2,7 +2,9 @@ import os
 
 import pytest
 
-from prep.ingest.inputs import InputError, expand_inputs, expand_sources, named_inputs
+from prep.ingest.inputs import RESERVED_NAMES, InputError, expand_inputs, expand_sources, named_inputs
+from schemas.mixture import MIXTURE_FILE
+from spark_stages.shards import HELDOUT
 
 
 def make(tmp_path, *names):
@@ -57,6 +59,16 @@ def test_named_inputs_keep_the_order_they_were_named_in(tmp_path):
     assert named_inputs([str(tmp_path / "a"), f"{tmp_path}/d=1"]) is None
     with pytest.raises(InputError, match="name every --input"):
         named_inputs([f"web={tmp_path}/a", str(tmp_path / "b")])
+
+
+@pytest.mark.parametrize("name", ["mixture.json", "heldout", "a" * 101])
+def test_a_source_named_as_tokenmills_own_files_or_too_long_is_refused(tmp_path, name):
+    """Found by review: `--input mixture.json=PATH` ran every stage, then failed writing OUT/shards/mixture.json
+    over the source's folder; a source `heldout` was left out of the report (a shards folder's held-out rows);
+    a name of 300 characters failed making its folder, after the folders before it were written."""
+    with pytest.raises(InputError, match=f"source '{name[:60]}'"):
+        named_inputs([f"web={tmp_path}", f"{name}={tmp_path}"])
+    assert set(RESERVED_NAMES) == {MIXTURE_FILE, HELDOUT}  # what the outputs name beside a source's folder
 
 
 def test_a_fifo_or_a_device_under_a_readable_name_is_an_error_naming_it(tmp_path):
