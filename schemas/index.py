@@ -114,7 +114,11 @@ TOTAL_FIELDS = tuple(f.name for f in dataclasses.fields(IndexTotals))
 def read_index_json(file) -> object:
     """index.json's content from an open binary file (local or fsspec's): read no further than
     MAX_INDEX_BYTES + 1 (trust.TooLarge past it), numbers bounded (trust.bounded_json)."""
-    return bounded_json(read_up_to(file, MAX_INDEX_BYTES + 1), MAX_INDEX_BYTES)
+    data = read_up_to(file, MAX_INDEX_BYTES + 1)
+    if data[:2] == b"\x1f\x8b":  # gzip's magic: a web server that compressed it though asked for no encoding
+        raise ValueError("gzip-compressed (sent compressed by a web server that was asked for no encoding, or "
+                         "compressed by hand)")
+    return bounded_json(data, MAX_INDEX_BYTES)
 
 
 def new_index(shards: list[ShardEntry], *, tokenizer_sha256: str, vocab_size: int, seq_len: int, pad_id: int,

@@ -22,6 +22,7 @@
 """
 
 import atexit
+import contextlib
 import errno
 import hashlib
 import io
@@ -374,6 +375,16 @@ def is_regular_file(path) -> bool:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
         return False
+
+
+def not_regular_why(path) -> str:
+    """Why `path` is not a regular file to read (where is_regular_file says it is not)."""
+    if not os.path.lexists(path):
+        return "missing"
+    if os.path.islink(path) and not os.path.exists(path):
+        with contextlib.suppress(OSError):
+            return f"a link to nothing (it points to {os.readlink(path)[:200]})"
+    return "not a regular file (a FIFO, a device or a socket is not read)"
 
 
 def regular_file_text(path: Path, max_bytes: int) -> str | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from prep.ingest.readers import parquet_rows
 from prep.ingest.streams import StreamDamaged, decompressed_chunks, split_lines
-from schemas.trust import TooLarge, bounded_json, is_regular_file, open_regular_file, valid_unicode
+from schemas.trust import TooLarge, bounded_json, is_regular_file, not_regular_why, open_regular_file, valid_unicode
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".csv", ".parquet")
 MAX_FILE_BYTES = 256 << 20  # MMLU's test set is 7 MB as Parquet, 10 MB as JSON Lines
@@ -67,7 +67,7 @@ def benchmark_files(spec: str) -> list[str]:
                 matched.append(path)
         matched = [os.path.abspath(p) for p in matched if p.endswith(SUFFIXES)]
         if strange := [p for p in matched if not is_regular_file(p)]:  # a FIFO's open waited forever
-            raise ItemsError(f"{strange[0]}: not a regular file (a FIFO, a device or a socket is not read)")
+            raise ItemsError(f"{strange[0]}: {not_regular_why(strange[0])}")
         if not matched:
             raise ItemsError(f"{part}: no benchmark file ({', '.join(SUFFIXES)})")
         found.update(matched)

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from schemas.mixture import MIXTURE_FILE
-from schemas.trust import is_regular_file
+from schemas.trust import is_regular_file, not_regular_why
 
 WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz")  # web crawls: the extract job reads them
 READABLE_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet", ".txt", *WARC_SUFFIXES)
@@ -59,8 +59,7 @@ def _check_regular(path: str) -> None:
     """InputError unless `path` is (or links to) a regular file: a FIFO's open waits forever and /dev/zero has
     no end, and a folder unpacked from elsewhere may hold either under a readable name."""
     if not is_regular_file(path):
-        why = "not a regular file (a FIFO, a device or a socket is not read)" if os.path.lexists(path) else "missing"
-        raise InputError(f"{path}: {why}")
+        raise InputError(f"{path}: {not_regular_why(path)}")
 
 
 def expand_inputs(spec: str) -> list[InputFile]:

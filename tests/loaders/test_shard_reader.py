@@ -432,6 +432,17 @@ def test_an_index_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
     assert problem.startswith(f"{tmp_path}/index.json: not a regular file")
 
 
+def test_a_gzipped_index_says_so(tmp_path):
+    """A web server that ignores the request for no encoding sends index.json gzipped: it had been "not JSON:
+    'utf-8' codec can't decode byte 0x8b"."""
+    import gzip
+
+    (tmp_path / "index.json").write_bytes(gzip.compress(b'{"format_version": 1}'))
+    with pytest.raises(ShardError, match="index.json: not JSON: gzip-compressed"):
+        ShardSource(str(tmp_path))
+    assert "gzip-compressed" in validate(tmp_path)[0]
+
+
 def _batch_rows(folder: Path, change) -> None:
     index = json.loads((folder / "index.json").read_text())
     index["shards"][0]["batch_rows"] = change(index["shards"][0]["batch_rows"])

@@ -109,6 +109,10 @@ def test_a_benchmark_from_elsewhere_is_read_within_bounds(tmp_path, monkeypatch)
     with within(10), pytest.raises(ItemsError, match="zero.jsonl: not a regular file"):
         read_items("b", str(tmp_path))
     os.unlink(tmp_path / "zero.jsonl")
+    os.symlink(tmp_path / "moved.jsonl", tmp_path / "dangling.jsonl")  # said as what it is
+    with pytest.raises(ItemsError, match="dangling.jsonl: a link to nothing"):
+        read_items("b", str(tmp_path))
+    os.unlink(tmp_path / "dangling.jsonl")
     # one field past csv's own limit (131,072 characters) refused the whole file: now that record alone is left out
     with open(tmp_path / "long.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)

@@ -84,3 +84,6 @@ def test_a_fifo_or_a_device_under_a_readable_name_is_an_error_naming_it(tmp_path
     os.unlink(tmp_path / "crawl" / "zero.warc")
     os.symlink(tmp_path / "crawl" / "good.warc.gz", tmp_path / "crawl" / "linked.warc.gz")  # a link to a file: read
     assert [f.relative for f in expand_inputs(str(tmp_path / "crawl"))] == ["good.warc.gz", "linked.warc.gz"]
+    os.symlink(tmp_path / "crawl" / "moved.warc.gz", tmp_path / "crawl" / "dangling.warc.gz")  # says what it is
+    with pytest.raises(InputError, match="dangling.warc.gz: a link to nothing .*moved.warc.gz"):
+        expand_inputs(str(tmp_path / "crawl"))
