@@ -14,6 +14,8 @@ Two hooks a Config dataclass may declare as class attributes:
 """
 
 import dataclasses
+import math
+import sys
 import types
 import typing
 
@@ -24,7 +26,12 @@ class ConfigError(ValueError):
     pass
 
 
+MAX_INT = 2**63 - 1  # what Arrow, numpy and the compiled kernels hold: 1e30 for a count overflowed in every task
+
+
 def _number(value, hint, where: str):
+    """A setting's number, finite (a NaN threshold makes every comparison false: a filter removed nothing) and,
+    for an integer, within an int64."""
     if isinstance(value, str):
         try:
             value = hint(value) if hint is int else float(value)
@@ -33,9 +40,15 @@ def _number(value, hint, where: str):
             raise ConfigError(f"{where}: expected {kind}, got {value!r}") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{where}: expected a number, got {value!r}")
-    if hint is int and value != int(value):
+    if isinstance(value, float) and not math.isfinite(value) or hint is float and abs(value) > sys.float_info.max:
+        raise ConfigError(f"{where}: expected a finite number, got {value!r:.30}")
+    if hint is float:
+        return float(value)
+    if value != int(value):
         raise ConfigError(f"{where}: expected an integer, got {value!r}")
-    return hint(value)
+    if abs(int(value)) > MAX_INT:
+        raise ConfigError(f"{where}: expected an integer of at most 2**63 - 1 either way, got {value!r:.30}")
+    return int(value)
 
 
 def _coerce(value, hint, where: str):

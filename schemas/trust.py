@@ -223,17 +223,21 @@ def bounded_json(data: bytes | str, limit: int):
         raise TooLarge(f"larger than {limit} bytes, the most it may hold")
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     return json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float, parse_constant=OutOfBounds,
-                      object_pairs_hook=_keys_once)
+                      object_pairs_hook=keys_once)
 
 
-def _keys_once(pairs: list[tuple[str, object]]) -> dict:
-    """An object of a file from elsewhere, each key once: json keeps a repeated key's last value and drops the
-    others without a word (a mixture naming a source twice)."""
+class RepeatedKey(ValueError):
+    """A key given twice in one JSON object of a file from elsewhere."""
+
+
+def keys_once(pairs: list[tuple[str, object]]) -> dict:
+    """An object of a file from elsewhere, each key once (json.loads' object_pairs_hook): json keeps a repeated
+    key's last value and drops the others without a word (a mixture naming a source twice)."""
     found = dict(pairs)
     if len(found) < len(pairs):
         seen: set[str] = set()
         twice = next(key for key, _ in pairs if key in seen or seen.add(key))
-        raise ValueError(f"the key {twice[:60]!r} is given twice in one object")
+        raise RepeatedKey(f"the key {twice[:60]!r} is given twice in one object")
     return found
 
 

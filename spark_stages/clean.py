@@ -59,6 +59,8 @@ class Config(CleanConfig):
         super().__post_init__()
         if self.batch_records is not None and self.batch_records < 1:
             raise ValueError(f"batch_records must be at least 1, got {self.batch_records}")
+        if self.partitions is not None and self.partitions < 1:
+            raise ValueError(f"partitions must be at least 1, got {self.partitions}")
         if not 0 <= self.normalized_share <= 1:
             raise ValueError(f"normalized_share must be in [0, 1], got {self.normalized_share}")
 

@@ -51,6 +51,10 @@ class Config(DecontamConfig):
     benchmarks: dict[str, str] = field(default_factory=dict)
     partitions: int | None = None  # output files (default: from the input size)
 
+    def __post_init__(self):
+        if self.partitions is not None and self.partitions < 1:
+            raise ValueError(f"partitions must be at least 1, got {self.partitions}")
+
 
 def check(cfg: Config, _sources=None) -> None:
     """Every benchmark read (an error names the one with no item, or a file that cannot be read), before
@@ -114,6 +118,9 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     with persisted() as kept:
         docs, quarantine = load_documents(spark, files, kept)
         columns = docs.columns
+        if odd := [name for name in columns if "." in name or "`" in name]:  # before any work, not after it all
+            raise InputError(f"the documents' column {odd[0][:60]!r} has a dot or a backtick in its name, which "
+                             "PySpark's mapInArrow reads as a field of a column: rename it")
         arrow_schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in docs.schema.fields])
 
         def decontaminate_partition(batches):

@@ -63,6 +63,11 @@ class Config(DedupConfig):
     # (prep/dedup/in_memory.py: ~600 bytes per document), not by the Spark stages; 0: always on Spark
     in_memory_documents: int = 200_000
 
+    def __post_init__(self):
+        super().__post_init__()
+        if self.partitions is not None and self.partitions < 1:  # -1 reached repartition after the signatures
+            raise ValueError(f"partitions must be at least 1, got {self.partitions}")
+
 
 class Stages:
     """Seconds per stage, and what each stage's frame measured (`rows`, and any `metrics` asked for): each

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from prep.ingest.inputs import InputError, InputFile
+from prep.ingest.inputs import InputFile
 from prep.ingest.parquet_pages import row_group_pages
 from prep.ingest.readers import ReaderConfig, huge_rows, rows_per_batch
 from prep.ingest.records import READ_SCHEMA, read_records
@@ -82,17 +82,7 @@ def _native_parquet(spark, files: list[InputFile]):
     # driver costs microseconds each. Beyond DRIVER_LISTED_FILES, Spark's parallel listing pays.
     with session_conf(spark, {"spark.sql.sources.parallelPartitionDiscovery.threshold":
                               str(max(32, min(len(files), DRIVER_LISTED_FILES)))}):
-        frame = spark.read.parquet(*[f.path for f in files])
-    check_column_names(frame.columns, files[0].relative)
-    return frame
-
-
-def check_column_names(names: list[str], where: str) -> None:
-    """InputError for a column whose name holds a dot or a backtick: Spark reads `a.b` as field b of a column
-    a (PySpark's own mapInArrow names the columns so), and the stage failed once its work was done."""
-    if odd := [name for name in names if "." in name or "`" in name]:
-        raise InputError(f"{where}: the column {odd[0][:60]!r} has a dot or a backtick in its name, which Spark reads "
-                         "as a field of a column: rename it")
+        return spark.read.parquet(*[f.path for f in files])
 
 
 def parquet_pieces(files: list[InputFile], tasks: int) -> list[tuple[str, list[int] | None]]:

@@ -82,6 +82,10 @@ class QualityConfig:
     score_rejected: bool = True
     train: train_classifier_stage.Config = field(default_factory=train_classifier_stage.Config)  # how it is trained
 
+    def __post_init__(self):
+        # the rules checked as the settings are read: keep_top 1.5 had failed once the run had cleaned and trained
+        ClassifierConfig(model="-", label="-", min_score=self.min_quality, keep_top=self.keep_top, buckets=self.buckets)
+
     def __bool__(self) -> bool:
         return bool(self.positive or self.model)
 

@@ -42,7 +42,6 @@ from schemas.index import INDEX_FILE, ShardEntry, new_index
 from schemas.mixture import MIXTURE_FILE, new_mixture, parse_weights
 from schemas.shards import shard_name
 from spark_stages.ingest import (
-    check_column_names,
     default_partitions,
     document_parquet,
     load_documents,
@@ -54,6 +53,7 @@ from spark_stages.mapped_pages import release_pages, whole_mapping
 from spark_stages.outputs import SCRATCH, commit, content_checksum, record_written, staging_dir, write_json
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
+from spark_stages.session import column as quoted
 from spark_stages.session import spark_schema
 
 log = logging.getLogger(__name__)
@@ -311,10 +311,9 @@ def split_values(spark, paths: list[str], column: str) -> list:
     from pyspark.sql import functions as F
 
     frame = spark.read.parquet(*paths)
-    check_column_names(frame.columns, paths[0])
     if column not in frame.columns:
         raise InputError(f"split_by: the documents have no column {column!r} (they have {', '.join(frame.columns)})")
-    counted = frame.groupBy(column).agg(F.count("*").alias("n")).collect()
+    counted = frame.groupBy(quoted(column)).agg(F.count("*").alias("n")).collect()  # "meta.label" as it is written
     if nulls := sum(row["n"] for row in counted if row[column] is None):
         raise InputError(f"split_by: {nulls} documents have no {column}")
     return sorted(row[column] for row in counted)

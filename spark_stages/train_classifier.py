@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from prep.classify import fasttext_bin
-from prep.classify.classifier import Classifier
+from prep.classify.classifier import Classifier, label_shown
 from prep.classify.fasttext_bin import MAX_WORD_BYTES
 from prep.classify.metrics import evaluation
 from prep.classify.stacking import train_classifier, words_learned_little
@@ -449,17 +449,21 @@ def _by_label(counts: dict[str, int]) -> str:
 
 
 def label_cell(label: str) -> str:
-    """A label as Markdown shows it in a table's cell, its bars and backslashes escaped: as it is where it is
-    words each followed by one space, else in JSON's quotes and escapes (" good", "good\\n" and "go\\u00a0od"
-    had shown as good and go od, each like another label; report.json holds it exact)."""
-    plain = label.isprintable() and label == " ".join(label.split())
-    return (label if plain else json.dumps(label)).replace("\\", "\\\\").replace("|", "\\|")
+    """A label as Markdown shows it in a table's cell, whole (label_shown: " good", "good\\n" and "go\\u00a0od"
+    had shown as good and go od, each like another label; report.json holds it exact), its backslashes and
+    bars escaped."""
+    whole = label_shown(label, MAX_WORD_BYTES * 6)  # a JSON escape is at most 6 characters a byte
+    return whole.replace("\\", "\\\\").replace("|", "\\|")
+
+
+SHOWN_LABELS = 20  # labels the job's summary line names (a label field may hold thousands)
 
 
 def summary(report: dict) -> str:
     held = report["heldout"]
-    aucs = ", ".join(f"{label} {f['roc_auc']}" for label, f in held.get("labels", {}).items()
-                     if f["roc_auc"] is not None)
+    with_auc = [(label, f["roc_auc"]) for label, f in held.get("labels", {}).items() if f["roc_auc"] is not None]
+    aucs = ", ".join(f"{label_shown(label)} {auc}" for label, auc in with_auc[:SHOWN_LABELS])
+    aucs += f", ... ({len(with_auc)} labels)" if len(with_auc) > SHOWN_LABELS else ""
     read = report["read"]
     missing = (f"; {read['without_label']} documents without a label and {read['quarantined']} unreadable records "
                "left out (report.md)") if read["without_label"] or read["quarantined"] else ""

@@ -10,6 +10,8 @@ cannot be read, is refused: it would read text otherwise than it was trained on)
 space collapsed to single spaces.
 """
 
+import json
+
 import numpy as np
 
 from prep.classify import fasttext_bin
@@ -71,9 +73,18 @@ class Classifier:
         return self.labels.index(label)
 
 
+def label_shown(label: str, most: int = 60) -> str:
+    """A label as a line of text shows it, cut to `most` characters: as it is where it is words each followed
+    by one space, else in JSON's quotes and escapes (a label from elsewhere may hold a line break, or look like
+    another label: " good", "good\\n")."""
+    plain = label.isprintable() and label == " ".join(label.split()) and not label.startswith('"')
+    shown = label if plain else json.dumps(label)
+    return shown if len(shown) <= most else f"{shown[:most - 3]}..."
+
+
 def labels_named(labels: list[str], most: int = 20) -> str:
     """A model's labels for a message: a model from elsewhere may hold 10,000 labels of a kilobyte each."""
-    shown = ", ".join(label if len(label) <= 60 else f"{label[:57]}..." for label in labels[:most])
+    shown = ", ".join(map(label_shown, labels[:most]))
     return shown if len(labels) <= most else f"{shown}, ... ({len(labels)} labels in all)"
 
 

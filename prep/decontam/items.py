@@ -18,7 +18,7 @@ import pyarrow as pa
 from prep.ingest.inputs import InputError, InputFile, expand_inputs, is_warc
 from prep.ingest.readers import parquet_rows
 from prep.ingest.streams import StreamDamaged, decompressed_chunks, split_lines
-from schemas.trust import valid_unicode
+from schemas.trust import keys_once, valid_unicode
 
 MAX_ITEM_BYTES = 10_000_000
 MAX_ID_CHARS = 1000
@@ -113,7 +113,8 @@ def _records(file: InputFile) -> Iterator[tuple[object, str]]:
                 yield NotARecord(f"record over {MAX_ITEM_BYTES} bytes"), f"{file.relative}:{line.number}"
             elif line.data.strip():
                 try:
-                    yield json.loads(line.data.decode("utf-8")), f"{file.relative}:{line.number}"
+                    yield (json.loads(line.data.decode("utf-8"), object_pairs_hook=keys_once),  # RepeatedKey: skipped
+                           f"{file.relative}:{line.number}")
                 except (UnicodeDecodeError, ValueError, RecursionError) as e:
                     yield NotARecord(f"malformed JSON: {type(e).__name__}"), f"{file.relative}:{line.number}"
 

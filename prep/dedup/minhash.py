@@ -33,8 +33,9 @@ class MinHashConfig:
     seed: int = 1  # datasketch's default seed
 
     def __post_init__(self):
-        if self.num_perm < 2 or self.ngram < 1:
-            raise ValueError(f"num_perm must be at least 2 and ngram at least 1, got {self.num_perm}, {self.ngram}")
+        if self.num_perm < 2 or self.ngram < 1 or not 0 <= self.seed < 2**32:  # numpy's RandomState takes 32 bits
+            raise ValueError(f"num_perm must be at least 2, ngram at least 1 and seed in [0, 2**32), got "
+                             f"{self.num_perm}, {self.ngram}, {self.seed}")
 
 
 def _fold32(h: np.ndarray) -> np.ndarray:

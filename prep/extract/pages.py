@@ -42,9 +42,10 @@ class ExtractConfig:
             raise ValueError(f"extractor must be one of {', '.join(EXTRACTORS)}, got {self.extractor!r}")
         if self.fallback_below < 0:
             raise ValueError(f"fallback_below must be at least 0, got {self.fallback_below}")
-        if not self.page_seconds > 0 or self.max_html_bytes < 1 or self.page_memory_bytes < 1:
-            raise ValueError(f"page_seconds, page_memory_bytes and max_html_bytes must be positive, got "
-                             f"{self.page_seconds}, {self.page_memory_bytes}, {self.max_html_bytes}")
+        # past a day, the wait's timer overflowed on every page; past 2**48 bytes, the heap limit did
+        if not 0 < self.page_seconds <= 86_400 or self.max_html_bytes < 1 or not 0 < self.page_memory_bytes <= 1 << 48:
+            raise ValueError(f"page_seconds must be in (0, 86400], page_memory_bytes in [1, 2**48] and max_html_bytes "
+                             f"positive, got {self.page_seconds}, {self.page_memory_bytes}, {self.max_html_bytes}")
 
 
 def host_of(url: str) -> str:

@@ -61,6 +61,10 @@ MAX_SPILL_RATIO = 32
 class WarcConfig:
     max_payload_bytes: int = 10_000_000  # larger responses are skipped as too_large, not extracted
 
+    def __post_init__(self):
+        if self.max_payload_bytes < 1:  # 0 or -1, meant as no limit, skipped every page
+            raise ValueError(f"warc.max_payload_bytes must be at least 1, got {self.max_payload_bytes}")
+
 
 @dataclass
 class Page:

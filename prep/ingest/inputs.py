@@ -15,9 +15,11 @@ READABLE_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet", ".txt", *W
 # its "=", so it stays a path.
 NAMED_INPUT = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]*)=(.+)")
 MAX_NAME_LENGTH = 100  # a folder's name, well within the 255 bytes a file system allows
-# What the outputs name beside the folders of sources (and of a split's values): OUT/shards/mixture.json, and a
-# shards folder's held-out rows (spark_stages/shards.py HELDOUT), which the report passes over as no source.
-RESERVED_NAMES = (MIXTURE_FILE, "heldout")
+FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# What the outputs name beside the folders of sources (and of a split's values): OUT/shards/mixture.json, a
+# shards folder's held-out rows (spark_stages/shards.py HELDOUT), which the report passes over as no source,
+# and the files every job's run writes in its output folder (report/write.py).
+RESERVED_NAMES = (MIXTURE_FILE, "heldout", "stats.json", "run.json", "settings.yaml", "report.html", "compare.html")
 
 
 class InputError(ValueError):
@@ -123,12 +125,12 @@ def input_roots(spec: str) -> list[str]:
 
 def name_problem(name: str) -> str | None:
     """Why `name` cannot name a source's folder (or a shards folder of a split's value), or None."""
-    if not NAMED_INPUT.fullmatch(f"{name}=x"):
+    if not FOLDER_NAME.fullmatch(name):  # (not NAMED_INPUT on NAME=x, which "x=/../../elsewhere" matches)
         return "a name is letters, digits, '_', '.' and '-', from a letter or a digit"
     if len(name) > MAX_NAME_LENGTH:
         return f"a name is at most {MAX_NAME_LENGTH} characters"
     if name in RESERVED_NAMES:
-        return f"{' and '.join(RESERVED_NAMES)} are names of tokenmill's own outputs"
+        return f"{', '.join(RESERVED_NAMES)} are names of tokenmill's own outputs"
     return None
 
 

@@ -31,6 +31,13 @@ class ReaderConfig:
     parquet_batch_bytes: int = 64 << 20  # ... and fewer where the row group's values (uncompressed) are larger
     read_bytes: int = CHUNK_BYTES  # bytes per read of a JSON Lines file (compressed bytes when compressed)
 
+    def __post_init__(self):
+        # 0 or -1, meant as no limit, quarantined every record (read_bytes 0: every file read as empty)
+        if min(self.max_record_bytes, self.parquet_batch_rows, self.parquet_batch_bytes, self.read_bytes) < 1:
+            raise ValueError(f"reader: max_record_bytes, parquet_batch_rows, parquet_batch_bytes and read_bytes must "
+                             f"be at least 1, got {self.max_record_bytes}, {self.parquet_batch_rows}, "
+                             f"{self.parquet_batch_bytes}, {self.read_bytes}")
+
 
 @dataclass
 class Document:

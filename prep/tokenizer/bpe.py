@@ -15,6 +15,11 @@ class BpeConfig:
     min_frequency: int = 2  # a pair seen once is noise, not a merge
     max_token_bytes: int = 16  # longer merges are rare and mostly memorized strings
 
+    def __post_init__(self):
+        if self.min_frequency < 1 or self.max_token_bytes < 1:
+            raise ValueError(f"bpe: min_frequency and max_token_bytes must be at least 1, got {self.min_frequency}, "
+                             f"{self.max_token_bytes}")
+
 
 def train_bpe(texts: Iterable[str], vocab_size: int, cfg: BpeConfig = BpeConfig(),
               max_superword_bytes: int | None = None) -> Tokenizer:

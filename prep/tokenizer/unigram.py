@@ -43,6 +43,15 @@ class UnigramConfig:
     character_coverage: float = 0.9995  # share of the text's characters that must stay whole pieces
     max_required_share: float = 0.1  # never let required characters take more of the target than this
 
+    def __post_init__(self):
+        # shrink 1 (or 75, meant as a percent) pruned nothing: the training ran E-steps for ever
+        if not (self.seed_factor >= 1 and 0 < self.shrink < 1 and self.em_iterations >= 1
+                and 0 < self.character_coverage <= 1 and 0 <= self.max_required_share <= 1):
+            raise ValueError(f"unigram: seed_factor must be at least 1, shrink in (0, 1), em_iterations at least 1, "
+                             f"character_coverage in (0, 1] and max_required_share in [0, 1], got {self.seed_factor}, "
+                             f"{self.shrink}, {self.em_iterations}, {self.character_coverage}, "
+                             f"{self.max_required_share}")
+
 
 # (piece frequencies, total tokens) of one E-step over the whole table, for given pieces and scores
 EStep = Callable[[list[str], np.ndarray], tuple[np.ndarray, float]]

@@ -86,3 +86,28 @@ def test_help_lists_every_flag(config_type, capsys):
         command_line(config_type, ["--help"], prog="test", description="test")
     printed = capsys.readouterr().out
     assert exit_.value.code == 0 and all(f"--{flag.name}" in printed for flag in flags(config_type))
+
+
+@pytest.mark.parametrize("argv, message", [
+    # found by review, each accepted before: shrink 1 pruned nothing (the tokenizer's training ran for ever),
+    # -1 or 0 meant as "no limit" quarantined every record or skipped every page, a seed past 32 bits failed
+    # every signature task, an infinite page time overflowed every page's timer, keep_top 1.5 and partitions
+    # -1 failed after Spark's work; NaN, inf and 1e30 anywhere (prep/config.py: tests/prep/test_cli.py)
+    (["--tokenizer.unigram.shrink", "1"], "shrink in (0, 1)"),
+    (["--tokenizer.unigram.em-iterations", "0"], "em_iterations at least 1"),
+    (["--tokenizer.bpe.min-frequency", "-1"], "min_frequency and max_token_bytes must be at least 1"),
+    (["--clean.reader.max-record-bytes", "0"], "max_record_bytes, parquet_batch_rows"),
+    (["--extract.warc.max-payload-bytes", "-1"], "warc.max_payload_bytes must be at least 1"),
+    (["--extract.page-seconds", "1e7"], "page_seconds must be in (0, 86400]"),
+    (["--dedup.minhash.seed", "4294967296"], "seed in [0, 2**32)"),
+    (["--quality.keep-top", "1.5"], "keep_top is a share in (0, 1]"),
+    (["--dedup.partitions", "-1"], "partitions must be at least 1"),
+    (["--decontaminate.partitions", "0"], "partitions must be at least 1"),
+    (["--clean.partitions", "-1"], "partitions must be at least 1"),
+    (["--clean.en.fineweb.line-punct-thr", "nan"], "expected a finite number"),
+])
+def test_a_value_that_cannot_work_is_one_line_before_the_run(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        command_line(pipeline.Config, argv, prog="test", description="test")
+    error = capsys.readouterr().err
+    assert exit_.value.code == 2 and message in error and error.count("\n") == 1, error

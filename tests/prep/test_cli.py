@@ -67,6 +67,8 @@ def test_file_then_flags_typed_alike(tmp_path):
 
 @pytest.mark.parametrize("argv,message", [
     (["--threshold", "abc"], "--threshold: expected a number, got 'abc'"),
+    (["--threshold", "nan"], "--threshold: expected a finite number, got nan"),
+    (["--num-perm", "99999999999999999999"], "--inner.num_perm: expected an integer of at most 2**63 - 1"),
     (["--num-perm", "1.5"], "--inner.num_perm: expected an integer"),
     (["--threshold", "2"], "threshold must be in (0, 1]"),
 ])
@@ -81,6 +83,16 @@ def test_a_bad_flag_is_one_line_and_exit_code_2(capsys, argv, message):
     ("inner: {num_prem: 3}\n", "c.yaml: inner.num_prem: unknown setting"),
     ("verify: maybe\n", "c.yaml: verify: expected true or false"),
     ("- a list\n", "the top level must be a mapping"),
+    # found by review: a threshold of NaN made every comparison false (a filter then removed nothing), inf
+    # overflowed a timer in every task, and a float of 1e30 for a count overflowed compiled code after Spark
+    # started; .inf for an integer was a traceback
+    ("threshold: .nan\n", "c.yaml: threshold: expected a finite number, got nan"),
+    ("threshold: -.inf\n", "c.yaml: threshold: expected a finite number, got -inf"),
+    ("inner: {num_perm: .inf}\n", "c.yaml: inner.num_perm: expected a finite number, got inf"),
+    ("inner: {num_perm: 1.0e+30}\n", "c.yaml: inner.num_perm: expected an integer of at most 2**63 - 1"),
+    ("inner: {num_perm: -10000000000000000000}\n", "c.yaml: inner.num_perm: expected an integer of at most"),
+    ("inner: {num_perm: " + "9" * 400 + "}\n", "c.yaml: inner.num_perm: expected an integer of at most"),
+    ("threshold: " + "9" * 400 + "\n", "c.yaml: threshold: expected a finite number"),
 ])
 def test_a_bad_file_names_the_key(tmp_path, capsys, text, message):
     config = tmp_path / "c.yaml"

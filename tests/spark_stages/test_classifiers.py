@@ -264,7 +264,8 @@ def test_a_classifier_named_with_a_dot_and_documents_with_a_dotted_column_are_on
     """Found by trying: `q.v` made the column score_q.v, which Spark read as field v of score_q when the output
     was checksummed, after all the work; found by review: so did the shards job's split by bucket_q.v, and the
     decontamination job in PySpark's own mapInArrow. A classifier's name names columns: letters, digits, '_'
-    and '-'; documents from elsewhere with a dot in a column's name are refused, naming it."""
+    and '-'; documents from elsewhere with a dot in a column's name are refused by decontamination, naming it,
+    and split by as they are."""
     from spark_stages import decontaminate, shards
 
     config = tmp_path / "c.yaml"
@@ -280,17 +281,28 @@ def test_a_classifier_named_with_a_dot_and_documents_with_a_dotted_column_are_on
     items = write_lines(tmp_path / "items.jsonl", [{"id": "item-0", "text": text}])
     assert run_stage(decontaminate.STAGE, ["--input", str(tmp_path / "docs"), "--output", str(tmp_path / "d"),
                                            "--benchmark", f"b={items}"]) == 2
-    assert "the column 'score_q.v' has a dot" in one_error_line(capsys.readouterr().err)
-    with pytest.raises(InputError, match="the column 'score_q.v' has a dot"):
-        shards.split_values(spark, [str(tmp_path / "docs" / "part-00000.parquet")], "score_q.v")
+    assert "column 'score_q.v' has a dot" in one_error_line(capsys.readouterr().err)
+    # a split by such a column (a Hugging Face dataset flattened: meta.label) reads it as it is written
+    assert shards.split_values(spark, [str(tmp_path / "docs" / "part-00000.parquet")], "score_q.v") == [0.5]
 
 
-@pytest.mark.parametrize("labels", [["good", " good", "good\n"], ["go od", "go  od", "go\u00a0od"], ["a|b", "a\\|b"]])
+@pytest.mark.parametrize("labels", [["good", " good", "good\n", '"good\\n"', '" good"'],
+                                    ["go od", "go  od", "go\u00a0od"], ["a|b", "a\\|b"]])
 def test_labels_that_differ_show_apart_in_report_md(labels):
     """Found by review: the report's table showed " good" and "good\\n" as good, like the label good."""
     cells = [train_classifier.label_cell(label) for label in labels]
     assert len(set(cells)) == len(labels) and all("\n" not in cell for cell in cells), cells
     assert cells[0] == labels[0].replace("|", "\\|")  # a plain label as it is
+
+
+def test_the_jobs_summary_line_is_one_line_of_a_few_labels():
+    """Found by review: a label field of 3,000 labels, one with a line break, made the job's last line 3 MB on
+    two lines."""
+    labels = {("line\nbreak" if i == 0 else f"label-{i:04d}" + "x" * 900): {"roc_auc": 0.5} for i in range(3000)}
+    report = {"heldout": {"labels": labels, "documents": 10, "accuracy": 0.5}, "read": {"without_label": 0,
+              "quarantined": 0}, "training": {"documents": 100}, "seconds": 1.0}
+    line = train_classifier.summary(report)
+    assert "\n" not in line and len(line) < 3_000 and '"line\\nbreak" 0.5' in line and "(3000 labels)" in line
 
 
 def test_documents_that_already_have_a_classifiers_column_are_one_line(spark, trained, tmp_path):
@@ -390,9 +402,12 @@ def test_quality_buckets_become_shards_folders_the_loader_mixes_exactly(scored, 
     loader.close()
 
 
-@pytest.mark.parametrize("value", ["mixture.json", "heldout", "x" * 101, "a/b", "..", "", "é"])
+@pytest.mark.parametrize("value", ["mixture.json", "heldout", "run.json", "x" * 101, "x=/../../escaped", "a=b",
+                                   "a/b", "..", "", "é"])
 def test_a_split_value_that_cannot_name_a_shards_folder_is_one_line(value):
-    """A value of the split's column names a folder beside mixture.json: a model's label may be any string."""
+    """A value of the split's column names a folder beside mixture.json: a model's label may be any string.
+    Found by review: "x=/../../escaped" passed the name check (read as NAME=PATH) and the job wrote its shards
+    beside the output folder."""
     from spark_stages.shards import folder_name
 
     with pytest.raises(InputError, match="label_q holds .*, which cannot name a shards folder"):

@@ -83,6 +83,14 @@ def test_an_item_over_the_limit_in_any_form_or_not_valid_unicode_is_skipped_with
                                                                           ("s.jsonl:3", 8)]
     assert benchmark.skipped == {"record over 10000000 bytes": 1, "an unpaired surrogate (not valid Unicode)": 2}
 
+
+def test_an_item_with_a_key_twice_is_skipped_with_its_reason(tmp_path):
+    """Found by review: {"text": A, "text": B} was read as B alone, A never cut from the documents."""
+    (tmp_path / "items.jsonl").write_text('{"id": "q1", "text": "A first text.", "text": "A second text."}\n'
+                                          '{"id": "q2", "text": "A third text."}\n')
+    benchmark = read_benchmark("x", str(tmp_path / "items.jsonl"), ItemsConfig())
+    assert benchmark.items == [("q2", "A third text.")] and benchmark.skipped == {"malformed JSON: RepeatedKey": 1}
+
 def test_a_benchmark_without_items_or_a_damaged_file_is_an_error(tmp_path):
     write_lines(tmp_path / "wrong.jsonl", [{"question": "q", "answer": "a"}])
     with pytest.raises(InputError, match="no item in .*missing field 'text' \\(1\\).*set items.text_fields"):

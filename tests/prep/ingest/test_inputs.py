@@ -3,6 +3,8 @@ import os
 import pytest
 
 from prep.ingest.inputs import RESERVED_NAMES, InputError, expand_inputs, expand_sources, named_inputs
+from report.run import RUN_FILE, SETTINGS_FILE
+from report.write import COMPARE_FILE, REPORT_FILE
 from schemas.mixture import MIXTURE_FILE
 from spark_stages.shards import HELDOUT
 
@@ -68,7 +70,8 @@ def test_a_source_named_as_tokenmills_own_files_or_too_long_is_refused(tmp_path,
     a name of 300 characters failed making its folder, after the folders before it were written."""
     with pytest.raises(InputError, match=f"source '{name[:60]}'"):
         named_inputs([f"web={tmp_path}", f"{name}={tmp_path}"])
-    assert set(RESERVED_NAMES) == {MIXTURE_FILE, HELDOUT}  # what the outputs name beside a source's folder
+    # what the outputs name beside a source's folder (or a split's)
+    assert {MIXTURE_FILE, HELDOUT, RUN_FILE, SETTINGS_FILE, REPORT_FILE, COMPARE_FILE} <= set(RESERVED_NAMES)
 
 
 def test_a_fifo_or_a_device_under_a_readable_name_is_an_error_naming_it(tmp_path):
