@@ -40,9 +40,9 @@ def write_report(out, cfg: ReportConfig = DEFAULT, *, destination=None, job: str
                                     "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(
                                         timespec="seconds")})
         if settings is not None:
-            _replace(out / SETTINGS_FILE, f"# jobs.{job} as it ran (tokenmill {version()}); "
-                                          f"--config {SETTINGS_FILE} runs it again\n{settings}")
-    _replace(target, report_page(run_view(out, cfg)))
+            replace_text(out / SETTINGS_FILE, f"# jobs.{job} as it ran (tokenmill {version()}); "
+                                              f"--config {SETTINGS_FILE} runs it again\n{settings}")
+    replace_text(target, report_page(run_view(out, cfg)))
     return target
 
 
@@ -56,9 +56,5 @@ def write_comparison(out, other, cfg: ReportConfig = DEFAULT, *, destination=Non
         page = comparison_page(out, Path(other), cfg)
     except UNREADABLE as e:
         raise LayoutError(f"{out} and {other} cannot be compared: {type(e).__name__}: {str(e)[:200]}") from None
-    _replace(target, page)
+    replace_text(target, page)
     return target
-
-
-def _replace(path: Path, content: str) -> None:
-    replace_text(path, content, f".{path.name}.tmp")

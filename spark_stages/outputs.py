@@ -201,17 +201,17 @@ def commit(staging: Path, out: str, names: list[str], stats: dict, marker: str =
 
 
 def write_json(path: Path, data: dict) -> None:
-    """Whole or not at all: written beside, then renamed over `path`. The temporary's leading dot keeps it off
-    the names of folders beside it (a split's value names one: inputs.name_problem)."""
-    replace_text(path, strict_json.dumps(data, indent=2, ensure_ascii=False) + "\n", f".{path.name}.tmp")
+    """Whole or not at all: written beside, then renamed over `path`."""
+    replace_text(path, strict_json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def replace_text(path: Path, text: str, temporary: str) -> None:
-    """`path` written whole or not at all: the text in `temporary` beside it, then renamed over it. The
-    temporary is made anew and never through a link: a folder from elsewhere may hold one by that name,
-    which open() would follow to overwrite any file of the user's. A lone surrogate (a string from a file
-    from elsewhere) is written as "?"."""
-    tmp = path.with_name(temporary)
+def replace_text(path: Path, text: str) -> None:
+    """`path` written whole or not at all: the text in .NAME.tmp beside it, then renamed over it. The leading
+    dot keeps the temporary off the names of folders beside it (a split's value names one:
+    inputs.name_problem). The temporary is made anew and never through a link: a folder from elsewhere may
+    hold one by that name, which open() would follow to overwrite any file of the user's. A lone surrogate
+    (a string from a file from elsewhere) is written as "?"."""
+    tmp = path.with_name(f".{path.name}.tmp")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)  # a leftover, or a link: removed itself, never what it points to
     descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
