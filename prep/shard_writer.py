@@ -29,6 +29,8 @@ class ShardConfig:
         if not 1 <= self.zstd_level <= 22 or self.shard_mb <= 0 or self.batch_bytes < 1:
             raise ValueError(f"zstd_level must be in 1..22, shard_mb and batch_bytes positive, got {self.zstd_level}, "
                              f"{self.shard_mb}, {self.batch_bytes}")
+        if self.shard_bytes < 1:
+            raise ValueError(f"shard_mb must be at least one byte (2**-20), got {self.shard_mb}")
 
     @property
     def shard_bytes(self) -> int:

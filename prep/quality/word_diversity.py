@@ -17,13 +17,17 @@ class WordDiversityConfig:
     min_words: int = 50  # shorter texts are left to the length rules
     min_distinct_ratio: float = 0.1  # prose is at 0.3-0.6 here; stuffing at 0.01-0.08
 
+    def __post_init__(self):
+        if self.window_words < 1:
+            raise ValueError(f"window_words must be at least 1, got {self.window_words}")
+
 
 PUNCTUATION = ".,;:!?\"'()"  # stripped from a word's ends before comparing
 
 
 def word_diversity(text: str, cfg: WordDiversityConfig, char_based: bool) -> str | None:
     window = first_words(text, char_based, cfg.window_words)
-    if len(window) < cfg.min_words:
+    if not window or len(window) < cfg.min_words:  # min_words 0 still has no words to divide by
         return None
     # Lowered all at once: no word holds a space and lowering makes none, so the split gives the
     # lowered words back (the final-sigma rule sees a space or an end at a word's ends either way).

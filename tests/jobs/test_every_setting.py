@@ -105,6 +105,9 @@ def test_help_lists_every_flag(config_type, capsys):
     (["--decontaminate.partitions", "0"], "partitions must be at least 1"),
     (["--clean.partitions", "-1"], "partitions must be at least 1"),
     (["--clean.en.fineweb.line-punct-thr", "nan"], "expected a finite number"),
+    # a window of 0 words divided by zero in every task; a shard of 1e-7 MiB is 0 bytes
+    (["--clean.en.word-diversity.window-words", "0"], "window_words must be at least 1"),
+    (["--shards.shard-mb", "1e-7"], "shard_mb must be at least one byte"),
 ])
 def test_a_value_that_cannot_work_is_one_line_before_the_run(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:

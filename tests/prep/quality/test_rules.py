@@ -91,6 +91,8 @@ def test_word_diversity():
     assert word_diversity(ENGLISH, cfg, False) is None
     stuffing = " ".join(["cheap", "debian", "download", "free", "linux"] * 40)
     assert word_diversity(stuffing, cfg, False) == "min_distinct_ratio"
+    # an empty text with min_words 0 has no words to divide by: it is left to the length rules
+    assert word_diversity("", WordDiversityConfig(min_words=0), False) is None
 
 
 def test_every_rule_can_be_switched_off():
