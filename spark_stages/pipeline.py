@@ -26,7 +26,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import ClassVar
 
-from prep.classify.scoring import ClassifierConfig, Classifiers
+from prep.classify.scoring import ClassifierConfig, Classifiers, bucket_column, score_column
 from prep.config import override
 from prep.ingest.inputs import InputError, InputFile, Sources, expand_inputs, is_named, is_warc
 from schemas.mixture import MIXTURE_FILE, MixtureError, new_mixture, parse_weights
@@ -124,7 +124,8 @@ def source_weights(cfg: SourcesConfig, names: list[str]) -> dict[str, Fraction] 
     return {name: weights[name] for name in names}
 
 
-def _check_quality(cfg: Config, sources: Sources) -> None:
+def _check_quality(cfg: Config, sources: Sources) -> set[str]:
+    """The columns the quality classifier writes (none without one); ValueError if its settings cannot work."""
     quality = cfg.quality
     if quality.positive and quality.model:
         raise ValueError("quality: give positive (a classifier trained here) or model (one trained before), not both")
@@ -132,20 +133,36 @@ def _check_quality(cfg: Config, sources: Sources) -> None:
         for name in ("min_quality", "keep_top", "buckets"):
             if getattr(quality, name):
                 raise ValueError(f"quality.{name} needs quality.positive or quality.model (a classifier to score)")
-        return
+        return set()
     named = [f"sources.{source}.clean" for source in sources if QUALITY in clean_settings(cfg, source).classifiers]
     if named:  # both would write the column score_quality
         where = "clean" if QUALITY in cfg.clean.classifiers else named[0]
         raise ValueError(f"{where}.classifiers.{QUALITY}: '{QUALITY}' is the pipeline's quality classifier "
                          "(quality.*); name it otherwise")
     if quality.model:
-        quality.classifiers(quality.model)  # read and checked: one line, before Spark starts
-        return
-    trained = (quality.train.positive_label, quality.train.negative_label)
-    if quality.label and quality.label not in trained:
-        raise ValueError(f"quality.label {quality.label!r} is no label of the classifier trained here "
-                         f"({', '.join(trained)})")
-    expand_inputs(quality.positive)
+        columns = quality.classifiers(quality.model).columns()  # read and checked: one line, before Spark starts
+    else:
+        trained = (quality.train.positive_label, quality.train.negative_label)
+        if quality.label and quality.label not in trained:
+            raise ValueError(f"quality.label {quality.label!r} is no label of the classifier trained here "
+                             f"({', '.join(trained)})")
+        expand_inputs(quality.positive)
+        columns = [score_column(QUALITY)] + ([bucket_column(QUALITY)] if quality.buckets else [])  # two labels
+    return set(columns)
+
+
+def _check_clean_columns(cfg: Config, sources: Sources, quality_columns: set[str]) -> None:
+    """The clean classifiers' models read once each setting, and none writing a column the quality classifier
+    writes (names apart can still clash: `score_quality` on three labels writes label_score_quality)."""
+    seen: dict[str, Classifiers] = {}
+    for source in sources:
+        classifiers = clean_settings(cfg, source).classifiers
+        key = repr(sorted(classifiers.items()))
+        if key not in seen:
+            seen[key] = Classifiers(classifiers)
+        if clash := sorted(quality_columns & set(seen[key].columns())):
+            raise ValueError(f"clean.classifiers: {', '.join(clash)} would be a column of a clean classifier and "
+                             "of the quality classifier (quality.*): name the clean one otherwise")
 
 
 def clean_settings(cfg: Config, source: str) -> clean_stage.Config:
@@ -154,7 +171,7 @@ def clean_settings(cfg: Config, source: str) -> clean_stage.Config:
 
 
 def check(cfg: Config, sources: Sources) -> None:
-    _check_quality(cfg, sources)
+    _check_clean_columns(cfg, sources, _check_quality(cfg, sources))
     if cfg.shards.split_by and is_named(sources):
         raise ValueError("shards.split_by splits one source by a column: give one --input (the split's folders "
                          "are the mixture's sources)")

@@ -72,6 +72,7 @@ def test_a_section_file_for_a_source_named_as_input_names_are(tmp_path):
     (["--quality.keep_top", "0.5"], "quality.keep_top needs quality.positive or quality.model"),
     (["--quality.positive", "{data}", "--config", "{config}"],
      "clean.classifiers.quality: 'quality' is the pipeline's quality classifier (quality.*); name it otherwise"),
+    (["--config", "{config}"], "m.bin"),  # a clean classifier's model that is not there: before, after extract
 ])
 def test_quality_settings_that_cannot_work_are_one_line_before_spark(tmp_path, capsys, args, message):
     """Found by trying: a label the trained classifier has not and a clean classifier named quality failed after
@@ -83,4 +84,27 @@ def test_quality_settings_that_cannot_work_are_one_line_before_spark(tmp_path, c
     code = run_stage(pipeline.STAGE, ["--input", str(data), "--output", str(tmp_path / "out"), *args])
     error = capsys.readouterr().err
     assert code == 2 and message in error and error.count("\n") == 1, error
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_clean_classifier_writing_a_column_of_the_quality_classifier_is_one_line_before_spark(tmp_path, capsys):
+    """Noticed in review: a clean classifier `score_quality` on a model of three labels writes
+    label_score_quality, as does a three-label quality.model; the names differ, so the check by name let it
+    through, and the run failed at the score step, after the clean stage."""
+    from prep.classify import fasttext_bin
+    from prep.classify.train import TrainConfig, train
+
+    kinds = {"prose": "the river runs past the old mill", "menu": "home about contact login",
+             "table": "12 34 56 78 90"}
+    lines = [text for text in kinds.values() for _ in range(4)]
+    model = train(lines, [label for label in kinds for _ in range(4)], TrainConfig(dim=4, bucket=2**10))[0]
+    fasttext_bin.write(model, str(tmp_path / "kinds.bin"))
+    config = {"clean": {"classifiers": {"score_quality": {"model": str(tmp_path / "kinds.bin"), "label": "prose"}}},
+              "quality": {"model": str(tmp_path / "kinds.bin"), "label": "prose"}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    data = write_lines(tmp_path / "in" / "a.jsonl", [{"text": "x"}], mkdir=True)
+    code = run_stage(pipeline.STAGE, ["--input", str(data), "--output", str(tmp_path / "out"), "--config",
+                                      str(tmp_path / "c.yaml")])
+    error = capsys.readouterr().err
+    assert code == 2 and "label_score_quality" in error and error.count("\n") == 1, error
     assert not (tmp_path / "out").exists()
