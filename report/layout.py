@@ -5,7 +5,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from schemas.trust import regular_file_text
+from schemas.trust import keys_once, regular_file_text
 
 # The pipeline's stage folders, in the order it runs them (spark_stages/pipeline.py)
 PIPELINE_ORDER = ("extract", "clean", "classifier", "quality", "dedup", "decontaminate", "tokenizer", "shards")
@@ -25,10 +25,11 @@ class StageDir:
 
 
 def read_json(path: Path) -> dict | None:
-    """A JSON object from a file (regular_file_text), or None when the file is missing, too large or not an object."""
+    """A JSON object from a file (regular_file_text), or None when the file is missing, too large or not an object
+    (a key given twice is not one: the loader refuses such a mixture.json, so the report does not show it)."""
     text = regular_file_text(path, MAX_JSON_BYTES)
     try:
-        data = json.loads(text) if text is not None else None
+        data = json.loads(text, object_pairs_hook=keys_once) if text is not None else None
     except (ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
         return None
     return data if isinstance(data, dict) else None

@@ -324,3 +324,14 @@ def test_benchmark_files_named_by_settings_from_elsewhere_are_looked_at_within_b
 
     with pytest.raises(InputError, match="not a regular file"):  # what the report's reading is refused with
         expand_inputs(str(folder))
+
+
+def test_a_json_file_with_a_key_twice_is_not_read(tmp_path):
+    """Noticed in review: the report read a mixture.json naming a source twice as its second entry, a mixture
+    the loader refuses (schemas.trust.keys_once)."""
+    from report.layout import read_json
+
+    (tmp_path / "mixture.json").write_text('{"sources": {"web": {"weight": 1}, "web": {"weight": 3}}}')
+    (tmp_path / "once.json").write_text('{"sources": {"web": {"weight": 1}, "code": {"weight": 3}}}')
+    assert read_json(tmp_path / "mixture.json") is None
+    assert read_json(tmp_path / "once.json") == {"sources": {"web": {"weight": 1}, "code": {"weight": 3}}}
