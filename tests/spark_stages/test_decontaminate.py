@@ -124,3 +124,13 @@ def test_the_command_line(contaminated, tmp_path):
     gone = run_module("decontaminate", *given, "--benchmark", f"x={tmp_path}/gone.jsonl")
     assert gone.returncode == 2 and "no such file" in gone.stderr
     # (a whole run from the command line with --benchmark: the pipeline's, tests/spark_stages/test_pipeline.py)
+
+
+@pytest.mark.parametrize("name", ["mmlu\ud800", "\udfff", "mm lu", "mmlu\n", "-x", "x" * 101])
+def test_a_benchmark_name_from_yaml_is_held_to_the_flags_rule(name):
+    """Noticed in review: YAML names any benchmark; names differing by a lone surrogate both became `mmlu?`
+    in decontamination.json, which was then refused for a key given twice."""
+    from spark_stages.decontaminate import read_benchmarks
+
+    with pytest.raises(ValueError, match="a name is letters, digits"):
+        read_benchmarks(Config(benchmarks={"mmlu": "unread.jsonl", name: "unread.jsonl"}))
