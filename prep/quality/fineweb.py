@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from prep.quality.reflow import reflowed
-from prep.quality.text_units import TERMINAL_PUNCTUATION, lines, word_stats
+from prep.quality.text_units import TERMINAL_PUNCTUATION, has_words, lines, word_stats
 
 
 @dataclass
@@ -16,6 +16,8 @@ class FineWebConfig:
     new_line_ratio: float = 0.3  # at most this many line breaks per word (one word per line)
     # read hard-wrapped text by its paragraphs and items, not its lines (prep/quality/reflow.py)
     reflow: bool = False
+    # a line of no letter or digit (a table's border, a rule) is not counted as a repeated line
+    skip_layout_lines: bool = False
 
 
 def fineweb(text: str, cfg: FineWebConfig, char_based: bool) -> str | None:
@@ -28,7 +30,7 @@ def fineweb(text: str, cfg: FineWebConfig, char_based: bool) -> str | None:
     if sum(len(line) <= cfg.short_line_length for line in doc_lines) / len(doc_lines) > cfg.short_line_thr:
         return "short_line_ratio"
     seen, dup_chars = set(), 0
-    for line in doc_lines:
+    for line in filter(has_words, doc_lines) if cfg.skip_layout_lines else doc_lines:
         if line in seen:
             dup_chars += len(line)
         seen.add(line)

@@ -1,6 +1,7 @@
 """Gopher quality rules (Rae et al. 2021, appendix A), with their published thresholds."""
 
 import itertools
+import re
 from dataclasses import dataclass
 
 from prep.quality.text_units import first_words, lines, word_stats, words
@@ -21,10 +22,18 @@ class GopherQualityConfig:
     max_non_alpha_words_ratio: float = 0.8  # at least 80% of words must contain a letter
     min_stop_words: int = 2  # at least this many stop words: real sentences in the language
     stop_words: tuple[str, ...] = ENGLISH_STOP_WORDS  # empty disables the check
+    # list markers and section numbers opening a line ("•", "□", "2.2.1", "(3)") are not counted as words
+    # without a letter: a manual's table of contents is made of them
+    skip_line_markers: bool = False
 
 
 STOP_WORD_WINDOW = 100
 BULLETS = ("•", "‣", "◦", "▪", "-", "*")
+# the markers opening a line, one after another ("☆ 2.2.1 简单记谱法"): bullets (with those a text browser
+# draws nested lists with), numbers with a dot ("1.", "2.2.1"; a bare "4" opens a protocol table's rows)
+# and "(3)", "3)"
+LINE_MARKERS = re.compile(r"^[^\S\n]*((?:(?:[•‣◦▪□■☆○●*+–-]|\d{1,3}(?:\.\d{1,3})*\.|\d{1,3}(?:\.\d{1,3})+|"
+                          r"\(?\d{1,3}\))[^\S\n]+)+)", re.MULTILINE)
 ELLIPSES = ("...", "…")
 
 
@@ -51,10 +60,17 @@ def gopher_quality(text: str, cfg: GopherQualityConfig, char_based: bool) -> str
         if sum(line.rstrip().endswith(ELLIPSES) for line in doc_lines) / len(doc_lines) > cfg.max_ellipsis_lines_ratio:
             return "max_ellipsis_lines_ratio"
     if stats.with_letters / n < cfg.max_non_alpha_words_ratio:
-        return "max_non_alpha_words_ratio"
+        markers = _line_markers(text) if cfg.skip_line_markers else 0
+        if stats.with_letters / max(1, n - markers) < cfg.max_non_alpha_words_ratio:
+            return "max_non_alpha_words_ratio"
     if cfg.stop_words and cfg.min_stop_words > 0 and not _has_stop_words(text, char_based, cfg, n):
         return "min_stop_words"
     return None
+
+
+def _line_markers(text: str) -> int:
+    """The words of LINE_MARKERS in a text: none has a letter."""
+    return sum(len(found.group(1).split()) for found in LINE_MARKERS.finditer(text))
 
 
 def _has_stop_words(text: str, char_based: bool, cfg: GopherQualityConfig, n: int) -> bool:

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from prep.compiled import kernel
-from prep.quality.text_units import lines, paragraphs, word_stats
+from prep.quality.text_units import has_words, lines, paragraphs, word_stats
 
 
 @dataclass
@@ -21,6 +21,8 @@ class GopherRepetitionConfig:
     dup_n_grams: list[tuple[int, float]] = field(
         default_factory=lambda: [(5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)]
     )
+    # lines and paragraphs of no letter or digit (a table's borders, rules) are not counted as repeats or items
+    skip_layout_lines: bool = False
 
     def __post_init__(self):
         if any(int(n) != n or n < 1 for n, _ in self.top_n_grams + self.dup_n_grams):
@@ -131,12 +133,14 @@ def gopher_repetition(text: str, cfg: GopherRepetitionConfig, char_based: bool) 
     if total == 0:
         return None
     paras = paragraphs(text)
+    doc_lines = lines(text)
+    if cfg.skip_layout_lines:
+        paras, doc_lines = list(filter(has_words, paras)), list(filter(has_words, doc_lines))
     count, chars = _duplicates(paras)
     if paras and count / len(paras) > cfg.dup_para_frac:
         return "dup_para_frac"
     if chars / total > cfg.dup_para_char_frac:
         return "dup_para_char_frac"
-    doc_lines = lines(text)
     count, chars = _duplicates(doc_lines)
     if doc_lines and count / len(doc_lines) > cfg.dup_line_frac:
         return "dup_line_frac"

@@ -16,14 +16,20 @@ from prep.config import merged, nested, plain
 # documentation "[0]", "[1151]" and "[]" are code, log lines and syntax, argv[0], sshd[1151]:, "[]
 # matches", and a "[3]" is a footnote's own mark), shorter documents pass (a man page of one option),
 # 70% of words with a letter suffice (code examples and tables: "{", "|", "=", numbers; a menu whose
-# items are parted by symbols has at most 67%, a number table none).
+# items are parted by symbols has at most 67%, a number table none; a list's markers and a section's
+# number opening a line are not words: a table of contents), and a line of no letter or digit is
+# not a repeated line (the border between a text table's rows, drawn twenty times in a protocol's
+# specification; a horizontal rule above and below a page's text).
 _DOCS_RULES = {
-    "fineweb": {"char_duplicates_ratio": 0.2, "line_punct_thr": 0.0, "new_line_ratio": 1.0, "short_line_thr": 0.8},
+    "fineweb": {"char_duplicates_ratio": 0.2, "line_punct_thr": 0.0, "new_line_ratio": 1.0, "short_line_thr": 0.8,
+                "skip_layout_lines": True},
     "gopher_repetition": {"dup_line_frac": 0.5, "dup_para_frac": 0.5, "dup_line_char_frac": 0.4,
-                          "dup_para_char_frac": 0.4, "top_n_grams": [[2, 0.3], [3, 0.27], [4, 0.24]],
+                          "dup_para_char_frac": 0.4, "skip_layout_lines": True,
+                          "top_n_grams": [[2, 0.3], [3, 0.27], [4, 0.24]],
                           "dup_n_grams": [[5, 0.4], [6, 0.38], [7, 0.36], [8, 0.34], [9, 0.32], [10, 0.3]]},
     "c4": {"min_num_sentences": 1, "min_words_per_line": 0, "remove_citations": False},
-    "gopher_quality": {"min_doc_words": 20, "max_avg_word_length": 15, "max_non_alpha_words_ratio": 0.7},
+    "gopher_quality": {"min_doc_words": 20, "max_avg_word_length": 15, "max_non_alpha_words_ratio": 0.7,
+                       "skip_line_markers": True},
 }
 
 # Source code: none of the prose rules (sentences, stop words, words made of letters, symbols,
@@ -50,9 +56,10 @@ _CODE_RULES = {
 # and a short line is as wide as a short English one, 30 columns: 15 Han characters of two columns.
 _DOCS_ZH_RULES = {
     "fineweb": {"char_duplicates_ratio": 0.2, "new_line_ratio": 1.0, "short_line_thr": 0.8, "short_line_length": 15,
-                "reflow": True},
+                "reflow": True, "skip_layout_lines": True},
     "gopher_repetition": {"dup_line_frac": 0.5, "dup_para_frac": 0.5, "dup_line_char_frac": 0.4,
-                          "dup_para_char_frac": 0.4, "top_n_grams": [[2, 0.384], [3, 0.302], [4, 0.257]],
+                          "dup_para_char_frac": 0.4, "skip_layout_lines": True,
+                          "top_n_grams": [[2, 0.384], [3, 0.302], [4, 0.257]],
                           "dup_n_grams": [[5, 0.53], [6, 0.49], [7, 0.46], [8, 0.44], [9, 0.41], [10, 0.38]]},
     "c4": {"min_num_sentences": 1, "min_words_per_line": 0, "remove_citations": False},
 }

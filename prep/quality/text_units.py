@@ -177,6 +177,12 @@ def paragraphs(text: str) -> list[str]:
     return [p for p in re.split(r"\n\s*\n", text) if p.strip()]
 
 
+def has_words(line: str) -> bool:
+    """Whether a line holds a letter or a digit: one without (a table's border, a rule, a lone brace) is
+    the layout's, and repeats in a table of twenty rows without repeating a word."""
+    return any(map(str.isalnum, line))
+
+
 def sentences(text: str) -> list[str]:
     return [s for s in SENTENCE_END.split(text) if s.strip()]
 

@@ -1,8 +1,11 @@
 """Each quality rule on real sentences that pass it and real junk that fails it."""
 
+from dataclasses import replace
+
 import pytest
 
 from prep.clean import CleanConfig, chinese_rules
+from prep.config import override
 from prep.quality.c4 import C4Config, c4
 from prep.quality.fineweb import FineWebConfig, fineweb
 from prep.quality.gopher_quality import GopherQualityConfig, gopher_quality
@@ -114,3 +117,77 @@ def test_repetition_without_ngram_rules_and_with_a_bad_size():
     assert gopher_repetition("one two three four five six seven " * 20, none, False) is None
     with pytest.raises(ValueError, match="n-gram sizes"):
         GopherRepetitionConfig(dup_n_grams=[(0, 0.1)])
+
+
+# A page of LilyPond's learning manual as a text browser dumps it (w3m -dump): its text, then the manual's
+# contents in nested lists
+LILYPOND_PAGE = """3.1.5 Adding text
+
+Text may be added to your scores. Extra formatting may be added with the markup command, and the text
+is placed above or below the staff as the direction marks say.
+
+LilyPond - Learning Manual v2.24.1
+
+  • 1. Installing
+      □ 1.1 Graphical setup under GNU/Linux
+      □ 1.2 Graphical setup under Windows
+      □ 1.3 Graphical setup under macOS
+      □ 1.4 Command line setup
+  • 2. Tutorial
+      □ 2.1 Compiling a file
+      □ 2.2 How to write input files
+          ☆ 2.2.1 Simple notation
+          ☆ 2.2.2 Working on input files
+      □ 2.3 Dealing with errors
+      □ 2.4 How to read the manuals
+  • 3. Common notation
+      □ 3.1 Single staff notation
+          ☆ 3.1.1 Bar checks
+          ☆ 3.1.2 Accidentals and key signatures
+          ☆ 3.1.3 Ties and slurs
+          ☆ 3.1.4 Articulation and dynamics
+          ☆ 3.1.5 Adding text
+          ☆ 3.1.6 Automatic and manual beams
+          ☆ 3.1.7 Advanced rhythmic commands
+      □ 3.2 Multiple notes at once
+          ☆ 3.2.1 Music expressions explained
+          ☆ 3.2.2 Multiple staves
+          ☆ 3.2.3 Staff groups
+          ☆ 3.2.4 Combining notes into chords
+          ☆ 3.2.5 Single staff polyphony"""
+# A request's layout as the X11 protocol's text edition draws it: a border between every two rows
+CREATE_WINDOW = (("1", "CARD8", "major opcode"), ("1", "CARD8", "depth"), ("2", "CARD16", "request length"),
+                 ("4", "WINDOW", "wid"), ("4", "WINDOW", "parent"), ("2", "INT16", "x"), ("2", "INT16", "y"),
+                 ("2", "CARD16", "width"), ("2", "CARD16", "height"), ("2", "CARD16", "border-width"),
+                 ("2", "", "class"), ("4", "VISUALID", "visual"), ("4", "BITMASK", "value-mask"),
+                 ("4", "PIXMAP", "background-pixmap"), ("4", "CARD32", "background-pixel"),
+                 ("4", "PIXMAP", "border-pixmap"), ("4", "CARD32", "border-pixel"), ("1", "BITGRAVITY", "bit-gravity"),
+                 ("1", "WINGRAVITY", "win-gravity"), ("1", "", "backing-store"), ("4", "CARD32", "backing-planes"),
+                 ("4", "CARD32", "backing-pixel"), ("1", "BOOL", "override-redirect"), ("1", "BOOL", "save-under"),
+                 ("4", "SETofEVENT", "event-mask"), ("4", "SETofDEVICE", "do-not-propagate-mask"),
+                 ("4", "COLORMAP", "colormap"), ("4", "CURSOR", "cursor"))
+X11_REQUEST = "\n".join(
+    ["Each request has a fixed header, and the server reads the rest as its length says:",
+     "┌──────┬────────────┬────────────────────────┐"]
+    + [line for size, kind, name in CREATE_WINDOW
+       for line in (f"│{size:<6}│{kind:<12}│{name:<24}│", "├──────┼────────────┼────────────────────────┤")]
+    + ["The window is created as a child of the parent, with the given position and size."])
+
+
+def test_a_table_of_contents_and_a_tables_borders_pass_the_docs_profile_and_the_web_rules_hold_them():
+    docs = override(CleanConfig(), {"profile": "docs"}).en
+    contents = LILYPOND_PAGE
+    assert gopher_quality(contents, docs.gopher_quality, False) is None
+    assert gopher_quality(contents, GopherQualityConfig(max_non_alpha_words_ratio=0.7), False) == (
+        "max_non_alpha_words_ratio")  # the numbers counted as words
+    numbers = "\n".join(f"{i}. {1000 + i} {2000 + i} {3000 + i}" for i in range(40)) + "\nthe of and"
+    assert gopher_quality(numbers, docs.gopher_quality, False) == "max_non_alpha_words_ratio"  # still a number table
+    assert fineweb(X11_REQUEST, docs.fineweb, False) is None
+    assert fineweb(X11_REQUEST, replace(docs.fineweb, skip_layout_lines=False), False) == "char_dup_ratio"
+    lines_only = replace(docs.gopher_repetition, top_n_grams=[], dup_n_grams=[])  # (the borders are n-grams too)
+    assert gopher_repetition(X11_REQUEST, lines_only, False) is None
+    without = replace(lines_only, skip_layout_lines=False)
+    assert gopher_repetition(X11_REQUEST, without, False) == "dup_line_char_frac"
+    border = "├──────┼────────────┼────────────────────────┤"
+    repeated_words = X11_REQUEST.replace(border, f"│{'2':<6}│{'':<12}│{'unused':<24}│")
+    assert gopher_repetition(repeated_words, lines_only, False) == "dup_line_char_frac"
