@@ -83,6 +83,8 @@ def _coerce(value, hint, where: str):
             raise ConfigError(f"{where}: expected a list, got {value!r}")
         args = typing.get_args(hint)
         if origin is tuple and args and args[-1] is not Ellipsis:  # a fixed-size tuple such as (n, limit)
+            if len(value) != len(args):  # zip would cut [2, 0.2, 9] to (2, 0.2) and pad nothing
+                raise ConfigError(f"{where}: expected {len(args)} values, got {value!r:.60}")
             return tuple(_coerce(v, a, where) for v, a in zip(value, args))
         return origin(_coerce(v, args[0], where) for v in value) if args else origin(value)
     return value

@@ -108,6 +108,9 @@ def test_help_lists_every_flag(config_type, capsys):
     # a window of 0 words divided by zero in every task; a shard of 1e-7 MiB is 0 bytes
     (["--clean.en.word-diversity.window-words", "0"], "window_words must be at least 1"),
     (["--shards.shard-mb", "1e-7"], "shard_mb must be at least one byte"),
+    # a pair of three was cut to two, a pair of one padded nothing (then unpacking failed in every task)
+    (["--clean.en.gopher-repetition.top-n-grams", "[[2, 0.2, 9]]"], "expected 2 values"),
+    (["--clean.en.gopher-repetition.dup-n-grams", "[[5]]"], "expected 2 values"),
 ])
 def test_a_value_that_cannot_work_is_one_line_before_the_run(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:
