@@ -33,8 +33,8 @@ def _number(value, hint, where: str):
     """A setting's number, finite (a NaN threshold makes every comparison false: a filter removed nothing) and,
     for an integer, within an int64."""
     if isinstance(value, str):
-        try:
-            value = hint(value) if hint is int else float(value)
+        try:  # "1e3" for an integer as YAML's 1.0e+3 is: a float, then held to being whole below
+            value = int(value) if hint is int and value.strip().lstrip("+-").isdigit() else float(value)
         except ValueError:
             kind = "an integer" if hint is int else "a number"
             raise ConfigError(f"{where}: expected {kind}, got {value!r}") from None

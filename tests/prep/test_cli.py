@@ -53,6 +53,10 @@ def test_booleans_lists_and_section_flags(capsys):
     cfg = parse(["--inner.enabled", "false", "--other.enabled", "--tags", "[x, y]", "--no-verify"])
     assert cfg == Settings(verify=False, inner=Inner(enabled=False), other=Other(True), tags=("x", "y"))
     assert parse(["--inner.num-perm", "7"]).inner.num_perm == 7
+    assert parse(["--inner.num-perm", "1e3"]).inner.num_perm == 1000  # as YAML's 1.0e+3 in a file is
+    with pytest.raises(SystemExit):
+        parse(["--inner.num-perm", "1.5e0"])
+    assert "--inner.num_perm: expected an integer, got 1.5" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         parse(["--tags", "[unclosed"])
     assert "--tags: not YAML" in capsys.readouterr().err
