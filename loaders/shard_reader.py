@@ -35,7 +35,7 @@ import pyarrow as pa
 from loaders.arrow_ipc import RecordBatchLayout, read_region, shard_layout
 from schemas.index import INDEX_FILE, MAX_INDEX_BYTES, IndexProblem, ShardEntry, ShardIndex, read_index_json
 from schemas.shards import SHARD_SCHEMA, ShardFileError, checked_shard_mapping, file_checksum, read_checked_shard
-from schemas.trust import TooLarge, UntrustedPath, cache_home, is_url, open_regular_file, private_folder
+from schemas.trust import RepeatedKey, TooLarge, UntrustedPath, cache_home, is_url, open_regular_file, private_folder
 
 FETCH_CHUNK = 4 << 20  # bytes per read of a remote shard
 # A server from elsewhere may stall or trickle: a connection is given CONNECT_SECONDS, a read READ_SECONDS
@@ -74,7 +74,7 @@ class ShardSource:
                 index = read_index_json(file)
         except FileNotFoundError:
             raise ShardError(f"{where}: missing (not a shards folder?)") from None
-        except (TooLarge, UntrustedPath) as e:
+        except (TooLarge, UntrustedPath, RepeatedKey) as e:
             raise ShardError(f"{where}: {e}") from None
         except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
             raise ShardError(f"{where}: not JSON: {e}") from None

@@ -12,7 +12,7 @@ from elsewhere is read within bounds (MAX_RECORD_BYTES, numbers bounded) and che
 
 import re
 
-from schemas.trust import TooLarge, bounded_json
+from schemas.trust import RepeatedKey, TooLarge, bounded_json
 
 RECORD_FILE = "decontamination.json"
 RECORD_VERSION = "1"
@@ -71,7 +71,7 @@ def read_record(file) -> dict[str, list[tuple[str, int, str]]]:
     RecordError when it is too large, not JSON or not a record."""
     try:
         data = bounded_json(file.read(MAX_RECORD_BYTES + 1), MAX_RECORD_BYTES)
-    except TooLarge as e:
+    except (TooLarge, RepeatedKey) as e:
         raise RecordError(str(e)) from None
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise RecordError(f"not JSON: {e}") from None

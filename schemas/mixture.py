@@ -22,6 +22,7 @@ from schemas.trust import (
     MAX_DIGITS,
     MAX_EXPONENT,
     OutOfBounds,
+    RepeatedKey,
     TooLarge,
     UntrustedPath,
     bounded_decimal,
@@ -119,7 +120,7 @@ def read_mixture_file(path: Path) -> Mixture:
             data = bounded_json(file.read(MAX_MIXTURE_BYTES + 1), MAX_MIXTURE_BYTES)
     except FileNotFoundError:
         raise MixtureError(f"{path}: missing") from None
-    except (TooLarge, UntrustedPath) as e:
+    except (TooLarge, UntrustedPath, RepeatedKey) as e:
         raise MixtureError(f"{path}: {e}") from None
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise MixtureError(f"{path}: not JSON: {e}") from None

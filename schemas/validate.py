@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from schemas.index import INDEX_FILE, ShardEntry, ShardIndex, entry_count_problems, index_problems, read_index_json
 from schemas.mixture import MIXTURE_FILE, SHARED_INDEX_KEYS, MixtureError, read_mixture_file
 from schemas.shards import ROW_MULTIPLE, ShardFileError, open_shard
-from schemas.trust import TooLarge, UntrustedPath, open_regular_file
+from schemas.trust import RepeatedKey, TooLarge, UntrustedPath, open_regular_file
 
 
 def _rows_problems(table: pa.Table, index: ShardIndex) -> list[str]:
@@ -77,7 +77,7 @@ def validate(folder: Path, quick: bool = False) -> list[str]:
             index = read_index_json(file)
     except FileNotFoundError:
         return [f"{path}: missing"]
-    except (TooLarge, UntrustedPath) as e:
+    except (TooLarge, UntrustedPath, RepeatedKey) as e:
         return [f"{path}: {e}"]
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as e:
         return [f"{path}: not JSON: {e}"]

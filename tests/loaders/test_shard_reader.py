@@ -443,6 +443,12 @@ def test_a_gzipped_index_says_so(tmp_path):
     assert "gzip-compressed" in validate(tmp_path)[0]
 
 
+def test_an_index_with_a_key_twice_says_so_not_that_it_is_not_json(tmp_path):
+    (tmp_path / "index.json").write_text('{"format_version": 1, "shards": [], "shards": []}')
+    with pytest.raises(ShardError, match="index.json: the key 'shards' is given twice in one object"):
+        ShardSource(str(tmp_path))
+
+
 def _batch_rows(folder: Path, change) -> None:
     index = json.loads((folder / "index.json").read_text())
     index["shards"][0]["batch_rows"] = change(index["shards"][0]["batch_rows"])

@@ -109,3 +109,10 @@ def test_a_fuzzed_mixture_is_read_within_its_bounds_or_refused_naming_it(tmp_pat
         return
     assert all(0 < w < 2**63 for w in weights.values())
     assert sum(Schedule(list(weights.values())).rows([0] * len(weights), 64)) == 64
+
+
+def test_a_mixture_naming_a_source_twice_says_so_not_that_it_is_not_json(tmp_path):
+    path = tmp_path / "mixture.json"
+    path.write_text('{"format_version": 1, "sources": {"web": {"path": "a"}, "web": {"path": "b"}}}')
+    with pytest.raises(MixtureError, match=r"mixture.json: the key 'web' is given twice in one object$"):
+        read_mixture_file(path)

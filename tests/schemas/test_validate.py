@@ -114,6 +114,8 @@ def test_index_problems(tmp_path):
     assert "missing" in validate(tmp_path)[0]
     (tmp_path / "index.json").write_text("{not json")
     assert "not JSON" in validate(tmp_path)[0]
+    (tmp_path / "index.json").write_text('{"format_version": 1, "format_version": 2}')  # JSON, but refused
+    assert validate(tmp_path) == [f"{tmp_path}/index.json: the key 'format_version' is given twice in one object"]
     write_shards(tmp_path)
     rewrite_index(tmp_path, lambda index: index.pop("pad_id"))
     assert "keys missing: pad_id" in validate(tmp_path)[0]
