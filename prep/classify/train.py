@@ -17,6 +17,13 @@ from prep.classify.features import Tokens, ngram_buckets, tokens_of
 from prep.classify.text import TEXT_FORM
 from prep.compiled import kernel
 
+# Weights past this size: the training diverged (a learning rate too high); products of such rows overflow float32
+DIVERGED = 1e17
+
+
+class Diverged(ValueError):
+    """The weights of a training ran away; the message names the learning rate."""
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -35,6 +42,8 @@ class TrainConfig:
                 and 0 < self.bucket < 2**31 and self.min_count >= 1 and self.max_tokens >= 1):
             raise ValueError(f"need 0 < dim <= {MAX_DIM}, epoch >= 1, lr > 0, 1 <= word_ngrams <= {MAX_NGRAMS}, "
                              "0 < bucket < 2^31, min_count >= 1, max_tokens >= 1")
+        if self.init_seed < 0:  # numpy's generator takes none
+            raise ValueError(f"init_seed must be at least 0, got {self.init_seed}")
 
 
 def train(lines: list[str], labels: list[str], cfg: TrainConfig) -> tuple[SupervisedModel, float]:
@@ -56,6 +65,10 @@ def train(lines: list[str], labels: list[str], cfg: TrainConfig) -> tuple[Superv
     weights_out = np.zeros((len(names), cfg.dim), np.float32)
     line_tokens = np.diff(tokens.line_starts)
     loss = _sgd(features, starts, target, line_tokens, weights_in, weights_out, np.float64(cfg.lr), cfg.epoch)
+    # (max and min: a NaN makes both fail the test, and no copy of the rows is made)
+    if not all(-DIVERGED < rows.min(initial=0) and rows.max(initial=0) < DIVERGED
+               for rows in (weights_in, weights_out)):
+        raise Diverged(f"the training diverged (weights past {DIVERGED:g}, or not finite): a lower lr than {cfg.lr:g}")
     model = SupervisedModel(words, word_counts, names, label_counts, cfg.word_ngrams, cfg.bucket,
                             kept.astype(np.int32), weights_in, weights_out, cfg.epoch, tokens=int(line_tokens.sum()))
     return model, float(loss)
