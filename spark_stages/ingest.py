@@ -144,7 +144,8 @@ def _matching(values: pa.Array, value) -> pa.Array:
 
 def _decoded_slices(batch: pa.RecordBatch, budget: int, max_bytes: int):
     """(id, text) batches of `batch`'s rows, each of about `budget` bytes decoded (one row more at most), a
-    row whose id or text is over `max_bytes` null in both and never decoded."""
+    row whose id or text is over `max_bytes` or not UTF-8, or whose id is null, null in both and never decoded
+    (the rows load_documents quarantines)."""
     def named(name: str) -> pa.Array:
         return batch.column(name) if name in batch.schema.names else pa.nulls(batch.num_rows, pa.string())
 
@@ -157,7 +158,8 @@ def _decoded_slices(batch: pa.RecordBatch, budget: int, max_bytes: int):
 
     ids, texts = named("id"), named("text")
     id_bytes, text_bytes = lengths(ids), lengths(texts)
-    over = (id_bytes > max_bytes) | (text_bytes > max_bytes)
+    over = (id_bytes > max_bytes) | (text_bytes > max_bytes) | ids.is_null().to_numpy(zero_copy_only=False)
+    over |= _not_utf8(ids) | _not_utf8(texts)  # as load_documents quarantines them
     row_bytes = np.where(over, 0, id_bytes + text_bytes)
     starts = np.cumsum(row_bytes) - row_bytes
     cuts = [0, *(np.flatnonzero(np.diff(starts // max(budget, 1))) + 1).tolist(), batch.num_rows]
@@ -165,6 +167,29 @@ def _decoded_slices(batch: pa.RecordBatch, budget: int, max_bytes: int):
         keep = pa.array(~over[a:b])
         yield pa.record_batch([_decoded(ids.slice(a, b - a), keep), _decoded(texts.slice(a, b - a), keep)],
                               names=["id", "text"])
+
+
+def _not_utf8(values: pa.Array) -> np.ndarray:
+    """Whether each value is bytes that are not UTF-8: a string column of a file from elsewhere may hold any, and
+    decoding it in Python fails (validated whole first; value by value only where that fails)."""
+    if pa.types.is_dictionary(values.type):
+        bad = _not_utf8(values.dictionary)
+        return bad[pc.fill_null(values.indices, 0).to_numpy(zero_copy_only=False)] & ~values.is_null().to_numpy(
+            zero_copy_only=False) if len(bad) else np.zeros(len(values), bool)
+    try:
+        values.validate(full=True)
+        return np.zeros(len(values), bool)
+    except pa.ArrowInvalid:
+        raw = values.view(pa.large_binary() if pa.types.is_large_string(values.type) else pa.binary())
+        return np.array([value is not None and not _is_utf8(value) for value in raw.to_pylist()], bool)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _decoded(values: pa.Array, keep: pa.Array) -> pa.Array:
@@ -192,18 +217,23 @@ def load_documents(spark, files: list[InputFile], kept: Persisted | None = None,
 
 
 def _split_native(native, max_bytes: int):
-    """(documents, quarantined) of a Parquet input read as it is: a null text, or an id or text over
+    """(documents, quarantined) of a Parquet input read as it is: a null text or id, an id or text over
     `max_bytes` (the readers' limit; a Parquet file from elsewhere may hold a value of any size, and every
-    stage after would carry it), is quarantined with its reason and the start of its text."""
+    stage after would carry it), or one of bytes that are not UTF-8, is quarantined with its reason and the
+    start of its text."""
     from pyspark.sql import functions as F
 
-    text = F.col("text")
-    over = (F.octet_length(text) > max_bytes) | (F.coalesce(F.octet_length(F.col("id")), F.lit(0)) > max_bytes)
-    quarantine = native.where(text.isNull() | over).select(
-        F.when(text.isNull(), F.lit("text is null")).otherwise(F.lit(f"record over {max_bytes} bytes")).alias("error"),
-        F.input_file_name().alias("file"), F.lit(None).cast("long").alias("line"),
+    text, doc_id = F.col("text"), F.col("id")
+    problem = (F.when(text.isNull(), F.lit("text is null")).when(doc_id.isNull(), F.lit("id is null"))
+               .when((F.octet_length(text) > max_bytes) | (F.octet_length(doc_id) > max_bytes),
+                     F.lit(f"record over {max_bytes} bytes"))
+               # bytes that are not UTF-8 in a string column: every Python task over the text failed on them
+               .when(~F.is_valid_utf8(text), F.lit("text is not valid UTF-8"))
+               .when(~F.is_valid_utf8(doc_id), F.lit("id is not valid UTF-8")))
+    quarantine = native.where(problem.isNotNull()).select(
+        problem.alias("error"), F.input_file_name().alias("file"), F.lit(None).cast("long").alias("line"),
         F.substring(text, 1, 1 << 18).cast("binary").alias("raw"))
-    return native.where(text.isNotNull() & ~over), quarantine
+    return native.where(problem.isNull()), quarantine
 
 
 # A damaged file (a truncated stream: the records after the damage were never read) or bytes a reader

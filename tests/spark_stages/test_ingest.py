@@ -93,6 +93,23 @@ def test_a_parquet_document_over_the_record_limit_is_quarantined_with_its_reason
     assert rows == [(over, "a.parquet", 1 << 18), (over, "b.parquet", 1), ("text is null", "a.parquet", 0)]
 
 
+def test_a_parquet_document_of_invalid_utf8_or_a_null_id_is_quarantined_with_its_reason(spark, tmp_path):
+    """Found by review: a text of bytes that are not UTF-8 in a string column failed the dedup job's Python task
+    with a traceback (a job without Python over the text copied the bytes into output pyarrow cannot read), and
+    a null id failed its MinHash task."""
+    raw = pa.array([b"fine", b"bad \xed\xa0\x80 bytes", b"also fine", b"no id"], pa.binary())
+    texts = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())
+    ids = pa.array(["ok", "bad-text", "\xe9t\xe9", None], pa.string())
+    pq.write_table(pa.table({"id": ids, "text": texts}), tmp_path / "a.parquet")
+    docs, quarantine = load_documents(spark, expand_inputs(str(tmp_path)))
+    assert [r["id"] for r in docs.collect()] == ["ok", "\xe9t\xe9"]
+    assert sorted(q["error"] for q in quarantine.collect()) == ["id is null", "text is not valid UTF-8"]
+    # the shards job's own reading of the file nulls the same rows, as it does a record over the limit
+    texts = [t for batch in parquet_documents([(str(tmp_path / "a.parquet"), None)])
+             for t in batch.column("text").to_pylist()]
+    assert texts == ["fine", None, "also fine", None]
+
+
 def test_a_dictionary_of_large_strings_is_decoded_in_batches_of_the_budget(tmp_path):
     """Parquet stores a repeated string once (dictionary encoding): the footer counts it once, and the shards'
     encoding tasks decoded 1,000 rows of one 256 KB text from a small file as one batch of 256 MB; an entry
