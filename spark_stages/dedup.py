@@ -38,7 +38,7 @@ from prep.dedup.batches import (
     verify_batch,
 )
 from prep.dedup.in_memory import GraphStats, SourceCounts, decide
-from prep.dedup.paragraphs import UNITS_SCHEMA, ParagraphConfig, spans, unit_key, units_batch, without
+from prep.dedup.paragraphs import UNITS_SCHEMA, ParagraphConfig, removable_units, units_batch, without
 from prep.ingest.inputs import Sources, all_files, is_named
 from schemas import FORMAT_VERSION
 from spark_stages.components import connected_components
@@ -222,35 +222,45 @@ def _write_outputs(docs, decided, quarantine, partitions: int, staging, sources:
 DROPPED = "_dropped"  # the paragraphs' step: a document left too short
 
 
-def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, staging: Path, stages: Stages):
+def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, staging: Path, stages: Stages,
+                          per_source: bool = False):
     """The kept documents with the units shared by more than cfg.max_documents of them removed from all but
-    the first; those left under cfg.min_doc_chars marked DROPPED and written to OUT/dropped (reason
-    paragraphs:too_short), the others changed listed in OUT/changed (id, units_removed); OUT/paragraphs: each
-    shared unit's key and documents, and its text for the most shared. Only keys cross the network (a unit's
-    text stays in its document), and Spark counts them: the driver holds EXAMPLES keys at most. Returns (the
-    documents, the step's counts, the documents it dropped by source index)."""
+    the first (counted in each source apart, `per_source`, as the documents were deduplicated: the same document
+    kept in two sources was both's first); those left under cfg.min_doc_chars marked DROPPED and written to
+    OUT/dropped (reason paragraphs:too_short), the others changed listed in OUT/changed (id, units_removed);
+    OUT/paragraphs: each shared unit's key and documents, and its text for the most shared. Only keys cross the
+    network (a unit's text stays in its document), and Spark counts them: the driver holds EXAMPLES keys at
+    most. Returns (the documents, the step's counts, the documents it dropped by source index)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_type
 
     kept = docs.join(decided.where("kept").select(F.col("row").alias("_row")), "_row")
-    units = stages.done("paragraph units", kept.select(F.col("_row").alias("row"), "id", "text").mapInArrow(
+    scope = (F.col(SOURCE) if per_source else F.lit(0)).cast("int").alias("scope")
+    units = stages.done("paragraph units", kept.select(F.col("_row").alias("row"), "id", "text", scope).mapInArrow(
         lambda batches: (units_batch(b, cfg) for b in batches), spark_schema(UNITS_SCHEMA)))
-    shared = stages.done("shared units", units.groupBy("key").agg(
+    shared = stages.done("shared units", units.groupBy("scope", "key").agg(
         F.count(F.lit(1)).alias("documents"), F.min("doc_key").alias("first_doc")).where(
         F.col("documents") > cfg.max_documents))
-    removals = (units.join(shared.select("key", "first_doc"), "key").where(F.col("doc_key") != F.col("first_doc"))
-                .groupBy(F.col("row").alias("_row")).agg(F.collect_list("key").alias("_removed")))
+    # per document: the shared units it loses, and those it is the first of (it keeps them whole, and is never
+    # dropped: dropped, it took a unit's last copy out of the corpus)
+    removals = (units.join(shared.select("scope", "key", "first_doc"), ["scope", "key"])
+                .groupBy(F.col("row").alias("_row"))
+                .agg(F.collect_list(F.when(F.col("doc_key") != F.col("first_doc"), F.col("key"))).alias("_removed"),
+                     F.collect_list(F.when(F.col("doc_key") == F.col("first_doc"), F.col("key"))).alias("_keeps")))
     schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in docs.schema.fields]
                        + [pa.field("_units_removed", pa.int64()), pa.field(DROPPED, pa.bool_())])
     names = docs.columns  # a name list for the tasks (the frame itself stays on the driver)
 
     def cut(batches):
         for batch in batches:
-            removed = batch["_removed"].to_pylist()
-            done = [without(t, set(r), cfg) if r else (t, 0) for t, r in zip(batch["text"].to_pylist(), removed)]
+            removed, keeps = batch["_removed"].to_pylist(), batch["_keeps"].to_pylist()
+            done = [without(t, set(r), cfg, frozenset(k or ())) if r else (t, 0)
+                    for t, r, k in zip(batch["text"].to_pylist(), removed, keeps)]
             columns = [pa.array([d[0] for d in done], pa.string()) if name == "text" else batch[name]
                        for name in names]
-            dropped = [bool(r) and len(d[0]) < cfg.min_doc_chars for d, r in zip(done, removed)]
+            # left too short (or with nothing at all, whatever min_doc_chars), unless it keeps a unit's first copy
+            dropped = [d[1] > 0 and not k and (len(d[0]) < cfg.min_doc_chars or not d[0].strip())
+                       for d, k in zip(done, keeps)]
             yield pa.RecordBatch.from_arrays(columns + [pa.array([d[1] for d in done], pa.int64()),
                                                         pa.array(dropped)], schema=schema)
 
@@ -284,17 +294,16 @@ def _shared_examples(shared, units, result, cfg: ParagraphConfig):
     documents (which keep them)."""
     from pyspark.sql import functions as F
 
-    top = shared.orderBy(F.desc("documents"), "key").limit(EXAMPLES)
+    top = shared.orderBy(F.desc("documents"), "key", "scope").limit(EXAMPLES)
     wanted = {row["key"] for row in top.select("key").collect()}
-    firsts = (units.join(top.select("key", F.col("first_doc").alias("doc_key")), ["key", "doc_key"])
-              .select(F.col("row").alias("_row")).distinct())
+    firsts = (units.join(top.select("scope", "key", F.col("first_doc").alias("doc_key")),
+                         ["scope", "key", "doc_key"]).select(F.col("row").alias("_row")).distinct())
 
     def texts(batches):
         for batch in batches:
             found = {}
             for text in batch["text"].to_pylist():
-                for a, b in spans(text, cfg.unit):
-                    key = unit_key(text[a:b], cfg.near)
+                for a, b, key in removable_units(text, cfg):
                     if key in wanted:
                         found.setdefault(key, text[a:b])
             yield pa.RecordBatch.from_pylist([{"key": k, "text": t} for k, t in found.items()], schema=EXAMPLE_SCHEMA)
@@ -428,7 +437,7 @@ def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: boo
     shared, dropped_in = {}, None
     if cfg.paragraphs.enabled:
         docs, shared, dropped_in = _without_shared_units(docs, decided.frame, cfg.paragraphs, partitions, staging,
-                                                         stages)
+                                                         stages, per_source)
     outputs, quarantined = _write_outputs(docs, decided.frame, quarantine, partitions, staging, sources)
     outputs += ["paragraphs", "dropped", "changed"] if cfg.paragraphs.enabled else []
     stages.done("write")

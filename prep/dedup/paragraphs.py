@@ -21,10 +21,11 @@ import xxhash
 from prep.dedup.shingles import normalize_bytes
 
 PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
+LINE = re.compile(r"[^\n]+")
 SENTENCE = re.compile(r"[^.!?。！？]*[.!?。！？]+[\"'”’)\]]*\s*|[^.!?。！？]+$")
 SENTENCES_A_UNIT = 3
-BLANK_LINES = re.compile(r"\n[^\S\n]*(?:\n[^\S\n]*){2,}")
-UNITS_SCHEMA = pa.schema([("row", pa.int64()), ("doc_key", pa.int64()), ("key", pa.int64())])
+# scope: where units are counted, all documents (0) or each source apart (its index)
+UNITS_SCHEMA = pa.schema([("row", pa.int64()), ("doc_key", pa.int64()), ("key", pa.int64()), ("scope", pa.int32())])
 
 
 @dataclass(frozen=True)
@@ -47,15 +48,16 @@ class ParagraphConfig:
 def spans(text: str, unit: str) -> list[tuple[int, int]]:
     """(start, end) of each unit of the text, in order; what lies between them is its separator."""
     if unit == "line":
-        pattern = re.compile(r"[^\n]+")
-        return [m.span() for m in pattern.finditer(text)]
-    starts, out = 0, []
-    for brk in PARAGRAPH_BREAK.finditer(text):
-        out.append((starts, brk.start()))
-        starts = brk.end()
-    out.append((starts, len(text)))
-    out = [(a, b) for a, b in out if text[a:b].strip()]
-    if unit == "paragraph":
+        found = [m.span() for m in LINE.finditer(text)]
+    else:
+        starts, found = 0, []
+        for brk in PARAGRAPH_BREAK.finditer(text):
+            found.append((starts, brk.start()))
+            starts = brk.end()
+        found.append((starts, len(text)))
+    # to the unit's last character: the white space after it (the text's last line break) is its separator's
+    out = [(a, a + len(text[a:b].rstrip())) for a, b in found if text[a:b].strip()]
+    if unit in ("line", "paragraph"):
         return out
     runs = []  # every run of SENTENCES_A_UNIT sentences (fewer in a shorter paragraph), overlapping
     for a, b in out:
@@ -66,10 +68,21 @@ def spans(text: str, unit: str) -> list[tuple[int, int]]:
     return runs
 
 
-def unit_key(piece: str, near: bool) -> int:
-    """A unit's 64-bit key, signed (Spark's long)."""
-    folded = normalize_bytes(piece) if near else " ".join(piece.lower().split()).encode("utf-8")
-    return xxhash.xxh64_intdigest(folded) - (1 << 63)
+def removable_units(text: str, cfg: ParagraphConfig) -> list[tuple[int, int, int]]:
+    """(start, end, key) of each unit of the text that may be removed: min_unit_chars long with its white space
+    collapsed (a line's indentation is no length: a brace indented 32 columns was a unit of 33), and folding to
+    something (with `near`, a line of punctuation folds to nothing: "});" and "]);" were one unit). Its key is
+    a 64-bit hash of the unit lowercased with its white space collapsed, or folded (`near`), signed (Spark's
+    long)."""
+    found = []
+    for a, b in spans(text, cfg.unit):
+        collapsed = " ".join(text[a:b].split())
+        if len(collapsed) < cfg.min_unit_chars:
+            continue
+        folded = normalize_bytes(text[a:b]) if cfg.near else collapsed.lower().encode("utf-8")
+        if folded:
+            found.append((a, b, xxhash.xxh64_intdigest(folded) - (1 << 63)))
+    return found
 
 
 def doc_key(doc_id: str, text: str) -> int:
@@ -78,29 +91,61 @@ def doc_key(doc_id: str, text: str) -> int:
 
 
 def units_batch(batch: pa.RecordBatch, cfg: ParagraphConfig) -> pa.RecordBatch:
-    """(row, id, text) in; a row per distinct unit of each document long enough to be removed: (row, its
-    document's key, the unit's key)."""
-    rows, docs, keys = [], [], []
-    for row, doc_id, text in zip(batch["row"].to_pylist(), batch["id"].to_pylist(), batch["text"].to_pylist()):
-        mine = {unit_key(text[a:b], cfg.near) for a, b in spans(text, cfg.unit) if b - a >= cfg.min_unit_chars}
+    """(row, id, text, scope) in; a row per distinct unit of each document that may be removed: (row, its
+    document's key, the unit's key, its scope)."""
+    rows, docs, keys, scopes = [], [], [], []
+    for row, doc_id, text, scope in zip(batch["row"].to_pylist(), batch["id"].to_pylist(), batch["text"].to_pylist(),
+                                        batch["scope"].to_pylist()):
+        mine = {key for _, _, key in removable_units(text, cfg)}
         key = doc_key(doc_id, text)
         rows += [row] * len(mine)
         docs += [key] * len(mine)
         keys += sorted(mine)
+        scopes += [scope] * len(mine)
     return pa.RecordBatch.from_arrays([pa.array(rows, pa.int64()), pa.array(docs, pa.int64()),
-                                       pa.array(keys, pa.int64())], schema=UNITS_SCHEMA)
+                                       pa.array(keys, pa.int64()), pa.array(scopes, pa.int32())], schema=UNITS_SCHEMA)
 
 
-def without(text: str, removed: set[int], cfg: ParagraphConfig) -> tuple[str, int]:
-    """(the text without its units whose key is in `removed`, at most one blank line left where they were;
-    how many were removed). A text without such a unit comes back as it is."""
-    cut = [(a, b) for a, b in spans(text, cfg.unit)
-           if b - a >= cfg.min_unit_chars and unit_key(text[a:b], cfg.near) in removed]
+def without(text: str, removed: set[int], cfg: ParagraphConfig, keeps: frozenset[int] = frozenset()) -> tuple[str, int]:
+    """(the text without its units whose key is in `removed`, but for what units whose key is in `keeps` (those
+    it is the first document of) cover: runs of sentences overlap, and a run this document keeps loses none of
+    its sentences to another; how many units were removed). Only the text at a cut changes: the white space
+    there is the wider of its two sides' (a blank line, a line break, a space), the next line's indentation
+    kept. A text without such a unit comes back as it is."""
+    found = removable_units(text, cfg)
+    kept_spans = [(a, b) for a, b, key in found if key in keeps]
+    cut = [piece for a, b, key in found if key in removed for piece in _outside(a, b, kept_spans)]
     if not cut:
         return text, 0
     pieces, last = [], 0
-    for a, b in cut:  # in order; runs of sentences overlap: what a run removed stays removed
+    for a, b in sorted(cut):  # runs of sentences overlap: what a run removed stays removed
         pieces.append(text[last:max(a, last)])
         last = max(last, b)
     pieces.append(text[last:])
-    return BLANK_LINES.sub("\n\n", "".join(pieces)).strip(), len(cut)
+    out = pieces[0]
+    for piece in pieces[1:-1]:
+        if piece.strip():  # white space alone between two cuts: the cuts' one
+            out = _joined(out, piece)
+    out = _joined(out, pieces[-1]) if pieces[-1].strip() else out.rstrip() + pieces[-1]
+    removed_units = sum(1 for a, b, key in found if key in removed and _outside(a, b, kept_spans))
+    return (out if out.strip() else ""), removed_units
+
+
+def _outside(a: int, b: int, kept: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of [a, b) outside every span of `kept`."""
+    parts = [(a, b)]
+    for ka, kb in kept:
+        parts = [(x, y) for start, end in parts for x, y in ((start, min(end, ka)), (max(start, kb), end)) if x < y]
+    return parts
+
+
+def _joined(left: str, right: str) -> str:
+    """Two kept pieces of a text either side of a cut, `right` holding text."""
+    inner = right[:len(right) - len(right.lstrip())]
+    indent = inner.rsplit("\n", 1)[-1]  # the indentation of right's first line (or the spaces before it)
+    if not left.strip():  # the cut was the text's start
+        return indent + right.lstrip()
+    outer = left[len(left.rstrip()):]
+    breaks = min(2, max(outer.count("\n"), inner.count("\n")))
+    between = "\n" * breaks + indent if breaks else (outer or inner)
+    return left.rstrip() + between + right.lstrip()

@@ -146,3 +146,53 @@ def test_near_matching_folds_the_years_and_lines_and_sentences_are_units_too(spa
                     Config(paragraphs=ParagraphConfig(enabled=True, unit="sentences")), str(tmp_path / "s"))
     kept = pq.read_table(tmp_path / "s" / "docs").column("text").to_pylist()
     assert sentences["paragraphs"]["units_removed"] >= 19 and sum(notice in t for t in kept) == 1
+
+
+def test_the_first_copy_of_a_shared_unit_is_never_dropped_and_an_emptied_document_always_is(spark, tmp_path):
+    """Found by review: a document first for one notice but not for another lost the other, fell under
+    min_doc_chars and was dropped, and the notice it kept went from the whole corpus; with min_doc_chars 0 a
+    document of nothing but shared notices was kept empty."""
+    from prep.dedup.paragraphs import doc_key
+
+    notice, prompt = BOILERPLATE[0], BOILERPLATE[1]
+    body = paragraphs()[:8]
+
+    def with_key(prefix: str, text: str, wanted) -> dict:  # a document of `text` whose order key is as wanted
+        return next({"id": f"{prefix}{i}", "text": text} for i in range(10**6) if wanted(doc_key(f"{prefix}{i}", text)))
+
+    text = f"{notice}\n\n{prompt}\n\nShort tail."
+    both = with_key("both", text, lambda key: -(2**62) < key < 0)
+    after, before = (lambda key: key > doc_key(both["id"], text)), (lambda key: key < doc_key(both["id"], text))
+    holders = [with_key(f"n{i}-", f"{body[i]}\n\n{notice}", after) for i in range(4)]  # first for the notice
+    holders += [with_key(f"p{i}-", f"{body[4 + i]}\n\n{prompt}", before if i == 0 else after) for i in range(4)]
+    empty = with_key("empty", prompt, after)  # not the prompt's first: left with nothing
+    write_lines(tmp_path / "in" / "docs.jsonl", [both, empty, *holders], mkdir=True)
+    source = single_source(str(tmp_path / "in"))
+    for minimum in (200, 0):
+        out = tmp_path / f"out{minimum}"
+        run(spark, source, Config(paragraphs=ParagraphConfig(enabled=True, min_doc_chars=minimum)), str(out))
+        kept = {d["id"]: d["text"] for d in pq.read_table(out / "docs").to_pylist()}
+        assert [i for i, t in kept.items() if notice in t] == [both["id"]]  # kept, under 200 characters
+        assert kept[both["id"]] == f"{notice}\n\nShort tail." and sum(prompt in t for t in kept.values()) == 1
+        dropped = {d["id"]: d["reason"] for d in pq.read_table(out / "dropped").to_pylist()}
+        assert dropped[empty["id"]] == "paragraphs:too_short" and both["id"] not in dropped
+        assert minimum or list(dropped) == [empty["id"]]  # min_doc_chars 0: the emptied document alone
+
+
+def test_sources_deduplicated_apart_count_their_shared_units_apart(spark, tmp_path):
+    """Found by review: with sources deduplicated apart (per_source), shared units were still counted across
+    them: a notice whose first document was in one source was cut from every document of the other, and the
+    same document kept in both sources was the first twice."""
+    notice = BOILERPLATE[2]
+    body = paragraphs()[:10]
+    for name, part in (("a", body[:5]), ("b", body[5:])):
+        write_lines(tmp_path / name / "docs.jsonl", [{"id": f"{name}{i}", "text": f"{p}\n\n{notice}"}
+                                                    for i, p in enumerate(part)], mkdir=True)
+    sources = expand_sources({"a": str(tmp_path / "a"), "b": str(tmp_path / "b")})
+    cfg = Config(paragraphs=ParagraphConfig(enabled=True))
+    for per_source, copies in ((True, {"a": 1, "b": 1}), (False, None)):
+        out = tmp_path / f"out-{per_source}"
+        run(spark, sources, cfg, str(out), per_source=per_source)
+        found = {name: sum(notice in t for t in pq.read_table(out / "docs" / f"source={name}").column("text")
+                           .to_pylist()) for name in ("a", "b")}
+        assert found == copies if per_source else sum(found.values()) == 1, found
