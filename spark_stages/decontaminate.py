@@ -30,7 +30,7 @@ from prep.decontam.documents import (
 )
 from prep.decontam.index import build_index
 from prep.decontam.items import Benchmark, read_benchmark
-from prep.ingest.inputs import FOLDER_NAME, MAX_NAME_LENGTH, InputError, Sources, all_files, expand_inputs
+from prep.ingest.inputs import InputError, Sources, all_files, expand_inputs, name_problem
 from schemas import FORMAT_VERSION
 from schemas.decontamination import RECORD_FILE, new_record
 from spark_stages.ingest import default_partitions, load_documents
@@ -66,9 +66,8 @@ def read_benchmarks(cfg: Config) -> list[Benchmark]:
     if not cfg.benchmarks:
         raise ValueError("no benchmark given: --benchmark NAME=PATH (repeatable)")
     for name in cfg.benchmarks:  # as --benchmark NAME=PATH allows; a YAML name could be anything ("\ud800")
-        if not FOLDER_NAME.fullmatch(name) or len(name) > MAX_NAME_LENGTH:
-            raise ValueError(f"benchmark {name[:60]!r}: a name is letters, digits, '_', '.' and '-', from a letter "
-                             f"or a digit, at most {MAX_NAME_LENGTH} (it names the matches' reason and "
+        if why := name_problem(name, reserved=()):
+            raise ValueError(f"benchmark {name[:60]!r}: {why} (it names the matches' reason and "
                              "decontamination.json's entries)")
     if unknown := sorted(set(cfg.items.by_benchmark) - set(cfg.benchmarks)):
         raise ValueError(f"items.by_benchmark names {', '.join(unknown)}, not a benchmark given "

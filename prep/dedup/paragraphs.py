@@ -114,7 +114,8 @@ def without(text: str, removed: set[int], cfg: ParagraphConfig, keeps: frozenset
     kept. A text without such a unit comes back as it is."""
     found = removable_units(text, cfg)
     kept_spans = [(a, b) for a, b, key in found if key in keeps]
-    cut = [piece for a, b, key in found if key in removed for piece in _outside(a, b, kept_spans)]
+    lost = [parts for a, b, key in found if key in removed if (parts := _outside(a, b, kept_spans))]
+    cut = [piece for parts in lost for piece in parts]
     if not cut:
         return text, 0
     pieces, last = [], 0
@@ -127,8 +128,7 @@ def without(text: str, removed: set[int], cfg: ParagraphConfig, keeps: frozenset
         if piece.strip():  # white space alone between two cuts: the cuts' one
             out = _joined(out, piece)
     out = _joined(out, pieces[-1]) if pieces[-1].strip() else out.rstrip() + pieces[-1]
-    removed_units = sum(1 for a, b, key in found if key in removed and _outside(a, b, kept_spans))
-    return (out if out.strip() else ""), removed_units
+    return (out if out.strip() else ""), len(lost)
 
 
 def _outside(a: int, b: int, kept: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -123,13 +123,14 @@ def input_roots(spec: str) -> list[str]:
     return roots
 
 
-def name_problem(name: str) -> str | None:
-    """Why `name` cannot name a source's folder (or a shards folder of a split's value), or None."""
+def name_problem(name: str, reserved: tuple[str, ...] = RESERVED_NAMES) -> str | None:
+    """Why `name` cannot name a source's folder (or a shards folder of a split's value), or None; with
+    `reserved` empty, why it cannot be a name as `--NAME=VALUE` flags give them (a benchmark's)."""
     if not FOLDER_NAME.fullmatch(name):  # (not NAMED_INPUT on NAME=x, which "x=/../../elsewhere" matches)
         return "a name is letters, digits, '_', '.' and '-', from a letter or a digit"
     if len(name) > MAX_NAME_LENGTH:
         return f"a name is at most {MAX_NAME_LENGTH} characters"
-    if name in RESERVED_NAMES:
+    if name in reserved:
         return f"{', '.join(RESERVED_NAMES)} are names of tokenmill's own outputs"
     return None
 
