@@ -11,6 +11,7 @@ with `near`, folded as the dedup shingles fold it (NFKC, punctuation, width, dig
 "© 2024 Foo Inc." are one). A unit shorter than `min_unit_chars` is never removed (a heading, "Next").
 """
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -113,8 +114,9 @@ def without(text: str, removed: set[int], cfg: ParagraphConfig, keeps: frozenset
     there is the wider of its two sides' (a blank line, a line break, a space), the next line's indentation
     kept. A text without such a unit comes back as it is."""
     found = removable_units(text, cfg)
-    kept_spans = [(a, b) for a, b, key in found if key in keeps]
-    lost = [parts for a, b, key in found if key in removed if (parts := _outside(a, b, kept_spans))]
+    kept_spans = _merged([(a, b) for a, b, key in found if key in keeps])
+    starts = [a for a, _ in kept_spans]
+    lost = [parts for a, b, key in found if key in removed if (parts := _outside(a, b, kept_spans, starts))]
     cut = [piece for parts in lost for piece in parts]
     if not cut:
         return text, 0
@@ -123,29 +125,50 @@ def without(text: str, removed: set[int], cfg: ParagraphConfig, keeps: frozenset
         pieces.append(text[last:max(a, last)])
         last = max(last, b)
     pieces.append(text[last:])
-    out = pieces[0]
-    for piece in pieces[1:-1]:
-        if piece.strip():  # white space alone between two cuts: the cuts' one
-            out = _joined(out, piece)
-    out = _joined(out, pieces[-1]) if pieces[-1].strip() else out.rstrip() + pieces[-1]
-    return (out if out.strip() else ""), len(lost)
+    return _stitched(pieces), len(lost)
 
 
-def _outside(a: int, b: int, kept: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The parts of [a, b) outside every span of `kept`."""
-    parts = [(a, b)]
-    for ka, kb in kept:
-        parts = [(x, y) for start, end in parts for x, y in ((start, min(end, ka)), (max(start, kb), end)) if x < y]
-    return parts
+def _outside(a: int, b: int, kept: list[tuple[int, int]], starts: list[int]) -> list[tuple[int, int]]:
+    """The parts of [a, b) outside every span of `kept` (sorted, not overlapping; `starts` their starts): the
+    spans a document keeps are looked up, not scanned (a document first of 2,000 units and losing 2,000 took
+    2 s, the square of its units)."""
+    parts, at = [], a
+    for ka, kb in kept[max(0, bisect.bisect_right(starts, a) - 1):bisect.bisect_left(starts, b)]:
+        if kb > at:
+            if ka > at:
+                parts.append((at, ka))
+            at = max(at, kb)
+    return parts + [(at, b)] if at < b else parts
 
 
-def _joined(left: str, right: str) -> str:
-    """Two kept pieces of a text either side of a cut, `right` holding text."""
-    inner = right[:len(right) - len(right.lstrip())]
-    indent = inner.rsplit("\n", 1)[-1]  # the indentation of right's first line (or the spaces before it)
-    if not left.strip():  # the cut was the text's start
-        return indent + right.lstrip()
-    outer = left[len(left.rstrip()):]
-    breaks = min(2, max(outer.count("\n"), inner.count("\n")))
-    between = "\n" * breaks + indent if breaks else (outer or inner)
-    return left.rstrip() + between + right.lstrip()
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans sorted and joined where they overlap."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _stitched(pieces: list[str]) -> str:
+    """The kept pieces of a text between its cuts, joined: at each cut the white space is the wider of the two
+    sides' (a blank line, a line break, a space; white space alone between two cuts is the cuts' one) and the
+    next line keeps its indentation; after a last cut, the text's own trailing white space. Each junction
+    touches its two pieces alone (the text so far copied at each cut took 20 s for 30,000 cuts)."""
+    out = [pieces[0]] if pieces[0].strip() else []
+    for right in (piece for piece in pieces[1:] if piece.strip()):
+        inner = right[:len(right) - len(right.lstrip())]
+        indent = inner.rsplit("\n", 1)[-1]  # the indentation of right's first line (or the spaces before it)
+        if not out:  # the cut was the text's start
+            out.append(indent + right.lstrip())
+            continue
+        left = out[-1].rstrip()
+        outer = out[-1][len(left):]
+        breaks = min(2, max(outer.count("\n"), inner.count("\n")))
+        out[-1] = left
+        out.append(("\n" * breaks + indent if breaks else (outer or inner)) + right.lstrip())
+    if out and not pieces[-1].strip():
+        out[-1] = out[-1].rstrip() + pieces[-1]
+    return "".join(out)
