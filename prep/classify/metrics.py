@@ -59,20 +59,42 @@ def _histogram(scores: np.ndarray) -> list[int]:
     return np.histogram(scores, bins=BINS, range=(0, 1))[0].tolist()
 
 
+NAMED_IN_WARNING = 5  # labels of one kind of warning past which they share one line (180 labels made 180 lines)
+
+
 def _warnings(labels: list[str], true: np.ndarray, said: np.ndarray) -> list[str]:
     """What makes a label's figures unreliable: few held-out documents (`true` of each label), or none predicted
-    (`said`: a precision of 0/0, written 0 as scikit-learn's zero_division does)."""
+    (`said`: a precision of 0/0, written 0 as scikit-learn's zero_division does). A line per label, or per
+    kind where more than NAMED_IN_WARNING labels share it."""
+    none = [label for i, label in enumerate(labels) if true[i] == 0]
+    few = [(label, int(true[i])) for i, label in enumerate(labels) if 0 < true[i] < FEW_HELD_OUT]
+    unsaid = [label for i, label in enumerate(labels) if said[i] == 0 and true[i]]
     found = []
-    for i, label in enumerate(labels):
-        if true[i] == 0:
-            found.append(f"label {label}: no document held out, so no figures (a larger heldout share)")
-        elif true[i] < FEW_HELD_OUT:
-            found.append(f"label {label}: only {true[i]} documents held out, so its figures are rough (give it more "
-                         "documents or a larger heldout share)")
-        if said[i] == 0 and true[i]:
-            found.append(f"label {label}: no held-out document was predicted {label}: its precision is undefined "
-                         "(written 0) and the model may never choose it")
+    if len(none) > NAMED_IN_WARNING:
+        found.append(f"{len(none)} labels: no document held out, so no figures (a larger heldout share): "
+                     f"{_some(none)}")
+    else:
+        found += [f"label {label}: no document held out, so no figures (a larger heldout share)" for label in none]
+    if len(few) > NAMED_IN_WARNING:
+        found.append(f"{len(few)} labels: under {FEW_HELD_OUT} documents held out, so their figures are rough "
+                     f"(give them more documents or a larger heldout share): "
+                     f"{_some([f'{label} ({n})' for label, n in few])}")
+    else:
+        found += [f"label {label}: only {n} documents held out, so its figures are rough (give it more documents "
+                  "or a larger heldout share)" for label, n in few]
+    if len(unsaid) > NAMED_IN_WARNING:
+        found.append(f"{len(unsaid)} labels: no held-out document was predicted any of them: their precision is "
+                     f"undefined (written 0) and the model may never choose them: {_some(unsaid)}")
+    else:
+        found += [f"label {label}: no held-out document was predicted {label}: its precision is undefined "
+                  "(written 0) and the model may never choose it" for label in unsaid]
     return found
+
+
+def _some(named: list[str]) -> str:
+    """The first NAMED_IN_WARNING of `named` and how many more."""
+    more = len(named) - NAMED_IN_WARNING
+    return ", ".join(named[:NAMED_IN_WARNING]) + (f" and {more} more" if more > 0 else "")
 
 
 def _rounded(value: float | None) -> float | None:

@@ -84,6 +84,21 @@ def test_a_label_of_few_held_out_documents_or_never_predicted_is_warned_of():
         "never choose it"]
 
 
+def test_many_labels_of_one_warning_share_a_line():
+    """180 labels of 3 held-out documents each, none predicted but the first: two lines, not 360."""
+    labels = [f"l{k}" for k in range(180)]
+    truth = np.repeat(np.arange(180), 3)
+    warnings = evaluation(labels, truth, np.tile(np.eye(180)[0], (540, 1)))["warnings"]
+    assert warnings == [
+        "180 labels: under 30 documents held out, so their figures are rough (give them more documents or a "
+        "larger heldout share): l0 (3), l1 (3), l2 (3), l3 (3), l4 (3) and 175 more",
+        "179 labels: no held-out document was predicted any of them: their precision is undefined (written 0) "
+        "and the model may never choose them: l1, l2, l3, l4, l5 and 174 more"]
+    six_unheld = evaluation(labels[:8], np.array([0] * 40 + [1] * 40), np.tile(np.eye(8)[0], (80, 1)))["warnings"]
+    assert six_unheld[0] == ("6 labels: no document held out, so no figures (a larger heldout share): l2, l3, l4, "
+                             "l5, l6 and 1 more")
+
+
 def test_no_documents_held_out():
     found = evaluation(["a", "b"], np.zeros(0, np.int64), np.zeros((0, 2), np.float32))
     assert found["documents"] == 0 and found["accuracy"] == 0.0
