@@ -27,9 +27,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import yaml
-
-from prep.config import ConfigError, load_yaml, merged, nested, override, to_yaml
+from prep.config import ConfigError, load_yaml, merged, nested, override, parse_yaml, to_yaml
 from prep.ingest.inputs import NAMED_INPUT
 
 SCALARS = (int, float, str, bool)
@@ -241,9 +239,9 @@ def _flag_value(flag: Flag, value: str):
     if _scalar(flag.type) is not None:
         return value
     try:
-        return yaml.safe_load(value)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{flag.name}: not YAML: {e}") from None
+        return parse_yaml(value)
+    except ConfigError as e:
+        raise ConfigError(f"{flag.name}: {e}") from None
 
 
 def setup_logging(level: str = "INFO") -> None:

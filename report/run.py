@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from prep.config import ConfigError, YamlLoader, parse_yaml
 from report.config import ReportConfig
 from report.layout import StageDir, read_json, stage_dirs
 from report.lookup import parquet_files
@@ -69,11 +70,12 @@ def _settings_text(path: Path) -> str | None:
 
 
 def _settings(text: str):
-    """The settings YAML parsed, or {} when it is not YAML or holds an alias: --print-config writes none, and
-    nested aliases are a bomb (a few hundred bytes that expand to gigabytes once anything walks them)."""
+    """The settings YAML parsed, or {} when it is not YAML (prep.config.parse_yaml: libyaml, nesting bounded, a
+    repeated key refused) or holds an alias: --print-config writes none, and nested aliases are a bomb (a few
+    hundred bytes that expand to gigabytes once anything walks them)."""
     try:
-        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=yaml.SafeLoader)):
+        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=YamlLoader)):
             return {}
-        return yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError, ValueError, OverflowError):  # (an int of 5,000 digits, a 13th month)
+        return parse_yaml(text)
+    except (yaml.YAMLError, ConfigError):
         return {}

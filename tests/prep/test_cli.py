@@ -97,13 +97,34 @@ def test_a_bad_flag_is_one_line_and_exit_code_2(capsys, argv, message):
     ("inner: {num_perm: -10000000000000000000}\n", "c.yaml: inner.num_perm: expected an integer of at most"),
     ("inner: {num_perm: " + "9" * 400 + "}\n", "c.yaml: inner.num_perm: expected an integer of at most"),
     ("threshold: " + "9" * 400 + "\n", "c.yaml: threshold: expected a finite number"),
+    # found by review (2026-12-07): a key given twice had the second silently win; an integer of 5,000
+    # digits and bytes that are not UTF-8 were tracebacks; 20,000 nested brackets (40 KB) parsed for a minute
+    ("threshold: 0.5\nthreshold: 0.9\n", "c.yaml: not YAML: the key 'threshold' is given twice"),
+    ("inner: {num_perm: 3, num_perm: 4}\n", "c.yaml: not YAML: the key 'num_perm' is given twice"),
+    ("threshold: " + "9" * 5000 + "\n", "c.yaml: not YAML that can be read: Exceeds the limit"),
+    (b"name: caf\xe9\n", "c.yaml: not YAML"),
+    ("tags: " + "[" * 20_000 + "]" * 20_000 + "\n", "exceeded maximum nesting depth"),
 ])
 def test_a_bad_file_names_the_key(tmp_path, capsys, text, message):
     config = tmp_path / "c.yaml"
-    config.write_text(text)
+    config.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(SystemExit) as exit_:
         parse(["--config", str(config)])
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_yaml_merge_key_may_be_overridden_and_a_flag_value_is_checked_alike(tmp_path, capsys):
+    """`<<: *defaults` then a key of its own is no repeated key; a flag's YAML is read as a file's."""
+    config = tmp_path / "c.yaml"
+    config.write_text("base: &b {num_perm: 3, enabled: false}\ninner:\n  <<: *b\n  num_perm: 4\n")
+    with pytest.raises(SystemExit):  # "base" is no setting: the file is read (no YAML error) and checked
+        parse(["--config", str(config)])
+    assert "base: unknown setting" in capsys.readouterr().err
+    config.write_text("inner:\n  <<: {num_perm: 3, enabled: true}\n  num_perm: 4\n")
+    assert parse(["--config", str(config)]).inner == Inner(num_perm=4, enabled=True)
+    with pytest.raises(SystemExit):
+        parse(["--tags", "{a: 1, a: 2}"])
+    assert "--tags: not YAML: the key 'a' is given twice" in capsys.readouterr().err
 
 
 def test_print_config_prints_what_would_run_and_a_section_file_sets_a_section(tmp_path, capsys):

@@ -166,6 +166,19 @@ def test_an_output_copied_without_its_record_is_said_so_and_reported_elsewhere(t
     assert MARKUP in read_page((tmp_path / "report.html").read_text()).text  # its documents, shown
 
 
+def test_settings_nested_deep_or_with_a_repeated_key_are_not_read(tmp_path):
+    """Found by review (2026-12-07): 20,000 nested brackets (40 KB) took the report's YAML parser a minute,
+    100,000 more than two; a key given twice was read as its second value. Both are settings not read."""
+    from report.run import Run
+
+    out = clean_output(tmp_path / "run", 40)
+    for text in ("min_words: " + "[" * 100_000 + "]" * 100_000 + "\n", "min_words: 5\nmin_words: 50\n"):
+        (out / "settings.yaml").write_text(text)
+        assert Run.of(out, ReportConfig()).settings == {}
+    (out / "settings.yaml").write_text("min_words: 50\n")
+    assert Run.of(out, ReportConfig()).settings == {"min_words": 50}
+
+
 def test_settings_with_yaml_aliases_are_not_read_and_the_report_is_written(tmp_path):
     """Found by trying: nine nested aliases in settings.yaml, 300 bytes, expand to 10^9 strings once anything
     walks them (the report's PII settings were turned into text: 5.6 GB before it was killed)."""
