@@ -136,8 +136,8 @@ def sources_of(mixture, weights: dict[str, float] | None = None) -> list[Source]
         named = {s.name: s.location for s in sources}
         weights = weights or {s.name: s.weight for s in sources}
     elif weights is not None:
-        raise MixtureError(f"weights {weights} need a mixture: a mixture.json or a {{name: folder}} dict, not "
-                           f"the one folder {mixture}")
+        raise MixtureError(f"weights of {', '.join(map(str, weights))} need a mixture: a mixture.json or a "
+                           f"{{name: folder}} dict, not the one folder {mixture}")
     else:
         return [Source("default", str(mixture), 1)]
     if not named:

@@ -12,6 +12,9 @@ from trainer.model import PRESETS
 from trainer.nccl import NcclConfig
 from trainer.stragglers import StragglerConfig
 
+MAX_GLOBAL_BATCH = 1 << 24  # rows per step: 16M rows of 128 tokens are 2G tokens, past any run's batch
+MAX_WORKERS = 256  # decompression processes per rank: past the cores of any node
+
 
 @dataclass
 class TrainConfig:
@@ -50,7 +53,9 @@ class TrainConfig:
             (self.steps < 1, "steps must be at least 1"),
             (not 0 <= self.warmup_steps < self.steps, f"warmup_steps ({self.warmup_steps}) must be below steps "
                                                       f"({self.steps}): the run would never leave warmup"),
-            (self.global_batch_size < 1, "global_batch_size must be at least 1"),
+            # (10**12 rows asked numpy for 1.8 PiB at start, a traceback)
+            (not 1 <= self.global_batch_size <= MAX_GLOBAL_BATCH,
+             f"global_batch_size must be in 1-{MAX_GLOBAL_BATCH}"),
             # (written so that NaN fails: NaN <= 0 is false, and grad_clip NaN made every weight NaN in a step)
             (not 0 < self.lr < math.inf or not 0 <= self.min_lr_ratio <= 1,
              "lr must be positive and finite and min_lr_ratio in [0, 1]"),
@@ -60,7 +65,9 @@ class TrainConfig:
             (not 0 < self.grad_clip < math.inf, "grad_clip must be positive and finite"),
             (self.model not in PRESETS, f"model must be one of {', '.join(PRESETS)}, got {self.model!r}"),
             (self.num_workers < 0 or self.loss_chunk_tokens < 0, "num_workers and loss_chunk_tokens cannot be "
-                                                                 "negative")) if bad]
+                                                                 "negative"),
+            # (a million was taken, and every rank asked for a million decompression processes)
+            (self.num_workers > MAX_WORKERS, f"num_workers must be at most {MAX_WORKERS} per rank")) if bad]
         if problems:
             raise ValueError("; ".join(problems))
 

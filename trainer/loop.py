@@ -18,7 +18,7 @@ import torch.distributed as dist
 
 from loaders import ShardLoader
 from loaders.shard_reader import ShardError
-from schemas.mixture import parse_weights
+from schemas.mixture import MixtureError, parse_weights
 from trainer import nccl
 from trainer.config import TrainConfig, learning_rate
 from trainer.errors import RunStopped
@@ -59,8 +59,12 @@ def _train(cfg: TrainConfig, device: torch.device) -> None:
     with run_folder(run_dir, rank, cfg.wait_for_run_dir) as refused:
         if refused:
             raise RunStopped(refused, 2)
-        loader = ShardLoader(cfg.shards, cfg.global_batch_size // world, rank=rank, world_size=world, seed=cfg.seed,
-                             num_workers=cfg.num_workers, device=device, weights=parse_weights(cfg.weights) or None)
+        try:
+            loader = ShardLoader(cfg.shards, cfg.global_batch_size // world, rank=rank, world_size=world,
+                                 seed=cfg.seed, num_workers=cfg.num_workers, device=device,
+                                 weights=parse_weights(cfg.weights) or None)
+        except (ShardError, MixtureError) as e:  # shards missing or refused, weights that name no source
+            raise RunStopped(str(e), 2) from None
         try:
             Trainer(cfg, device, loader, run_dir).train()
         except ShardError as e:  # a row that fails its checks as it is read (an id past the vocabulary): the

@@ -32,6 +32,9 @@ SETTING = re.compile(r"(TORCH_)?NCCL_[A-Z0-9_]+")
 MAX_PROC_BYTES = 1 << 22  # /proc/self/maps of a process with every CUDA library loaded is well under this
 
 
+MAX_TIMEOUT_S = 7 * 24 * 3600
+
+
 @dataclass(frozen=True)
 class NcclConfig:
     """Settings of the collectives; NCCL's own apply on GPUs, the timeout on every backend."""
@@ -43,8 +46,9 @@ class NcclConfig:
     env: dict[str, str] = field(default_factory=dict)  # NCCL_IB_*, NCCL_SOCKET_* ... for this run (NAME: "VALUE")
 
     def __post_init__(self):
-        if self.async_error_handling not in (0, 1, 2, 3) or self.timeout_s < 1:
-            raise ValueError(f"need async_error_handling in 0-3 and timeout_s >= 1, got "
+        # (at most a week: 1e18 s overflowed the timedelta the process group is given, a traceback at start)
+        if self.async_error_handling not in (0, 1, 2, 3) or not 1 <= self.timeout_s <= MAX_TIMEOUT_S:
+            raise ValueError(f"need async_error_handling in 0-3 and timeout_s in 1-{MAX_TIMEOUT_S}, got "
                              f"{self.async_error_handling}, {self.timeout_s}")
         if bad := [name for name in self.env if not SETTING.fullmatch(name)]:
             raise ValueError(f"env: {', '.join(bad)} is not an NCCL setting (NCCL_* or TORCH_NCCL_*)")

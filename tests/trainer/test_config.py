@@ -14,3 +14,24 @@ def test_a_rate_or_a_bound_that_is_not_a_finite_number_in_range_is_refused_by_na
     with pytest.raises(ValueError, match=setting):
         TrainConfig(**{setting: value})
     TrainConfig(**{setting: 0.5})  # in range: taken
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"global_batch_size": 10**12}, "global_batch_size must be in"),
+    ({"num_workers": 10**6}, "num_workers must be at most"),
+])
+def test_counts_past_what_a_node_holds_are_refused(settings, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**settings)
+
+
+def test_a_guard_window_or_a_collective_timeout_past_their_bounds_is_refused():
+    from trainer.guard import MAX_WINDOW, GuardConfig
+    from trainer.nccl import MAX_TIMEOUT_S, NcclConfig
+
+    GuardConfig(window=MAX_WINDOW)
+    with pytest.raises(ValueError, match="window in 4-"):
+        GuardConfig(window=MAX_WINDOW + 1)
+    NcclConfig(timeout_s=MAX_TIMEOUT_S)
+    with pytest.raises(ValueError, match="timeout_s in 1-"):
+        NcclConfig(timeout_s=10**18)

@@ -230,3 +230,20 @@ def test_a_new_run_on_a_folder_of_checkpoints_and_a_resume_after_all_were_moved_
     # a second --resume once trained from step 1 over them, silently
     line = stopped(shards, run_dir, "--resume")
     assert "to resume from: 3 were moved to damaged/" in line, line
+
+
+@pytest.mark.parametrize("extra, message", [
+    # found by review (2026-12-07): each was a traceback of 15-20 lines and exit code 1
+    (("--weights", "garbage"), "weights: 'garbage' is not NAME=WEIGHT"),
+    (("--weights", "a=1"), "weights of a need a mixture"),
+    (("--global-batch-size", "1000000000000"), "global_batch_size must be in 1-"),
+    (("--nccl.timeout-s", "1e18"), "timeout_s in 1-604800"),
+    (("--num-workers", "1000000"), "num_workers must be at most 256"),
+])
+def test_settings_the_loader_or_the_process_group_cannot_take_stop_the_run_in_one_line(shards, tmp_path, extra,
+                                                                                        message):
+    assert message in stopped(shards, tmp_path / "run", *extra)
+
+
+def test_shards_that_are_not_there_stop_the_run_in_one_line(tmp_path):
+    assert "index.json: missing" in stopped(tmp_path / "nothing", tmp_path / "run")
