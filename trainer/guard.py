@@ -1,6 +1,8 @@
 """The training guard: a step whose loss or gradient is not finite applies nothing; a loss spike rolls the
 run back to its last checkpoint, and then either skips the stretch of bad data that caused it, however long,
-or replays the steps with a lowered learning rate when the data was not to blame.
+or replays the steps with a lowered learning rate when the data was not to blame. `max_nonfinite` steps in a
+row that are not finite are a spike too: broken weights make every step after them non-finite (and the
+trainer saves no checkpoint of weights that are not finite), a stretch of data that overflows is skipped.
 
 A spike is a loss above the median of the last five applied steps by more than `spike_mads` times the
 median step-to-step change over the last `window` applied steps, and by at least `spike_rise` nats
@@ -59,6 +61,10 @@ class GuardConfig:
     calm_lr_factor: float = 0.25  # after an optimizer instability the learning rate is times this ...
     calm_steps: int = 20  # ... from the checkpoint until this many steps past the spike ...
     calm_ramp_steps: int = 20  # ... then back to the schedule linearly over this many steps
+    # non-finite steps in a row taken as a spike (a rollback): the weights are broken (every step after is
+    # non-finite, and the run went on applying nothing and saving the broken weights over the sound ones),
+    # or a stretch of data overflows (skipped as bad data)
+    max_nonfinite: int = 8
     max_rollbacks: int = 8  # more rollbacks than this within rollback_window steps stop the run
     rollback_window: int = 1000  # steps over which rollbacks are counted
 
@@ -66,12 +72,12 @@ class GuardConfig:
         if not 4 <= self.window <= MAX_WINDOW or not 1 <= self.warmup <= self.window or self.spike_mads <= 0 \
                 or self.spike_rise < 0 or self.skip_before < 0 or self.max_rollbacks < 0 or self.rollback_window < 1 \
                 or self.probe_batches < 0 or not 0 < self.calm_lr_factor <= 1 or self.calm_steps < 0 \
-                or self.calm_ramp_steps < 0:
+                or self.calm_ramp_steps < 0 or self.max_nonfinite < 1:
             raise ValueError(f"need window in 4-{MAX_WINDOW}, 1 <= warmup <= window (the window holds what warmup "
                              "waits for), "
                              "spike_mads > 0, spike_rise >= 0, skip_before >= 0, max_rollbacks >= 0, "
                              "rollback_window >= 1, probe_batches >= 0, 0 < calm_lr_factor <= 1, calm_steps >= 0, "
-                             "calm_ramp_steps >= 0")
+                             "calm_ramp_steps >= 0, max_nonfinite >= 1")
 
 
 class TooManyRollbacks(RuntimeError):
@@ -83,6 +89,8 @@ class Guard:
         self.cfg = cfg
         self.recent: list[float] = []  # losses of the last `window` applied steps
         self.nonfinite = 0  # steps not applied for a non-finite loss or gradient
+        # of them, those since the last applied step or rollback (not in a checkpoint: a resume counts afresh)
+        self.nonfinite_in_a_row = 0
         self.rollbacks: list[int] = []  # the steps at which the run rolled back
         self.data_spikes = 0  # rollbacks blamed on the data (a stretch skipped)
         self.instabilities = 0  # rollbacks blamed on the optimizer (replayed with a lower learning rate)
@@ -97,7 +105,7 @@ class Guard:
         if not self.cfg.enabled:
             return None
         if not math.isfinite(loss):
-            return "nonfinite"
+            return self.nonfinite_verdict()
         if len(self.recent) < max(4, self.cfg.warmup):
             return None
         return "spike" if self.far(loss, self.recent) else None
@@ -127,18 +135,26 @@ class Guard:
         broken = weights_loss is not None and self.far(weights_loss, before)
         return "optimizer" if broken else "data"
 
+    def nonfinite_verdict(self) -> str:
+        """A step that is not finite: "nonfinite" (not applied), or "spike" when it is the max_nonfinite-th
+        in a row."""
+        return "spike" if self.nonfinite_in_a_row + 1 >= self.cfg.max_nonfinite else "nonfinite"
+
     def gradient_ok(self, grad_norm: float) -> bool:
         return not self.cfg.enabled or math.isfinite(grad_norm)
 
     def applied(self, loss: float) -> None:
         self.recent = (self.recent + [loss])[-self.cfg.window:]
+        self.nonfinite_in_a_row = 0
 
     def not_applied(self) -> None:
         self.nonfinite += 1
+        self.nonfinite_in_a_row += 1
 
     def count_rollback(self, step: int) -> None:
         """Counts a rollback at `step`; TooManyRollbacks past the limit."""
         self.rollbacks.append(step)
+        self.nonfinite_in_a_row = 0
         inside = [s for s in self.rollbacks if s > step - self.cfg.rollback_window]
         if len(inside) > self.cfg.max_rollbacks:
             raise TooManyRollbacks(f"{len(inside)} loss spikes rolled the run back within {self.cfg.rollback_window} "

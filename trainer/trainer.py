@@ -191,7 +191,7 @@ class Trainer:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
         grad_norm = (grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm).item()
         if event is None and not self.guard.gradient_ok(grad_norm):
-            event = "nonfinite"
+            event = self.guard.nonfinite_verdict()
         if event is None:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -253,7 +253,7 @@ class Trainer:
         probe_loss = self.forward_loss(batch) if restored else spike.loss
         cause = self.guard.blame(probe_loss, reference, weights_loss, before, served)
         details = {"loss": spike.loss, "cause": cause, "probe_loss": probe_loss,
-                   "baseline": statistics.median(reference[-5:]), "weights_loss": weights_loss,
+                   "baseline": statistics.median(reference[-5:]) if reference else None, "weights_loss": weights_loss,
                    "back_to": self.step, "checkpoint": restored.name if restored else None}
         if cause == "data":
             details["after_replay"] = self.guard.replayed(served)  # blamed on the optimizer once already
@@ -304,7 +304,24 @@ class Trainer:
                 f"rng_rank{self.rank}": rng_state()}
 
     def save(self) -> None:
-        self.checkpoints.save(self.state_dict(), self.step, self.lineage)
+        """A checkpoint of this step, unless a weight is not finite: saved, it rotated the sound checkpoints away
+        and left none that --resume or a rollback could load. Broken weights at the last step stop the run."""
+        if self.weights_finite():
+            self.checkpoints.save(self.state_dict(), self.step, self.lineage)
+            return
+        newest = self.checkpoints.ours.name if self.checkpoints.ours else None
+        if self.step == self.cfg.steps:
+            raise RunStopped(f"the weights are not finite at the last step, {self.step}: not saved (the newest "
+                             f"checkpoint of this run: {newest or 'none'})", 3)
+        self.metrics.event("checkpoint_not_saved", self.step, reason="a weight is not finite", newest=newest)
+
+    def weights_finite(self) -> bool:
+        """Whether every rank's parameters (its shards of them) are all finite."""
+        finite = all(bool(torch.isfinite(p.to_local() if hasattr(p, "to_local") else p).all())
+                     for p in self.model.parameters())
+        flag = torch.tensor([int(finite)], device=self.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        return bool(flag.item())
 
     def resume(self) -> None:
         """From the newest checkpoint in the folder that loads (the damaged ones moved aside, each named)."""

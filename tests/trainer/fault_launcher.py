@@ -12,7 +12,8 @@ Faults, before the training flags (RANK: the process's rank, from torchrun's RAN
   --nccl-library RANK:PATH      that rank reports PATH as the libnccl it loaded (version 2.99.9)
   --nccl-env RANK:NAME=VALUE    that rank starts with NAME=VALUE in its environment
   --slow-rank RANK:SECONDS      that rank sleeps SECONDS in each block's forward (a slow device)
-  --blow-up STEP                the STEP-th optimizer step of this process runs at 1000x the learning rate
+  --blow-up STEP[:FACTOR]       the STEP-th optimizer step of this process runs at FACTOR (1000, or inf: the
+                                weights turn infinite) times the learning rate
   --damage-after-save STEP      once checkpoint step-STEP is complete, rank 0 cuts its last data file short
   --fail-load NAME              DCP's load fails for the checkpoint NAME (every rank)
   --hold-endpoint FILE          at the end of the run the Prometheus endpoint stays up until FILE exists (a
@@ -117,9 +118,10 @@ def slow_rank(spec: str) -> None:
     Block.forward = forward
 
 
-def blow_up(at: str) -> None:
+def blow_up(spec: str) -> None:
     import torch
 
+    at, _, factor = spec.partition(":")
     real, calls = torch.optim.AdamW.step, [0]
 
     def step(self, *args, **kwargs):
@@ -128,7 +130,7 @@ def blow_up(at: str) -> None:
             return real(self, *args, **kwargs)
         rates = [group["lr"] for group in self.param_groups]
         for group in self.param_groups:
-            group["lr"] *= 1000
+            group["lr"] *= float(factor or 1000)
         try:
             return real(self, *args, **kwargs)
         finally:

@@ -29,6 +29,21 @@ def test_a_fast_falling_noisy_loss_is_no_spike_and_a_jump_is():
     assert Guard(GuardConfig(enabled=False)).verdict(math.inf) is None
 
 
+def test_the_max_nonfinite_th_non_finite_step_in_a_row_is_a_spike_and_an_applied_one_or_a_rollback_resets():
+    guard = fed([5.0] * 4, max_nonfinite=3)
+    for _ in range(2):
+        assert guard.verdict(math.nan) == "nonfinite" and guard.nonfinite_verdict() == "nonfinite"
+        guard.not_applied()
+    assert guard.verdict(math.inf) == "spike" and guard.nonfinite_verdict() == "spike"  # the gradient's alike
+    guard.applied(5.0)
+    assert guard.verdict(math.nan) == "nonfinite"
+    guard.not_applied(), guard.not_applied()
+    guard.count_rollback(10)
+    assert guard.verdict(math.nan) == "nonfinite" and guard.nonfinite == 4
+    with pytest.raises(ValueError, match="max_nonfinite >= 1"):
+        GuardConfig(max_nonfinite=0)
+
+
 def test_no_spike_is_judged_before_warmup_and_a_flat_loss_needs_the_minimum_rise():
     guard = fed([5.0] * 10, warmup=16)
     assert guard.verdict(50.0) is None  # too early to tell

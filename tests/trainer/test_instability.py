@@ -81,3 +81,24 @@ def test_a_resume_while_the_rate_is_lowered_is_bit_exact(repaired, tmp_path):
     assert sorted(steps) == list(range(31, STEPS + 1))
     for step in steps:
         assert all(steps[step][k] == expected[step][k] for k in ("loss", "grad_norm", "lr", "token_sum")), step
+
+
+def test_weights_turned_infinite_are_not_saved_and_the_steps_that_follow_roll_the_run_back(tmp_path):
+    """Found by review (2026-12-07): a step at an infinite learning rate left weights from which every later step
+    was non-finite; nothing counted them as a spike, so the run applied nothing to its end, exit code 0, and
+    saved the broken weights over the sound checkpoints, which --resume then refused one by one."""
+    shards = tmp_path / "shards"
+    write_text_shards(shards, seq_len=256)
+    run_dir = tmp_path / "run"
+    train(shards, run_dir, faults=("--blow-up", "23:inf"))
+    steps, events = lines(run_dir)
+    not_finite = [e for e in events if e["event"] == "nonfinite"]
+    assert [e["at_step"] for e in not_finite] == list(range(24, 31))  # 7, and the 8th (max_nonfinite) rolls back
+    unsaved, rollback = [e for e in events if e["event"] != "nonfinite"]
+    assert unsaved == {"event": "checkpoint_not_saved", "at_step": 30, "reason": "a weight is not finite",
+                       "newest": "step-0000020"}
+    assert rollback["event"] == "rollback" and rollback["at_step"] == 31 and rollback["cause"] == "optimizer"
+    assert rollback["checkpoint"] == "step-0000020" and rollback["weights_loss"] is None  # not finite: null
+    assert all(steps[s]["applied"] for s in range(21, STEPS + 1))  # replayed at the lowered rate from 20
+    assert sorted(p.name for p in (run_dir / "checkpoints").glob("step-*")) == [
+        "step-0000010", "step-0000020", "step-0000030", "step-0000040"]  # 30 saved by the replay, finite
