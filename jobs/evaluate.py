@@ -13,7 +13,11 @@ if __name__ == "__main__":
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from prep.cli import command_line
     from schemas import strict_json
-    from trainer.evaluate import EvalConfig, evaluate
+    from trainer.evaluate import EvalConfig, EvalStopped, evaluate
 
     _, config = command_line(EvalConfig, None, prog="jobs.evaluate", description=__doc__.split("\n")[0])
-    print(strict_json.dumps(evaluate(config)))
+    try:
+        print(strict_json.dumps(evaluate(config)))
+    except EvalStopped as e:
+        print(f"jobs.evaluate: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -16,6 +16,7 @@ import contextlib
 import math
 import sys
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,13 +26,15 @@ from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
 
 from loaders.mixture import sources_of
-from loaders.shard_reader import ShardSource
+from loaders.shard_reader import ShardError, ShardSource
 from prep.ingest.inputs import expand_inputs
-from prep.ingest.readers import Document, read_file
+from prep.ingest.readers import Document, FileWarning, read_file
 from prep.tokenizer.encode import TokenizerFile, encode_documents
+from schemas.mixture import MixtureError
 from schemas.trust import UntrustedPath
 from trainer.checkpoints import complete_checkpoints, first_line, load_checkpoint, pin_intact
 from trainer.loop import TrainConfig, build_model
+from trainer.model import PRESETS
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,14 @@ class EvalConfig:
     tokenizer: str = "out/sample/tokenizer/tokenizer.json"  # the tokenizer of those shards
     input: str = ""  # held-out documents, anything the jobs read
     model: str = "tiny"  # the run's preset
+
+    def __post_init__(self):
+        if self.model not in PRESETS:
+            raise ValueError(f"model must be one of {', '.join(PRESETS)}, got {self.model!r}")
+
+
+class EvalStopped(Exception):
+    """What stops the evaluation, in one line (jobs.evaluate: exit code 2)."""
 
 
 def held_out_loss(model, tokens: list, seq_len: int) -> tuple[float, int]:
@@ -68,26 +79,52 @@ def newest_intact(run_dir: Path, pins: contextlib.ExitStack) -> tuple[Path, Path
         try:
             folder, problem = pin_intact(checkpoint, pins)
         except UntrustedPath as e:
-            raise SystemExit(f"jobs.evaluate: error: {e}") from None
+            raise EvalStopped(str(e)) from None
         if problem is None:
             return checkpoint, folder
         print(f"jobs.evaluate: {checkpoint} passed over: {problem}", file=sys.stderr)
-    raise SystemExit(f"no complete checkpoint in {run_dir}" if not checkpoints else
-                     f"jobs.evaluate: error: no checkpoint in {run_dir} is intact")
+    raise EvalStopped(f"no complete checkpoint in {run_dir}" if not checkpoints else
+                      f"no checkpoint in {run_dir} is intact")
 
 
 def evaluate(cfg: EvalConfig) -> dict:
-    with contextlib.ExitStack() as pins:
-        return _evaluate(cfg, *newest_intact(Path(cfg.run_dir), pins))
-
-
-def _evaluate(cfg: EvalConfig, checkpoint: Path, folder: Path) -> dict:
-    """evaluate, the checkpoint read through `folder` (pinned)."""
-    index = ShardSource(sources_of(cfg.shards)[0].location).index  # a folder, a URL or a mixture (shared settings)
-    tokenizer = TokenizerFile.read(cfg.tokenizer)
+    """The figures of the held-out documents; EvalStopped for what it cannot evaluate (files missing or refused,
+    no document read), before the checkpoint is loaded where the inputs decide it."""
+    if not cfg.input:
+        raise EvalStopped("--input is required: the held-out documents")
+    try:
+        index = ShardSource(sources_of(cfg.shards)[0].location).index  # a folder, a URL or a mixture
+        tokenizer = TokenizerFile.read(cfg.tokenizer)
+        files = expand_inputs(cfg.input)
+    except (ShardError, MixtureError, ValueError, OSError) as e:  # InputError and the tokenizer's are ValueErrors
+        raise EvalStopped(str(e)) from None
     if tokenizer.sha256 != index.tokenizer_sha256:
-        raise SystemExit(f"{cfg.tokenizer} is not the tokenizer of {cfg.shards}")
-    texts = [r.text for f in expand_inputs(cfg.input) for r in read_file(f) if isinstance(r, Document)]
+        raise EvalStopped(f"{cfg.tokenizer} is not the tokenizer of {cfg.shards}")
+    texts, left_out = held_out_texts(files)
+    for why, count in left_out.most_common(10):
+        print(f"jobs.evaluate: {count} records left out: {why}", file=sys.stderr)
+    if not texts:
+        raise EvalStopped(f"no document read from {cfg.input} ({left_out.total()} records left out)")
+    with contextlib.ExitStack() as pins:
+        figures = _evaluate(cfg, *newest_intact(Path(cfg.run_dir), pins), index, tokenizer, texts)
+    return {**figures, "left_out": left_out.total()}
+
+
+def held_out_texts(files) -> tuple[list[str], Counter]:
+    """(the documents' texts, the records that are none by reason: quarantined, or a file that could not be
+    read; a file's warning is no record)."""
+    texts, left_out = [], Counter()
+    for file in files:
+        for record in read_file(file):
+            if isinstance(record, Document):
+                texts.append(record.text)
+            elif not isinstance(record, FileWarning):
+                left_out[record.error] += 1
+    return texts, left_out
+
+
+def _evaluate(cfg: EvalConfig, checkpoint: Path, folder: Path, index, tokenizer, texts: list[str]) -> dict:
+    """The held-out loss of `texts` under the checkpoint read through `folder` (pinned)."""
     with tempfile.TemporaryDirectory() as rendezvous:  # FSDP wants a process group, even of one
         dist.init_process_group("gloo", init_method=f"file://{rendezvous}/store", rank=0, world_size=1)
         try:
@@ -96,7 +133,7 @@ def _evaluate(cfg: EvalConfig, checkpoint: Path, folder: Path) -> dict:
             try:
                 load_checkpoint(state, folder)
             except CheckpointException as e:  # a BaseException: its files matched the manifest, yet DCP refused
-                raise SystemExit(f"jobs.evaluate: error: {checkpoint} cannot be loaded: {first_line(e)}") from None
+                raise EvalStopped(f"{checkpoint} cannot be loaded: {first_line(e)}") from None
             set_model_state_dict(model, state["model"])
             model.eval()
             nats, predicted = held_out_loss(model, encode_documents(tokenizer, texts), index.seq_len)
