@@ -191,10 +191,33 @@ def read_items(name: str, spec: str) -> tuple[list[Item], dict[str, int]]:
             raise ItemsError(f"benchmark {name}: {path} cannot be read: {e}") from None
         except Exception as e:  # pyarrow's errors on a damaged Parquet file
             raise ItemsError(f"benchmark {name}: {path} cannot be read: {type(e).__name__}: {e}") from None
+    items = _distinct(items, skipped)
     if not items:
         reasons = ", ".join(f"{why} ({n})" for why, n in skipped.items()) or "no records"
         raise ItemsError(f"benchmark {name}: no multiple-choice item in {spec}: {reasons}")
     return items, skipped
+
+
+REPEATED = "a repeat of an item before it"
+CONFLICTING = "its question and choices are another item's with another answer"
+
+
+def _distinct(items: list[Item], skipped: dict[str, int]) -> list[Item]:
+    """Each item once, in order; an item whose question and choices come again with another answer is left
+    out with every copy (which answer is right cannot be told: the last copy's had silently won). Both
+    counted in `skipped`."""
+    answers: dict[str, set[int]] = {}
+    for item in items:
+        answers.setdefault(item.key, set()).add(item.answer)
+    kept, seen = [], set()
+    for item in items:
+        why = CONFLICTING if len(answers[item.key]) > 1 else REPEATED if item.key in seen else None
+        if why:
+            skipped[why] = skipped.get(why, 0) + 1
+        else:
+            kept.append(item)
+        seen.add(item.key)
+    return kept
 
 
 def fixed_subset(items: list[Item], count: int) -> list[Item]:

@@ -75,8 +75,9 @@ def test_every_file_kind_gives_the_same_items_and_a_bad_record_is_counted(tmp_pa
     found = {name: read_items("b", str(path)) for name, path in files.items()}
     assert all(items == found["mmlu.parquet"][0] for items, _ in found.values())
     assert found["mmlu.jsonl"][1] == {"malformed JSON": 1, "not a record": 1} and found["cmmlu.csv"][1] == {}
-    together, _ = read_items("b", f"{tmp_path}/*.json*")  # a glob, comma-separated parts, folders
-    assert len(together) == 12 and len(read_items("b", str(tmp_path))[0]) == 24
+    together, skipped = read_items("b", f"{tmp_path}/*.json*")  # a glob, comma-separated parts, folders
+    assert len(together) == 6 and skipped[mc_items.REPEATED] == 6  # the same items in two files: each once
+    assert len(read_items("b", str(tmp_path))[0]) == 6 and read_items("b", str(tmp_path))[1][mc_items.REPEATED] == 18
 
 
 def test_a_file_over_the_limit_or_without_items_is_refused_by_name(tmp_path, monkeypatch):
@@ -128,6 +129,18 @@ def test_a_benchmark_from_elsewhere_is_read_within_bounds(tmp_path, monkeypatch)
     monkeypatch.setattr(mc_items, "MAX_JSON_BYTES", 100)  # a .json file is parsed whole
     with pytest.raises(ItemsError, match="mmlu.json cannot be read"):
         read_items("b", str(files["mmlu.json"]))
+
+
+def test_a_repeated_item_is_read_once_and_one_repeated_with_another_answer_not_at_all(tmp_path):
+    """Found by review (2026-12-07): the last copy's answer silently won ("Capital of France?" answered Rome)."""
+    from trainer.mc_items import CONFLICTING, REPEATED
+
+    records = [{"question": "Capital of France?", "choices": ["Paris", "Rome"], "answer": a} for a in (0, 1, 0)]
+    records += [{"question": QUESTION, "choices": CHOICES, "answer": 0}] * 3
+    path = tmp_path / "b.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    items, skipped = read_items("b", str(path))
+    assert items == [Item(QUESTION, tuple(CHOICES), 0)] and skipped == {CONFLICTING: 3, REPEATED: 2}
 
 
 def test_the_fixed_subset_is_the_same_in_any_file_order_and_mixes_the_file():
