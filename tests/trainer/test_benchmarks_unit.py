@@ -152,7 +152,7 @@ def test_the_fixed_subset_is_the_same_in_any_file_order_and_mixes_the_file():
 
 def test_prompts_and_pairs_encoded_as_lm_eval_encodes_them(tmp_path):
     from prep.tokenizer.encode import TokenizerFile
-    from tests.shard_fixtures import write_text_shards
+    from tests.shard_fixtures import sample_texts, write_text_shards
 
     write_text_shards(tmp_path / "shards", seq_len=128, files=("debian-faq.en",), parts=1)
     tokenizer = TokenizerFile.read(str(tmp_path / "shards" / "tokenizer.json"))
@@ -168,6 +168,24 @@ def test_prompts_and_pairs_encoded_as_lm_eval_encodes_them(tmp_path):
     assert tokens[0] == tokenizer.bos_id and list(tokens[1:]) == list(whole) and n == len(whole) - len(context_ids)
     [(cut, m)] = encode_pairs(encode, tokenizer.bos_id, [(context, "pacman")], 8)
     assert len(cut) == 9 and m == n and list(cut) == list(tokens[-9:])  # the context cut from the left
+
+    # found by review (2026-12-07): 26 choices of real text in the `letters` style, each pair encoding the whole
+    # context twice; its text is now cut first, to what the kept tokens need, with the same tokens as lm-eval's
+    words = " ".join(sample_texts(["debian-faq.en"])).split()
+    choices = tuple(" ".join(words[k * 300:(k + 1) * 300]) for k in range(26))
+    long_context, letters = prompt(Item(QUESTION, choices, 3), "letters")
+    seen = []
+
+    def counted(texts):
+        seen.extend(len(t) for t in texts)
+        return encode(texts)
+
+    pairs = encode_pairs(counted, tokenizer.bos_id, [(long_context, c) for c in letters], 256)
+    ids, offsets = encode([long_context] + [long_context + " " + c for c in letters])
+    for k, (got, n) in enumerate(pairs):
+        whole = ids[offsets[k + 1]:offsets[k + 2]]
+        assert list(got) == [tokenizer.bos_id, *whole][-257:] and n == len(whole) - offsets[1], k
+    assert len(long_context) > 40_000 and len(seen) == 27 and max(seen) <= 32 * 257 + 2  # one context, 26 pairs
 
 
 def test_accuracy_is_lm_evals_acc_and_acc_norm_with_its_standard_error():
