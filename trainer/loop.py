@@ -17,8 +17,10 @@ import torch
 import torch.distributed as dist
 
 from loaders import ShardLoader
+from loaders.mixture import sources_of
 from loaders.shard_reader import ShardError
 from schemas.mixture import MixtureError, parse_weights
+from schemas.trust import is_url
 from trainer import nccl
 from trainer.config import TrainConfig, learning_rate
 from trainer.errors import RunStopped
@@ -56,6 +58,15 @@ def _train(cfg: TrainConfig, device: torch.device) -> None:
     if cfg.global_batch_size % world:
         raise RunStopped(f"global_batch_size {cfg.global_batch_size} is not a multiple of the {world} processes", 2)
     run_dir = Path(cfg.run_dir)
+    try:
+        shards = [source.location for source in sources_of(cfg.shards)]
+    except MixtureError as e:
+        raise RunStopped(str(e), 2) from None
+    for folder in (Path(location).resolve() for location in shards if not is_url(location)):
+        # checkpoints/, metrics.jsonl and the lock among the shards: a folder another run or job may replace
+        if folder == run_dir.resolve() or folder in run_dir.resolve().parents:
+            raise RunStopped(f"run_dir {run_dir} is the shards folder {folder} or lies inside it: a run writes its "
+                             "checkpoints and metrics in a folder of its own", 2)
     with run_folder(run_dir, rank, cfg.wait_for_run_dir) as refused:
         if refused:
             raise RunStopped(refused, 2)

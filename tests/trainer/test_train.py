@@ -247,3 +247,10 @@ def test_settings_the_loader_or_the_process_group_cannot_take_stop_the_run_in_on
 
 def test_shards_that_are_not_there_stop_the_run_in_one_line(tmp_path):
     assert "index.json: missing" in stopped(tmp_path / "nothing", tmp_path / "run")
+
+
+def test_a_run_folder_that_is_the_shards_folder_or_inside_it_is_refused(shards):
+    """Found by review (2026-12-07): checkpoints/, metrics.jsonl and the run's lock were written among the shards."""
+    for run_dir in (shards, shards / "train"):
+        assert "is the shards folder" in stopped(shards, run_dir)
+    assert not (shards / "checkpoints").exists() and not (shards / ".run.lock").exists()
