@@ -128,7 +128,9 @@ def _ratio(numerators: np.ndarray, denominators: np.ndarray) -> tuple[float, flo
 
 class HeldOut:
     def __init__(self, shards: str, cfg: HeldOutConfig, rank: int, world: int, device: torch.device,
-                 vocab_size: int, tokenizer_sha256: str):
+                 vocab_size: int, tokenizer_sha256: str, training: frozenset[tuple[str, str]] = frozenset()):
+        """`training`: the (checksum algorithm, checksum) of every training shard: a held-out shard among them
+        is refused (heldout.heldout set to the training shards had measured a "held-out" loss on them)."""
         self.cfg, self.rank, self.world, self.device = cfg, rank, world, device
         self.sets = {}
         for name, location in heldout_folders(shards, cfg).items():
@@ -141,6 +143,10 @@ class HeldOut:
                 raise
             if source.index.tokenizer_sha256 != tokenizer_sha256:
                 raise ShardError(f"{location}: held out with another tokenizer than the training shards")
+            algorithm = source.index.checksum_algorithm
+            if shared := [e.file for e in source.entries if (algorithm, e.checksum) in training]:
+                raise ShardError(f"{location}: {shared[0]} is a training shard too ({len(shared)} of "
+                                 f"{len(source.entries)}): a held-out loss needs rows the run does not train on")
             self.sets[name] = rows
         self.vocab_size = vocab_size
         path = tokenizer_for(shards, cfg, tokenizer_sha256, vocab_size) if self.sets else None

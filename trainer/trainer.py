@@ -86,9 +86,11 @@ class Trainer:
         if not self.cfg.heldout.every:
             return None
         index = self.loader.sets[0].source.index
+        training = frozenset((s.source.index.checksum_algorithm, e.checksum) for s in self.loader.sets
+                             for e in s.source.entries)
         try:
             heldout = HeldOut(self.cfg.shards, self.cfg.heldout, self.rank, self.world, self.device, index.vocab_size,
-                              index.tokenizer_sha256)
+                              index.tokenizer_sha256, training)
         except (ShardError, MixtureError, ValueError) as e:
             raise RunStopped(f"held-out shards: {e}", 2) from None
         if not heldout:

@@ -51,3 +51,14 @@ def test_the_same_held_out_rows_every_time_with_loss_bits_per_byte_and_errors(sh
     assert abs(figures[0]["bits_per_byte"] - figures[0]["loss"] / 0.6931471805599453 / ratio) < 1e-9
     one = evaluations(1, shards, tmp_path / "one", 4)[0]["sources"]["default"]
     assert (one["rows"], one["tokens"], one["bytes"]) == (20, figures[0]["tokens"], figures[0]["bytes"])
+
+
+def test_training_shards_given_as_the_held_out_ones_are_refused(shards, tmp_path):
+    """Found by review (2026-12-07): heldout.heldout set to the training shards measured a "held-out" loss on
+    rows the run trains on, without a word."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "jobs" / "train.py"), "--shards", str(shards), "--run-dir", str(tmp_path / "r"),
+         "--steps", "2", "--global-batch-size", "4", "--warmup-steps", "1", "--heldout.every", "1",
+         "--heldout.heldout", str(shards)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("jobs.train: error:")]
+    assert done.returncode == 2 and len(errors) == 1 and "is a training shard too (2 of 2)" in errors[0], done.stderr
