@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 
 from loaders.collate import IGNORE
+from prep.ingest.inputs import name_problem
 from trainer.mc_items import LETTERS, Item
 
 STYLES = ("cloze", "letters")
@@ -46,6 +47,9 @@ class BenchmarksConfig:
     def __post_init__(self):
         if self.every < 0 or self.items < 1 or self.batch_rows < 1 or self.style not in STYLES:
             raise ValueError(f"need every >= 0, items >= 1, batch_rows >= 1 and style in {', '.join(STYLES)}")
+        for name in self.benchmarks:  # as --benchmark NAME=PATH holds them (a YAML file's had passed unchecked)
+            if problem := name_problem(str(name), reserved=()):
+                raise ValueError(f"benchmark {name!r}: {problem}")
 
 
 def prompt(item: Item, style: str) -> tuple[str, list[str]]:

@@ -35,3 +35,13 @@ def test_a_guard_window_or_a_collective_timeout_past_their_bounds_is_refused():
     NcclConfig(timeout_s=MAX_TIMEOUT_S)
     with pytest.raises(ValueError, match="timeout_s in 1-"):
         NcclConfig(timeout_s=10**18)
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "", "x" * 101])
+def test_a_benchmark_name_from_a_file_is_held_to_the_flags_rule(name):
+    """Found by review (2026-12-07): `--benchmark ../x=PATH` was refused, `eval.benchmarks: {../x: PATH}` taken."""
+    from trainer.benchmarks import BenchmarksConfig
+
+    with pytest.raises(ValueError, match="benchmark"):
+        BenchmarksConfig(benchmarks={name: "items.jsonl"})
+    BenchmarksConfig(benchmarks={"mmlu": "items.jsonl"})
