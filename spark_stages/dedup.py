@@ -223,12 +223,13 @@ DROPPED = "_dropped"  # the paragraphs' step: a document left too short
 
 
 def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, staging: Path, stages: Stages,
-                          per_source: bool = False):
+                          per_source: bool = False, source_names: list[str] | None = None):
     """The kept documents with the units shared by more than cfg.max_documents of them removed from all but
     the first (counted in each source apart, `per_source`, as the documents were deduplicated: the same document
     kept in two sources was both's first); those left under cfg.min_doc_chars marked DROPPED and written to
     OUT/dropped (reason paragraphs:too_short), the others changed listed in OUT/changed (id, units_removed);
-    OUT/paragraphs: each shared unit's key and documents, and its text for the most shared. Only keys cross the
+    OUT/paragraphs: each shared unit's key and documents, and its text for the most shared (and under per_source,
+    the source it is counted in, of `source_names`, by index). Only keys cross the
     network (a unit's text stays in its document), and Spark counts them: the driver holds EXAMPLES keys at
     most. Returns (the documents, the step's counts, the documents it dropped by source index)."""
     from pyspark.sql import functions as F
@@ -275,7 +276,8 @@ def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, 
     (result.where((F.col("_units_removed") > 0) & ~F.col(DROPPED)).select("id", F.col("_units_removed").alias(
         "units_removed")).repartition(partitions, "id").sortWithinPartitions("id", "units_removed")
      .write.parquet(str(staging / "changed")))
-    _shared_examples(shared, units, result, cfg).write.parquet(str(staging / "paragraphs"))
+    _shared_examples(shared, units, result, cfg, source_names if per_source else None).write.parquet(
+        str(staging / "paragraphs"))
     measured = stages.measured["paragraphs cut"]
     counts = {"unit": cfg.unit, "max_documents": cfg.max_documents, "units": stages.measured["paragraph units"]["rows"],
               "shared_units": stages.measured["shared units"]["rows"], "units_removed": measured["units_removed"] or 0,
@@ -289,9 +291,10 @@ EXAMPLES = 200  # shared units whose text OUT/paragraphs holds: the most shared
 EXAMPLE_SCHEMA = pa.schema([("key", pa.int64()), ("text", pa.string())])
 
 
-def _shared_examples(shared, units, result, cfg: ParagraphConfig):
+def _shared_examples(shared, units, result, cfg: ParagraphConfig, source_names: list[str] | None):
     """Every shared unit (key, documents), with the text of the EXAMPLES most shared, read in their first
-    documents (which keep them)."""
+    documents (which keep them); with `source_names` (units counted per source), the source of each (a unit in
+    two sources is two rows)."""
     from pyspark.sql import functions as F
 
     top = shared.orderBy(F.desc("documents"), "key", "scope").limit(EXAMPLES)
@@ -310,8 +313,10 @@ def _shared_examples(shared, units, result, cfg: ParagraphConfig):
 
     examples = (result.join(firsts, "_row").select("text").mapInArrow(texts, spark_schema(EXAMPLE_SCHEMA))
                 .groupBy("key").agg(F.min("text").alias("text")))
-    return (shared.join(examples, "key", "left").select("key", "documents", "text")
-            .repartition(1).sortWithinPartitions(F.desc("documents"), "key"))
+    source = [F.element_at(F.array(*map(F.lit, source_names)), F.col("scope") + 1).alias("source")] \
+        if source_names else []
+    return (shared.join(examples, "key", "left").select("key", "documents", "text", *source)
+            .repartition(1).sortWithinPartitions(F.desc("documents"), "key", *(["source"] if source else [])))
 
 
 @dataclass
@@ -437,7 +442,7 @@ def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: boo
     shared, dropped_in = {}, None
     if cfg.paragraphs.enabled:
         docs, shared, dropped_in = _without_shared_units(docs, decided.frame, cfg.paragraphs, partitions, staging,
-                                                         stages, per_source)
+                                                         stages, per_source, list(sources))
     outputs, quarantined = _write_outputs(docs, decided.frame, quarantine, partitions, staging, sources)
     outputs += ["paragraphs", "dropped", "changed"] if cfg.paragraphs.enabled else []
     stages.done("write")

@@ -196,3 +196,6 @@ def test_sources_deduplicated_apart_count_their_shared_units_apart(spark, tmp_pa
         found = {name: sum(notice in t for t in pq.read_table(out / "docs" / f"source={name}").column("text")
                            .to_pylist()) for name in ("a", "b")}
         assert found == copies if per_source else sum(found.values()) == 1, found
+        # OUT/paragraphs: the notice counted in each source apart, each row naming its source (two rows alike)
+        listed = [r for r in pq.read_table(out / "paragraphs").to_pylist() if r["text"] == notice]
+        assert [r.get("source") for r in listed] == (["a", "b"] if per_source else [None]), listed
