@@ -1,10 +1,13 @@
 """The report job: OUT/report.html of an output folder, written again; or a comparison of two runs.
 
-    python -m jobs.report OUT [--compare OTHER] [--output FILE] [--config FILE] [--print-config]
+    python -m jobs.report OUT [--compare OTHER] [--output FILE] [--read-outside true] [--config FILE]
+                              [--print-config]
     spark-submit jobs/report.py OUT   (the same: the report reads the outputs on the driver, without Spark)
 
 Every job and the pipeline write OUT/report.html themselves (spark_stages/runner.py); this rewrites it, with
-other bounds (report/config.py), or compares two runs (OUT/compare.html).
+other bounds (report/config.py), or compares two runs (OUT/compare.html). The files outside OUT that its
+run.json and settings.yaml name (inputs, benchmark files) are read only with --read-outside true: for a
+folder you trust.
 """
 
 import os

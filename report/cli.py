@@ -1,6 +1,9 @@
 """`python -m jobs.report OUT [--compare OTHER]`: the report of an output folder written again (or a
 comparison of two runs), with the command line of every job: --help, --config, --print-config, one flag
-per setting (ReportConfig), exit code 2 and one line for a folder it cannot read or write."""
+per setting (ReportConfig), exit code 2 and one line for a folder it cannot read or write.
+
+Files outside OUT that its run.json and settings.yaml name (the run's inputs, its benchmark files) are read
+only with --read-outside true, for a folder you trust: a folder from elsewhere names any file it likes."""
 
 import argparse
 import contextlib
@@ -9,6 +12,7 @@ from pathlib import Path
 
 from prep.cli import command_line
 from report.config import ReportConfig
+from report.gather import UNREADABLE
 from report.layout import LayoutError, stage_dirs
 from report.write import COMPARE_FILE, REPORT_FILE, write_comparison, write_report
 from spark_stages.outputs import OWNER_FILE, OutputError, claimed_output, written_names
@@ -48,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
                 written = write_report(out, cfg, destination=args.output)
     except (LayoutError, OutputError, OSError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except UNREADABLE as e:  # a value of a folder from elsewhere that no gatherer checked: one line, no traceback
+        why = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+        print(f"{PROG}: error: no report of {out} was written: its outputs are not as tokenmill writes them "
+              f"({why})", file=sys.stderr)
         return 2
     print(f"report: {written}")
     return 0

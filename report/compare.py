@@ -29,6 +29,7 @@ class Fates:
     fate: dict[str, list[str]] = field(default_factory=dict)
     where: dict[str, Path] = field(default_factory=dict)  # the output folder holding the document
     whole: bool = True  # every row group of the outputs was read
+    notes: list[str] = field(default_factory=list)  # what could not be compared, and why
 
 
 @dataclass
@@ -46,6 +47,7 @@ class StageChanges:
     compared: int  # documents that reached the stage in both runs
     changes: list[Change]
     whole: bool
+    notes: list[str] = field(default_factory=list)  # what could not be compared (an output of an older layout)
 
 
 def cutoff(a: Run, b: Run, cfg: ReportConfig) -> int:
@@ -77,11 +79,18 @@ def fates(run: Run, stage: StageDir, under: int) -> Fates:
         folder = stage.folder / name
         columns = ["id"] if fate else ["id", "reason"]
         plan, tables = scanned(folder, columns, cfg.read_bytes, cfg.max_files)
-        found.whole &= plan.whole
+        found.whole &= plan.whole and not plan.damaged
         for table in tables:
+            if "id" not in table.column_names:
+                _note(found, f"{stage.kind}/{name} has no id column: its documents are not compared")
+                continue
             ids = table.column("id").to_pylist()
+            if fate is None and "reason" not in table.column_names:  # an older layout: removed, for no reason told
+                _note(found, f"{stage.kind}/{name} has no reason column: its documents are counted as "
+                             "removed with (no reason)")
             reasons = [clipped(r, cfg.field_chars) if r is not None else "(no reason)"
-                       for r in table.column("reason").to_pylist()] if fate is None else None
+                       for r in (table.column("reason").to_pylist() if "reason" in table.column_names
+                                 else [None] * table.num_rows)] if fate is None else None
             for i, doc_id in enumerate(ids):
                 if doc_id is not None and id_hash(doc_id) < under:
                     found.fate.setdefault(doc_id, []).append(fate or f"{_removed(stage.kind)}: {reasons[i]}")
@@ -93,14 +102,22 @@ def fates(run: Run, stage: StageDir, under: int) -> Fates:
     return found
 
 
+def _note(found: Fates, note: str) -> None:
+    if note not in found.notes:
+        found.notes.append(note)
+
+
 def _removed(kind: str) -> str:
     return "dropped" if kind in ("dedup", "decontaminate") else "rejected"
 
 
 def _duplicates(stage: StageDir, found: Fates, under: int, cfg: ReportConfig) -> None:
     plan, tables = scanned(stage.folder / "clusters", ["id", "kept"], cfg.read_bytes, cfg.max_files)
-    found.whole &= plan.whole
+    found.whole &= plan.whole and not plan.damaged
     for table in tables:
+        if "id" not in table.column_names or "kept" not in table.column_names:  # an older layout
+            _note(found, "dedup/clusters has no id or kept column: the duplicates dedup removed are not compared")
+            continue
         for doc_id, kept in zip(table.column("id").to_pylist(), table.column("kept").to_pylist()):
             if doc_id is not None and not kept and id_hash(doc_id) < under:
                 found.fate.setdefault(doc_id, []).append("removed: a duplicate")
@@ -115,11 +132,13 @@ def _cut(stage: StageDir, found: Fates, cfg: ReportConfig) -> None:
     difference."""
     output, cut = CUTS[stage.kind]
     plan, tables = scanned(stage.folder / output, ["id"], cfg.read_bytes, cfg.max_files)
-    found.whole &= plan.whole
+    found.whole &= plan.whole and not plan.damaged
+    lost_text: set[str] = set()  # each id's fates rewritten once: an id in a million rows was a million rewrites
     for table in tables:
-        for doc_id in table.column("id").to_pylist():
-            if doc_id in found.fate:  # (which of the documents of a repeated id lost text cannot be told)
-                found.fate[doc_id] = [cut if fate == KEPT else fate for fate in found.fate[doc_id]]
+        if "id" in table.column_names:
+            lost_text.update(doc_id for doc_id in table.column("id").to_pylist() if doc_id in found.fate)
+    for doc_id in lost_text:  # (which of the documents of a repeated id lost text cannot be told)
+        found.fate[doc_id] = [cut if fate == KEPT else fate for fate in found.fate[doc_id]]
 
 
 def stage_changes(a: Run, b: Run, sa: StageDir, sb: StageDir, under: int) -> StageChanges:
@@ -145,7 +164,8 @@ def stage_changes(a: Run, b: Run, sa: StageDir, sb: StageDir, under: int) -> Sta
                                          for i in shown[(before, after)]])
                for (before, after), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:cfg.max_reasons]]
     key = sa.kind + (f"/{sa.source}" if sa.source else "")
-    return StageChanges(key, sa.kind, compared, changes, fa.whole and fb.whole)
+    notes = [f"this run: {n}" for n in fa.notes] + [f"the other run: {n}" for n in fb.notes]
+    return StageChanges(key, sa.kind, compared, changes, fa.whole and fb.whole, notes)
 
 
 def _texts(run: Run, stage: StageDir, found: Fates, ids: set[str]) -> dict[str, dict]:

@@ -1,6 +1,6 @@
 """What a report reads and shows: every cap that keeps its reads and its size bounded, whatever the corpus."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,15 @@ class ReportConfig:
     compare_documents: int = 200_000  # documents (by id hash) whose fate two runs are compared on
     compare_examples: int = 4  # documents shown side by side per change of fate
     settings_chars: int = 20_000  # characters of the settings (--print-config YAML) shown
+    # read the files outside the folder that its run.json and settings.yaml name (the run's inputs, its benchmark
+    # files), for a folder you trust: a folder from elsewhere names them, and their text would go into the page
+    read_outside: bool = False
 
     def __post_init__(self):
-        for name, value in vars(self).items():
-            if not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a whole number of 0 or more, got {value!r}")
+        for setting in fields(self):
+            value = getattr(self, setting.name)
+            if setting.type is bool:
+                if not isinstance(value, bool):
+                    raise ValueError(f"{setting.name} must be true or false, got {value!r}")
+            elif not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{setting.name} must be a whole number of 0 or more, got {value!r}")

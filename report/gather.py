@@ -8,10 +8,11 @@ import pyarrow as pa
 
 from report.config import ReportConfig
 from report.documents import clipped
-from report.layout import StageDir, read_json
+from report.layout import StageDir, damage, read_json
 from report.model import Note, RunView, Section, StageView
 from report.run import STAGE_SECONDS, Run
 from report.stages import GATHERERS
+from report.stages.common import finite
 from report.stages.shards import mixture_view
 
 
@@ -26,15 +27,16 @@ def run_view(out: Path, cfg: ReportConfig) -> RunView:
     """The report of the output folder `out` (LayoutError when it holds no tokenmill output)."""
     run = Run.of(out, cfg)
     views = [_stage_view(run, stage) for stage in run.stages]
-    if not run.pipeline and isinstance(run.info.get("seconds"), (int, float)):
+    # a run.json from elsewhere: only finite numbers are seconds (an int of 400 digits is no float)
+    if not run.pipeline and (seconds := finite(run.info.get("seconds"))) is not None:
         for row in views[0].funnel:  # a job of its own: the runner timed it (the shards job times nothing else)
-            row.seconds = float(run.info["seconds"]) if row.seconds is None else row.seconds
+            row.seconds = seconds if row.seconds is None else row.seconds
     timed = run.info.get(STAGE_SECONDS)
     for view in views if isinstance(timed, dict) else []:  # a pipeline's stages that record no time themselves
-        seconds = timed.get(view.key)
+        seconds = finite(timed.get(view.key))
         for row in view.funnel:
-            if row.seconds is None and isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
-                row.seconds = float(seconds)
+            if row.seconds is None and seconds is not None:
+                row.seconds = seconds
     _estimate_tokens(run, views)
     for folder in sorted({s.folder.parent for s in run.stages if s.kind == "shards" and s.source}):
         if (view := mixture_view(run, folder)) is not None:
@@ -63,15 +65,20 @@ UNREADABLE = (ArithmeticError, LookupError, AttributeError, TypeError, ValueErro
 def _stage_view(run: Run, stage: StageDir) -> StageView:
     """A stage's view; where its outputs are not as tokenmill writes them (edited, or of another version: an
     output folder can come from elsewhere), a view saying so, and the report of the other stages stands."""
+    folder = str(stage.folder.relative_to(run.out)) if stage.folder != run.out else "."
     try:
-        return GATHERERS[stage.kind](run, stage)
+        view = GATHERERS[stage.kind](run, stage)
     except UNREADABLE as e:
-        folder = str(stage.folder.relative_to(run.out)) if stage.folder != run.out else "."
         key = f"{stage.kind}/{stage.source}" if stage.source else stage.kind
         why = f"{type(e).__name__}: {e}"
         return StageView(key, stage.kind.capitalize(), folder, [], [Section("Not shown", [Note(
             f"The outputs of {folder} are not as tokenmill writes them ({clipped(why, run.cfg.field_chars)}): "
             "edited, or written by another version. The other stages are shown.")])])
+    damaged = [Note(f"{folder}/{name} is damaged ({why}): what it counts is not shown")
+               for name in ("stats.json", "report.json") if (why := damage(stage.folder / name))]
+    if damaged:
+        view.sections.insert(0, Section("Damaged", damaged))
+    return view
 
 
 def _estimate_tokens(run: Run, views: list) -> None:

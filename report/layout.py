@@ -2,6 +2,8 @@
 told apart by the files each stage writes (stats.json, report.json, index.json)."""
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,12 +29,35 @@ class StageDir:
 def read_json(path: Path) -> dict | None:
     """A JSON object from a file (regular_file_text), or None when the file is missing, too large or not an object
     (a key given twice is not one: the loader refuses such a mixture.json, so the report does not show it)."""
-    text = regular_file_text(path, MAX_JSON_BYTES)
+    return _loaded(path)[0]
+
+
+def damage(path: Path) -> str | None:
+    """Why a JSON file that is there cannot be read ("cut short or not JSON: ..."), or None when it reads or
+    is not there: a damaged stats.json is said to be one, not taken for a folder without tokenmill output."""
+    return _loaded(path)[1]
+
+
+def _loaded(path: Path) -> tuple[dict | None, str | None]:
+    """(the JSON object of the file, or None; why a file that is there is not read, or None)."""
     try:
-        data = json.loads(text, object_pairs_hook=keys_once) if text is not None else None
-    except (ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
-        return None
-    return data if isinstance(data, dict) else None
+        found = os.lstat(path)
+    except OSError:
+        return None, None
+    if not stat.S_ISREG(found.st_mode):
+        return None, "not a regular file: a link, a FIFO or a device is not read"
+    if found.st_size > MAX_JSON_BYTES:
+        return None, f"larger than {MAX_JSON_BYTES >> 20} MB, the most the report reads"
+    text = regular_file_text(path, MAX_JSON_BYTES)
+    if text is None:
+        return None, "not readable"
+    try:
+        data = json.loads(text, object_pairs_hook=keys_once)
+    except RecursionError:  # nesting deeper than Python's stack
+        return None, "nested deeper than the report reads"
+    except ValueError as e:  # json's errors, a key given twice, a number of more digits than Python reads
+        return None, f"cut short or not JSON: {str(e)[:200]}"
+    return (data, None) if isinstance(data, dict) else (None, f"not a JSON object but a {type(data).__name__}")
 
 
 def kind_of(folder: Path) -> str | None:
@@ -84,6 +109,9 @@ def stage_dirs(out: Path) -> list[StageDir]:
             # name says, so that the report tells of it rather than leave the stage out
             found.append(StageDir(name, folder, None))
     if not found:
+        for name in ("stats.json", "report.json", "index.json"):
+            if why := damage(out / name):  # a job's folder whose record was cut short (a disk full, a copy stopped)
+                raise LayoutError(f"{out / name} is damaged ({why})")
         raise LayoutError(f"{out} holds no tokenmill output (stats.json, report.json or index.json, or the "
                           "pipeline's stage folders)")
     return found

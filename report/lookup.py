@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from report.scan import pieces_of, plan, read
+from report.scan import DAMAGED, pieces_of, plan, read
 
 COPIES = "copies"  # in a row documents_by_id gives: how many rows of the files read hold its id
 # names looked at per input specification (each comma-separated part), at most: run.json from elsewhere named
@@ -36,6 +36,17 @@ def parquet_files(specs: list[str]) -> list[Path]:
                     found.update(files)
                 elif path.suffix == ".parquet" and path.is_file():
                     found.add(path)
+    return sorted(found)
+
+
+def parquet_files_under(folders: list[Path]) -> list[Path]:
+    """The Parquet files under folders of a run (a pipeline stage's output): paths as they are, never split on
+    commas as input specifications are (a stage folder from elsewhere named "x,victim" named a second one,
+    outside the run); links not followed, each walked as far as MAX_WALK_ENTRIES names."""
+    found: set[Path] = set()
+    for folder in folders:
+        if folder.is_dir() and not folder.is_symlink():
+            found.update(_walk(folder, MAX_WALK_ENTRIES)[0])
     return sorted(found)
 
 
@@ -80,7 +91,7 @@ def documents_by_id(found: list[Path], ids: set[str], budget: int, max_files: in
     id_plan = plan(all_pieces, ["id"], budget)
     holding, spent = [], sum(p.column_bytes.get("id", 0) for p in id_plan.chosen)
     for piece in id_plan.chosen:
-        piece_ids = _ids(read(piece, ["id"]))
+        piece_ids = _ids(_read(piece, ["id"]))
         if piece_ids is not None and pc.any(pc.is_in(piece_ids, value_set=_array(ids))).as_py():
             holding.append(piece)
     rows: dict[str, dict] = {}
@@ -89,7 +100,9 @@ def documents_by_id(found: list[Path], ids: set[str], budget: int, max_files: in
         if spent + cost > 2 * budget and rows:
             break
         spent += cost
-        table = read(piece, list(columns))
+        table = _read(piece, list(columns))
+        if table is None:
+            continue
         table = table.set_column(table.column_names.index("id"), "id", _ids(table))
         table = table.filter(pc.is_in(table.column("id"), value_set=_array(ids)))
         for row in table.to_pylist():
@@ -108,9 +121,17 @@ def copies_note(copies: int) -> str | None:
     return f"{copies} documents of the input have this id: the first is shown" if copies > 1 else None
 
 
-def _ids(table: pa.Table) -> pa.ChunkedArray | None:
+def _read(piece, columns: list[str]) -> pa.Table | None:
+    """A row group of an input, or None where it is damaged (its documents are then not at hand)."""
+    try:
+        return read(piece, columns)
+    except DAMAGED:
+        return None
+
+
+def _ids(table: pa.Table | None) -> pa.ChunkedArray | None:
     """The id column (read as text by report.scan.read), or None where there is none or it is not text."""
-    if "id" not in table.column_names or table.schema.field("id").type != pa.string():
+    if table is None or "id" not in table.column_names or table.schema.field("id").type != pa.string():
         return None
     return table.column("id")
 

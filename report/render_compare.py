@@ -15,8 +15,9 @@ def changes_section(changes: StageChanges, names: tuple[str, str], number_: int)
     title = element("h2", text(changes.key) + element("small", text(
         f"  {changes.compared:,} documents reached this stage in both runs")))
     if not changes.whole:
-        title += element("p", "Part of this stage's outputs was read (report.read_bytes): documents that were not "
-                              "read in both runs are left out.", "note")
+        title += element("p", "Part of this stage's outputs was read (report.read_bytes, or a file was damaged): "
+                              "documents that were not read in both runs are left out.", "note")
+    title += "".join(element("p", text(note), "note") for note in changes.notes)
     if not changes.changes:
         return f'<section id="c{number_}">{title}{element("p", "No document fared otherwise.", "note")}</section>'
     rows = "".join(element("tr", element("td", text(c.before)) + element("td", text(c.after)) +

@@ -9,7 +9,7 @@ import yaml
 from prep.config import ConfigError, YamlLoader, parse_yaml
 from report.config import ReportConfig
 from report.layout import StageDir, read_json, stage_dirs
-from report.lookup import parquet_files
+from report.lookup import parquet_files, parquet_files_under
 from schemas.trust import regular_file_text
 
 SETTINGS_FILE = "settings.yaml"  # the --print-config YAML of the run: `--config OUT/settings.yaml` runs it again
@@ -51,18 +51,26 @@ class Run:
 
     def input_files(self, stage: StageDir) -> list[Path]:
         """The Parquet files of the documents the stage read: the stage before it in the pipeline (of its
-        source), or the inputs run.json names for a job of its own."""
+        source), or the inputs run.json names for a job of its own (outside the folder: only with
+        cfg.read_outside)."""
         if not self.pipeline:
             inputs = self.info.get("inputs")
-            return parquet_files([s for s in inputs.values() if isinstance(s, str)]) if isinstance(inputs, dict) else []
+            if not self.cfg.read_outside or not isinstance(inputs, dict):
+                return []
+            return parquet_files([s for s in inputs.values() if isinstance(s, str)])
         before = {"dedup": ("quality", "clean"), "decontaminate": ("dedup",)}.get(stage.kind, ())
         for kind in before:
             folders = [s.folder for s in self.stages if s.kind == kind]
             if kind == "dedup" and folders and stage.source:
-                return parquet_files([str(folders[0] / "docs" / f"source={stage.source}")])
+                return parquet_files_under([folders[0] / "docs" / f"source={stage.source}"])
             if folders:
-                return parquet_files([str(f / "docs") for f in folders])
+                return parquet_files_under([f / "docs" for f in folders])
         return []
+
+    def inputs_left_out(self) -> bool:
+        """Whether run.json names inputs of a job of its own that are not read (cfg.read_outside is false)."""
+        inputs = self.info.get("inputs")
+        return not self.pipeline and not self.cfg.read_outside and isinstance(inputs, dict) and bool(inputs)
 
 
 def _settings_text(path: Path) -> str | None:

@@ -8,7 +8,7 @@ document is chosen in every stage and in every run that holds it.
 """
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -40,14 +40,19 @@ def files(folder: Path) -> list[Path]:
     return sorted(folder.rglob(PARTS)) if folder.is_dir() else []
 
 
-def pieces(folder: Path, max_files: int) -> list[Piece]:
+# what reading a part file that is damaged (cut short, overwritten) raises: that file is passed over
+DAMAGED = (pa.ArrowException, OSError)
+
+
+def pieces(folder: Path, max_files: int, damaged: list | None = None) -> list[Piece]:
     """Every row group of the output's files, from their footers; past `max_files`, the files of the
     smallest hashes of their names."""
-    return pieces_of(files(folder), folder, max_files)
+    return pieces_of(files(folder), folder, max_files, damaged)
 
 
-def pieces_of(found: list[Path], root: Path | None, max_files: int) -> list[Piece]:
-    """Every row group of the Parquet files `found` (NAME=VALUE folders under `root` as partition keys)."""
+def pieces_of(found: list[Path], root: Path | None, max_files: int, damaged: list | None = None) -> list[Piece]:
+    """Every row group of the Parquet files `found` (NAME=VALUE folders under `root` as partition keys); a
+    file whose footer cannot be read is passed over, (its name, why) added to `damaged`."""
     # regular files only, not links: a FIFO named as a part file blocked its open for ever, and a link can
     # lead out of an output folder from elsewhere
     found = [path for path in found if path.is_file() and not path.is_symlink()]
@@ -56,7 +61,12 @@ def pieces_of(found: list[Path], root: Path | None, max_files: int) -> list[Piec
                        [:max_files])
     out = []
     for path in found:
-        meta = pq.ParquetFile(path).metadata
+        try:
+            meta = pq.ParquetFile(path).metadata
+        except DAMAGED as e:  # one file cut short costs its rows, not the output's
+            if damaged is not None:
+                damaged.append((shown_name(path, root), f"{type(e).__name__}: {e}"))
+            continue
         inner = path.relative_to(root).parts[:-1] if root is not None else ()
         partition = tuple(tuple(part.split("=", 1)) for part in inner if "=" in part)
         for i in range(meta.num_row_groups):
@@ -70,12 +80,18 @@ def pieces_of(found: list[Path], root: Path | None, max_files: int) -> list[Piec
     return out
 
 
+def shown_name(path: Path, root: Path | None) -> str:
+    """A part file's name as a note gives it: from its output's folder on ("rejected/part-00003.parquet")."""
+    return str(path.relative_to(root.parent)) if root is not None else path.name
+
+
 @dataclass(frozen=True)
 class Plan:
     """The row groups read of an output, and how much of it they are."""
     chosen: list[Piece]
     rows_read: int
     rows: int
+    damaged: list = field(default_factory=list)  # (file, why) of the files passed over: they could not be read
 
     @property
     def whole(self) -> bool:
@@ -119,7 +135,7 @@ def read(piece: Piece, columns: list[str], cap: int | None = None) -> pa.Table:
     as_dictionary = [c for c in present if c in encoded]
     if as_dictionary:
         file = pq.ParquetFile(piece.path, read_dictionary=as_dictionary)
-    table = _decoded(file.read_row_group(piece.row_group, columns=present), cap)
+    table = _valid_text(_decoded(file.read_row_group(piece.row_group, columns=present), cap))
     if "id" in present and table.schema.field("id").type != pa.string():  # numbers, as the jobs write them
         try:
             table = table.set_column(table.schema.get_field_index("id"), "id", table.column("id").cast(pa.string()))
@@ -156,18 +172,51 @@ def _decoded(table: pa.Table, cap: int | None) -> pa.Table:
     return table
 
 
+def _valid_text(table: pa.Table) -> pa.Table:
+    """`table` with bytes that are not UTF-8 in its text columns replaced by U+FFFD: pyarrow does not check the
+    strings it reads, and one such value of a file from elsewhere raised UnicodeDecodeError where it was
+    shown."""
+    for i, column in enumerate(table.columns):
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            continue
+        chunks, changed = [], False
+        for chunk in column.chunks:
+            try:
+                chunk.validate(full=True)
+            except pa.ArrowInvalid:
+                raw = chunk.view(pa.large_binary() if pa.types.is_large_string(column.type) else pa.binary())
+                chunk = pa.array([None if b is None else b.decode("utf-8", "replace") for b in raw.to_pylist()],
+                                 column.type)
+                changed = True
+            chunks.append(chunk)
+        if changed:
+            table = table.set_column(i, table.field(i), pa.chunked_array(chunks, column.type))
+    return table
+
+
 def scanned(folder: Path, columns: list[str], budget: int, max_files: int) -> tuple[Plan, Iterator[pa.Table]]:
     """(the plan, its tables one row group at a time) of an output's `columns` within `budget` bytes: the
     footers' bytes choose the row groups; what they decode to is held to twice the budget in all (a row
-    group past it is cut, and the ones after it are not read)."""
-    chosen = plan(pieces(folder, max_files), columns, budget)
+    group past it is cut, and the ones after it are not read). A damaged file is passed over and named in
+    the plan's `damaged`."""
+    damaged: list = []
+    chosen = plan(pieces(folder, max_files, damaged), columns, budget)
+    chosen.damaged.extend(damaged)
 
     def tables() -> Iterator[pa.Table]:
         left = 2 * budget
+        failed: set[Path] = set()
         for piece in chosen.chosen:
             if left <= 0:
                 return
-            table = read(piece, columns, left)
+            if piece.path in failed:
+                continue
+            try:
+                table = read(piece, columns, left)
+            except DAMAGED as e:  # its footer read, a row group not
+                failed.add(piece.path)
+                chosen.damaged.append((shown_name(piece.path, folder), f"{type(e).__name__}: {e}"))
+                continue
             left -= table.nbytes
             yield table
 
@@ -175,6 +224,11 @@ def scanned(folder: Path, columns: list[str], budget: int, max_files: int) -> tu
 
 
 def schema_names(folder: Path) -> list[str]:
-    """The columns of an output (its first file's), [] when it has none."""
-    found = [path for path in files(folder) if path.is_file() and not path.is_symlink()]
-    return pq.read_schema(found[0]).names if found else []
+    """The columns of an output (its first readable file's), [] when it has none."""
+    for path in files(folder):
+        if path.is_file() and not path.is_symlink():
+            try:
+                return pq.read_schema(path).names
+            except DAMAGED:  # named where the output is read
+                continue
+    return []

@@ -136,10 +136,13 @@ def _write_report(stage: Stage, cfg, out: str, specs: dict[str, str], seconds: f
     """OUT/report.html, with the settings and inputs of the run beside it (report/write.py). The outputs are
     committed by now: a report that cannot be written costs a warning, never the job's exit code."""
     try:
-        from report import write_report  # here, not above: executors import this module and need no report
+        # here, not above: executors import this module and need no report
+        from report import ReportConfig, write_report
         from report.run import STAGE_SECONDS
 
-        written = write_report(out, job=stage.name, settings=to_yaml(cfg), inputs=specs, seconds=seconds,
+        # the run's own inputs and benchmark files, given to this job: read for the documents' text
+        written = write_report(out, ReportConfig(read_outside=True), job=stage.name, settings=to_yaml(cfg),
+                               inputs=specs, seconds=seconds,
                                stage_seconds=stats.get(STAGE_SECONDS) if isinstance(stats, dict) else None)
     except Exception as e:  # whatever it is, the job's outputs stand
         log.warning("%s: the report was not written (%s: %s); the job's outputs are complete", out,

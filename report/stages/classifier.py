@@ -3,38 +3,43 @@ documents, the confusion matrix, the score distributions and what it was trained
 
 from collections import Counter
 
+from prep.classify.metrics import DETAILED_LABELS
+from report.config import ReportConfig
 from report.documents import clipped
 from report.layout import StageDir, read_json
 from report.model import FunnelRow, Histogram, Note, Section, StageView, Table
 from report.run import Run
 from report.sample import OTHER_VALUES
-from report.stages.common import listed, quarantine, seconds
+from report.stages.common import capped, listed, others, quarantine, seconds, whole
 
 METRICS = ("documents", "precision", "recall", "f1", "roc_auc")
 SHOWN = 20  # languages and labels in the table of languages, the commonest; the rest summed in one row, one column
 MAX_COUNT = 2 ** 53
+# a score histogram's bins: the job writes 10 (prep.classify.metrics.BINS); a report.json from elsewhere, any
+# number (400,000 of them made a page of 72 MB)
+MAX_BINS = 100
 
 
 def gather(run: Run, stage: StageDir) -> StageView:
     report = read_json(stage.folder / "report.json") or {}
     held = report.get("heldout") if isinstance(report.get("heldout"), dict) else {}
     labels = held.get("labels") if isinstance(held.get("labels"), dict) else {}
+    labels = {clipped(name, run.cfg.field_chars): m for name, m in labels.items() if isinstance(m, dict)}
     blocks: list = [Table("Held-out documents, per label", ["label", *(m.replace("_", " ") for m in METRICS)],
-                          [[name, *(m.get(k) for k in METRICS)] for name, m in labels.items() if isinstance(m, dict)],
+                          capped([[name, *(m.get(k) for k in METRICS)] for name, m in labels.items()], run.cfg,
+                                 "labels"),
                           note=f"accuracy {held.get('accuracy')} on {held.get('documents')} documents")]
     warnings = held.get("warnings") if isinstance(held.get("warnings"), list) else []
-    blocks += [Note(f"Warning: {w}") for w in warnings if isinstance(w, str)]
-    confusion = held.get("confusion") if isinstance(held.get("confusion"), dict) else {}
-    names, matrix = confusion.get("rows_true_columns_predicted") or [], confusion.get("matrix") or []
-    if names and len(matrix) == len(names):
-        blocks.append(Table("Confusion (rows: true label, columns: predicted)", ["", *map(str, names)],
-                            [[str(n), *row] for n, row in zip(names, matrix) if isinstance(row, list)]))
-    for name, m in labels.items():
-        histogram = m.get("score_histogram") if isinstance(m, dict) else None
-        if isinstance(histogram, dict) and histogram:
-            bins = len(next(iter(histogram.values())) or [])
-            blocks.append(Histogram(f"Score of {name}, by true label", [f"{i / bins:.2f}" for i in range(bins)],
-                                    {str(k): v for k, v in histogram.items() if isinstance(v, list)}))
+    blocks += [Note(f"Warning: {clipped(w, run.cfg.field_chars)}") for w in warnings[:run.cfg.max_reasons]
+               if isinstance(w, str)]
+    blocks += _confusion(held.get("confusion"), run.cfg)
+    for name, m in list(labels.items())[:run.cfg.max_reasons]:
+        if histogram := _histogram(m.get("score_histogram"), run.cfg):
+            histogram.title = f"Score of {name}, by true label"
+            blocks.append(histogram)
+    if len(labels) > run.cfg.max_reasons:
+        blocks.append(Note(f"The score distributions of {others(len(labels) - run.cfg.max_reasons, 'labels')} "
+                           "are not shown (report.max_reasons)."))
     training = report.get("training") if isinstance(report.get("training"), dict) else {}
     model = report.get("model") if isinstance(report.get("model"), dict) else {}
     read = report.get("read") if isinstance(report.get("read"), dict) else {}
@@ -50,10 +55,43 @@ def gather(run: Run, stage: StageDir) -> StageView:
     row = FunnelRow("Train classifier", stage.source or "", None, None, None, None,
                     seconds=seconds(report.get("seconds")))
     sections = [Section("Held-out evaluation", blocks)]
-    if isinstance(read.get("quarantined"), int) and read["quarantined"]:
+    if whole(read.get("quarantined")):
         sections.append(quarantine(stage.folder / "quarantine", run.cfg, read["quarantined"]))
     return StageView("classifier", "Classifier", str(stage.folder.relative_to(run.out)) if stage.folder != run.out
                      else ".", [row], sections)
+
+
+def _confusion(confusion, cfg: ReportConfig) -> list:
+    """The confusion matrix, where it is one the job writes: at most DETAILED_LABELS labels (it writes none
+    past them), each row a whole number per label."""
+    confusion = confusion if isinstance(confusion, dict) else {}
+    names, matrix = confusion.get("rows_true_columns_predicted"), confusion.get("matrix")
+    if not isinstance(names, list) or not isinstance(matrix, list) or not names or len(names) > DETAILED_LABELS \
+            or len(matrix) != len(names):
+        return []
+    names = [clipped(n, cfg.field_chars) for n in names]
+    rows = [[n, *(whole(c, MAX_COUNT) for c in row)] for n, row in zip(names, matrix)
+            if isinstance(row, list) and len(row) == len(names)]
+    return [Table("Confusion (rows: true label, columns: predicted)", ["", *names], rows)]
+
+
+def _histogram(histogram, cfg: ReportConfig) -> Histogram | None:
+    """A label's score histogram by true label: series of whole numbers below 2**53 (a text, a list or an
+    integer of 4,300 digits there failed the page where the series were summed), at most MAX_BINS bins; the
+    series of the first SHOWN true labels, the rest summed in one."""
+    if not isinstance(histogram, dict):
+        return None
+    series = {clipped(k, cfg.field_chars): v for k, v in histogram.items() if isinstance(v, list)
+              and 0 < len(v) <= MAX_BINS and all(whole(n, MAX_COUNT) is not None for n in v)}
+    if not series:
+        return None
+    bins = max(map(len, series.values()))
+    names = list(series)
+    shown = {name: series[name] for name in names[:SHOWN]}
+    if rest := names[SHOWN:]:
+        shown[others(len(rest), "labels")] = [sum(series[name][i] for name in rest if i < len(series[name]))
+                                              for i in range(bins)]
+    return Histogram("", [f"{i / bins:.2f}" for i in range(bins)], shown)
 
 
 def _languages(training: dict, chars: int) -> list:

@@ -17,6 +17,7 @@ from report.sample import Distributions, Smallest
 from report.stages.common import (
     DOCUMENT_COLUMNS,
     classifier_columns,
+    count,
     distributions,
     quarantine,
     read_note,
@@ -44,9 +45,9 @@ def gather(run: Run, stage: StageDir) -> StageView:
     kept_plan = stream(folder / "docs", DOCUMENT_COLUMNS + extra, cfg, kept_sample, kept)
     removed_plan = stream(folder / "rejected", DOCUMENT_COLUMNS + extra + ["reason"], cfg, by_reason, removed,
                           key="reason")
-    total = stats.get("input") or 0
+    total = count(stats, "input") or 0
     sections = [Section("Removed, by reason", [*read_note(removed_plan, "rejected"),
-                                               *reasons(stats.get("rejected_by_reason") or {}, total, by_reason, cfg)])]
+                                               *reasons(stats.get("rejected_by_reason"), total, by_reason, cfg)])]
     kept_docs = kept_sample.get()
     sections.append(Section("Kept: a sample", [*read_note(kept_plan, "kept"), *kept_docs] or
                             [Note("no document was kept")]))
@@ -55,7 +56,7 @@ def gather(run: Run, stage: StageDir) -> StageView:
                                           "text, where an address was redacted."))
     if (folder / "normalized").is_dir():
         sections.append(_normalized(folder / "normalized", cfg))
-    if stats.get("quarantined"):
+    if count(stats, "quarantined"):  # ("quarantined": "3" from elsewhere: no count, and no section)
         sections.append(quarantine(folder / "quarantine", cfg, stats["quarantined"]))
     series = {"kept": kept, "rejected": removed}
     if (folder / RULES_REJECTED).is_dir():
@@ -64,9 +65,9 @@ def gather(run: Run, stage: StageDir) -> StageView:
                series["rejected by the rules before"])
     sections.append(Section("Distributions", distributions(series)))
     problems = [[clipped(e.get("file"), cfg.field_chars), "damaged", clipped(e.get("error"), cfg.field_chars)]
-                for e in stats.get("file_errors") or [] if isinstance(e, dict)]
+                for e in _listed(stats.get("file_errors")) if isinstance(e, dict)]
     problems += [[clipped(w.get("file"), cfg.field_chars), "warning", clipped(w.get("warning"), cfg.field_chars)]
-                 for w in stats.get("file_warnings") or [] if isinstance(w, dict)]
+                 for w in _listed(stats.get("file_warnings")) if isinstance(w, dict)]
     if problems:
         sections.append(Section("Files", [Table("Damaged files and ignored bytes", ["file", "what", "message"],
                                                 problems[:cfg.max_reasons])]))
@@ -77,6 +78,11 @@ def gather(run: Run, stage: StageDir) -> StageView:
                     seconds=seconds(stats.get("seconds")))
     return StageView(stage.kind if not stage.source else f"{stage.kind}/{stage.source}", TITLES[stage.kind],
                      str(folder.relative_to(run.out)) if folder != run.out else ".", [row], sections)
+
+
+def _listed(value) -> list:
+    """A list of a stats.json from elsewhere, or [] where it holds something else."""
+    return value if isinstance(value, list) else []
 
 
 # what normalization changes is mostly invisible: white space and control characters are shown by a sign

@@ -1,6 +1,7 @@
 """What the stages' gatherers share: an output streamed into a sample and distributions, reasons with
 their examples, the distributions as plots, the note on what share was read."""
 
+import math
 from pathlib import Path
 
 import pyarrow as pa
@@ -33,18 +34,58 @@ def stream(folder: Path, columns: list[str], cfg: ReportConfig, sample: Smallest
 
 
 def read_note(plan: Plan, what: str) -> list[Note]:
-    """A note when examples and distributions come from part of an output."""
+    """A note when examples and distributions come from part of an output, and one per damaged file passed
+    over."""
+    notes = [Note(f"{name} is damaged ({clipped(why, 200)}): passed over, its rows are not shown")
+             for name, why in plan.damaged]
     if plan.whole:
-        return []
-    return [Note(f"{what}: examples and distributions from {plan.rows_read:,} of {plan.rows:,} rows "
-                 f"({100 * plan.share:.1f}%), whole row groups taken by a hash of their file and position "
-                 "(report.read_bytes); the counts are the job's, over everything.")]
+        return notes
+    return notes + [Note(f"{what}: examples and distributions from {plan.rows_read:,} of {plan.rows:,} rows "
+                         f"({100 * plan.share:.1f}%), whole row groups taken by a hash of their file and position "
+                         "(report.read_bytes); the counts are the job's, over everything.")]
 
 
-def _counts(counts: dict) -> list[tuple[str, int]]:
+def outside_note(what: str) -> Note:
+    """What to say where text outside the run's folder was not read (ReportConfig.read_outside)."""
+    return Note(f"{what} is outside this folder, in the files its run.json or settings.yaml name: not read "
+                "(--read-outside true reads them, for a folder you trust).")
+
+
+def whole(value, limit: int = 2**63) -> int | None:
+    """A whole number of a file from elsewhere: an int from 0 to below `limit` (not a bool, not a text of
+    one), else None ("quarantined": "3" failed the stage where it was printed as a count)."""
+    return value if type(value) is int and 0 <= value < limit else None
+
+
+def finite(value) -> float | None:
+    """A number of a file from elsewhere as a finite float, else None (an int of 400 digits is no float)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def others(count: int, what: str) -> str:
+    """The line that counts what a list leaves out past report.max_reasons."""
+    return f"{count:,} other {what}"
+
+
+def capped(rows: list[list], cfg: ReportConfig, what: str) -> list[list]:
+    """A table's first cfg.max_reasons rows, and one counting the rest: a file from elsewhere can hold a row's
+    entry a million times (300,000 benchmarks made a page of 33 MB)."""
+    if len(rows) <= cfg.max_reasons:
+        return rows
+    return rows[:cfg.max_reasons] + [[others(len(rows) - cfg.max_reasons, what), *[None] * (len(rows[0]) - 1)]]
+
+
+def _counts(counts) -> list[tuple[str, int]]:
     """The counts of a stats.json from elsewhere that are counts: integers from 0 to an int64's (a count of 401
-    digits raised OverflowError where the bars were drawn)."""
-    return [(str(k), v) for k, v in counts.items() if isinstance(v, int) and 0 <= v < 2**63]
+    digits raised OverflowError where the bars were drawn), of a mapping (a list there hid the stage)."""
+    items = counts.items() if isinstance(counts, dict) else ()
+    return [(str(k), v) for k, v in items if whole(v) is not None]
 
 
 def reason_table(counts: dict, total: int, what: str, cfg: ReportConfig) -> list:
@@ -52,7 +93,7 @@ def reason_table(counts: dict, total: int, what: str, cfg: ReportConfig) -> list
     counted = sorted(_counts(counts), key=lambda kv: (-kv[1], kv[0]))
     shown = [(clipped(k, cfg.field_chars), v) for k, v in counted[:cfg.max_reasons]]  # a 48 MB reason: 50 MB
     if len(counted) > len(shown):
-        shown.append((f"{len(counted) - len(shown)} other reasons", sum(v for _, v in counted[cfg.max_reasons:])))
+        shown.append((others(len(counted) - len(shown), "reasons"), sum(v for _, v in counted[cfg.max_reasons:])))
     if not shown:
         return []
     return [Bars(f"{what}, by reason", dict(shown), what.lower()),
@@ -68,7 +109,7 @@ def reasons(counts: dict, total: int, sample: Smallest | None, cfg: ReportConfig
     rest = ordered[cfg.max_reasons:]
     if rest:
         n = sum(v for _, v in rest)
-        shown.append(Reason(f"{len(rest)} other reasons", n, n / total if total else 0.0,
+        shown.append(Reason(others(len(rest), "reasons"), n, n / total if total else 0.0,
                             note="not listed (report.max_reasons)"))
     return shown
 
@@ -115,24 +156,24 @@ def _number_first(value: str):
 
 
 def seconds(value) -> float | None:
-    """A stage's seconds: a number, or the sum of its steps' (dedup)."""
-    if isinstance(value, (int, float)):
-        return float(value)
+    """A stage's seconds: a finite number, or the sum of its steps' (dedup)."""
     if isinstance(value, dict):
-        return float(sum(v for v in value.values() if isinstance(v, (int, float))))
-    return None
+        steps = [finite(v) for v in value.values()]
+        return finite(sum(v for v in steps if v is not None))
+    return finite(value)
 
 
 def count(stats: dict, key: str) -> int | None:
-    value = stats.get(key)
-    return value if isinstance(value, int) else None
+    return whole(stats.get(key))
 
 
-def bars_of(values: dict, title: str, unit: str = "", note: str = "") -> Bars:
-    return Bars(title, {str(k): float(v) for k, v in values.items() if isinstance(v, (int, float))}, unit, note)
+def bars_of(values, title: str, unit: str = "", note: str = "") -> Bars:
+    """Bars of the finite numbers of a mapping from elsewhere (anything else, left out)."""
+    numbers = {str(k): finite(v) for k, v in values.items()} if isinstance(values, dict) else {}
+    return Bars(title, {k: v for k, v in numbers.items() if v is not None}, unit, note)
 
 
-def quarantine(folder: Path, cfg: ReportConfig, quarantined: int) -> Section:
+def quarantine(folder: Path, cfg: ReportConfig, quarantined: int | None) -> Section:
     """Quarantined records: the error, where they were (file and line or byte offset), their bytes as text;
     sampled by a hash of their place."""
     def shown(row: dict) -> Document:
@@ -144,7 +185,8 @@ def quarantine(folder: Path, cfg: ReportConfig, quarantined: int) -> Section:
     chosen, tables = scanned(folder, ["error", "file", "line", "offset", "raw", "id"], cfg.read_bytes, cfg.max_files)
     for table in tables:
         sample.offer(_placed(table))
-    return Section(f"Quarantined ({quarantined:,} records)", [*read_note(chosen, "quarantine"), *sample.get()])
+    counted = f" ({quarantined:,} records)" if whole(quarantined) is not None else ""
+    return Section(f"Quarantined{counted}", [*read_note(chosen, "quarantine"), *sample.get()])
 
 
 def _placed(table: pa.Table) -> pa.Table:

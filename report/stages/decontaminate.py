@@ -15,7 +15,17 @@ from report.model import FunnelRow, Mark, Match, Note, Section, StageView, Table
 from report.run import Run
 from report.sample import Distributions, Smallest
 from report.scan import id_hash, scanned
-from report.stages.common import DOCUMENT_COLUMNS, distributions, read_note, reasons, seconds, stream
+from report.stages.common import (
+    DOCUMENT_COLUMNS,
+    capped,
+    distributions,
+    outside_note,
+    read_note,
+    reasons,
+    seconds,
+    stream,
+    whole,
+)
 
 BENCHMARK_NAMES = 10_000  # names a benchmark's files are looked for among, at most (MMLU: 57 files)
 
@@ -25,17 +35,18 @@ SPAN_COLUMNS = ["id", "benchmark", "item", "start", "end", "score", "kind"]
 def gather(run: Run, stage: StageDir) -> StageView:
     cfg, folder = run.cfg, stage.folder
     stats = read_json(folder / "stats.json") or {}
-    benchmarks = stats.get("benchmarks") or {}
+    benchmarks = stats.get("benchmarks") if isinstance(stats.get("benchmarks"), dict) else {}
     keys = ("items", "items_found", "share_found", "documents", "spans_exact", "spans_fuzzy", "items_too_short")
     table = Table("Benchmarks", ["benchmark", *(k.replace("_", " ") for k in keys)],
-                  [[name, *(b.get(k) for k in keys)] for name, b in benchmarks.items() if isinstance(b, dict)])
+                  capped([[clipped(name, cfg.field_chars), *(b.get(k) for k in keys)] for name, b in benchmarks.items()
+                          if isinstance(b, dict)], cfg, "benchmarks"))
     facts = Table("Documents", ["", "value"], [[k.replace("_", " "), stats.get(k)] for k in
                                                ("input", "kept", "modified", "chars_removed", "spans", "dropped",
                                                 "quarantined", "fuzzy_over_budget")])
     sections = [Section("Benchmarks", [facts, table]), _matches(run, stage)]
     by_reason = Smallest(cfg.examples_per_reason, lambda row: document(row, cfg))
     dropped_plan = stream(folder / "dropped", DOCUMENT_COLUMNS + ["reason"], cfg, by_reason, None, key="reason")
-    dropped = reasons(stats.get("dropped_by_reason") or {}, stats.get("input") or 0, by_reason, cfg)
+    dropped = reasons(stats.get("dropped_by_reason"), whole(stats.get("input")) or 0, by_reason, cfg)
     sections.append(Section("Dropped, by reason", [*read_note(dropped_plan, "dropped"), *dropped] or
                             [Note("no document was dropped")]))
     kept = Distributions()
@@ -64,25 +75,31 @@ def _matches(run: Run, stage: StageDir) -> Section:
             mine = spans.setdefault(key, [])
             mine.append(row)
             if len(mine) > 4 * cfg.spans_per_item:
-                mine.sort(key=lambda r: (id_hash(r["id"]), r["start"]))
+                mine.sort(key=_span_order)
                 del mine[cfg.spans_per_item:]
         if len(spans) > 4 * cfg.match_items + 1000:
             spans = {k: spans[k] for k in sorted(spans, key=_item_order)[:cfg.match_items]}
     items = sorted(spans, key=_item_order)[:cfg.match_items]
-    shown = {k: sorted(spans[k], key=lambda r: (id_hash(r["id"]), r["start"]))[:cfg.spans_per_item] for k in items}
+    shown = {k: sorted(spans[k], key=_span_order)[:cfg.spans_per_item] for k in items}
     ids = {r["id"] for rows in shown.values() for r in rows}
     before = documents_by_id(run.input_files(stage), ids, cfg.lookup_bytes, cfg.max_files)
     all_spans = _all_spans(stage, {i for i in ids if i in before}, cfg)
-    window = int(run.setting(stage, "cut", "window", default=200) or 0)
+    window = whole(run.setting(stage, "cut", "window", default=200))
+    window = 200 if window is None else window
+    cuts: dict[str, list[tuple[int, int]]] = {}  # per document, its cuts: the same for each of its spans shown
     texts = _item_texts(run, stage, {k for k in items})
     blocks: list = read_note(chosen_plan, "matches")
-    if ids and not before:
+    if ids and run.inputs_left_out():
+        blocks.append(outside_note("The text of the documents before the cut"))
+    elif ids and not before:
         blocks.append(Note("The documents before the cut are not at hand (the job's input, as Parquet): the spans "
                            "are listed by their place, not shown in their text."))
+    if items and not cfg.read_outside and isinstance(run.setting(stage, "benchmarks"), dict):
+        blocks.append(outside_note("The text of the benchmark items"))
     if len(found) > len(items):
         blocks.append(Note(f"{len(items)} of the {len(found):,} items matched are shown (report.match_items)."))
     for key in items:
-        docs = [_span_document(row, before.get(row["id"]), all_spans.get(row["id"], []), window, run)
+        docs = [_span_document(row, before.get(row["id"]), all_spans.get(row["id"], []), window, run, cuts)
                 for row in shown[key]]
         blocks.append(Match(key[0], clipped(key[1], cfg.field_chars), texts.get(key), docs, found[key]))
     if not items:
@@ -94,6 +111,11 @@ def _item_order(key: tuple[str, str]):
     return key[0], id_hash(key[1]), key[1]
 
 
+def _span_order(row: dict):
+    start = whole(row["start"])
+    return id_hash(row["id"]), -1 if start is None else start
+
+
 def _all_spans(stage: StageDir, ids: set[str], cfg) -> dict[str, list[tuple[int, int]]]:
     """Every span of the documents shown: the cut around one span is widened by its neighbours."""
     found: dict[str, list[tuple[int, int]]] = {}
@@ -102,24 +124,31 @@ def _all_spans(stage: StageDir, ids: set[str], cfg) -> dict[str, list[tuple[int,
     _, tables = scanned(stage.folder / "matches", ["id", "start", "end"], cfg.read_bytes, cfg.max_files)
     for table in tables:
         for doc_id, start, end in zip(*(table.column(c).to_pylist() for c in ("id", "start", "end"))):
-            if doc_id in ids:
+            if doc_id in ids and whole(start) is not None and whole(end) is not None:
                 found.setdefault(doc_id, []).append((start, end))
     return found
 
 
-def _span_document(span: dict, before: dict | None, spans: list[tuple[int, int]], window: int, run: Run):
+def _span_document(span: dict, before: dict | None, spans: list[tuple[int, int]], window: int, run: Run,
+                   cuts: dict[str, list[tuple[int, int]]]):
     """The document before its cut with this span marked and the window cut around it; its place alone
     when the text is not at hand, or when its id names several documents of the input (which one the span
-    is in cannot be told)."""
-    start, end = int(span["start"]), int(span["end"])
+    is in cannot be told). `cuts`: the cuts of the documents done so far, computed once per document (a
+    document of 100,000 spans had them computed again for each of its spans shown)."""
+    start, end = whole(span.get("start")), whole(span.get("end"))
     fields = {"score": f"{span['score']:.3f}" if isinstance(span.get("score"), float) else str(span.get("score")),
-              "kind": str(span.get("kind")), "span": f"characters {start:,}-{end:,}"}
-    if before is None or (note := shared_note(before)):
-        fields["text"] = "not at hand" if before is None else note
+              "kind": str(span.get("kind")),
+              "span": f"characters {start:,}-{end:,}" if start is not None and end is not None else "not recorded"}
+    if before is None or start is None or end is None or (note := shared_note(before)):
+        fields["text"] = "not at hand" if before is None or start is None or end is None else note
         return document({"id": span["id"], "text": ""}, run.cfg, extra=fields)
     text = before.get("text") or ""
     marks = [Mark(start, end, "span", "matched span")]
-    for b, e in cut_ranges(text, spans or [(start, end)], window):
+    if not spans:  # its document's spans not read: its own cut
+        ranges = cut_ranges(text, [(start, end)], window)
+    else:
+        ranges = cuts[span["id"]] = cuts.get(span["id"]) or cut_ranges(text, spans, window)
+    for b, e in ranges:
         if b <= start and end <= e:
             marks += [Mark(b, start, "window", "cut with it"), Mark(end, e, "window", "cut with it")]
     return document(before, run.cfg, fields=("lang", "source"), marks=[m for m in marks if m.end > m.start],
@@ -128,10 +157,13 @@ def _span_document(span: dict, before: dict | None, spans: list[tuple[int, int]]
 
 def _item_texts(run: Run, stage: StageDir, items: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """The text of the items shown, read from the benchmark files the run named when they are at hand and
-    within cfg.benchmark_bytes."""
+    within cfg.benchmark_bytes; only with cfg.read_outside (they are outside the run's folder)."""
     cfg, texts = run.cfg, {}
+    if not cfg.read_outside:  # files a settings.yaml names: of the reader's machine, when it came from elsewhere
+        return texts
     named = run.setting(stage, "benchmarks", default={}) or {}
-    raw_items = run.setting(stage, "items", default={}) or {}
+    raw_items = run.setting(stage, "items", default={})
+    raw_items = raw_items if isinstance(raw_items, dict) else {}
     try:
         items_cfg = ItemsConfig(**{k: v for k, v in raw_items.items() if k in ItemsConfig.__dataclass_fields__})
     except (TypeError, ValueError):

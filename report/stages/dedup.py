@@ -17,12 +17,16 @@ from report.scan import id_hash, scanned
 from report.stages.common import (
     DOCUMENT_COLUMNS,
     bars_of,
+    capped,
     count,
     distributions,
+    others,
+    outside_note,
     read_note,
     reasons,
     seconds,
     stream,
+    whole,
 )
 
 COLUMNS = ["id", "cluster_id", "cluster_size", "kept", "source"]
@@ -50,12 +54,13 @@ def gather(run: Run, stage: StageDir) -> StageView:
     sources = stats.get("sources") or {}
     if isinstance(sources, dict) and len(sources) > 1:
         keys = ("input", "kept", "exact_duplicates", "near_duplicates", "in_an_earlier_source", "quarantined")
-        sections[0].blocks.append(Table(f"Sources (deduplicated {stats.get('scope')})", ["source", *keys],
-                                        [[name, *(s.get(k) for k in keys)] for name, s in sources.items()
-                                         if isinstance(s, dict)]))
+        listed = [[clipped(name, cfg.field_chars), *(s.get(k) for k in keys)] for name, s in sources.items()
+                  if isinstance(s, dict)]
+        sections[0].blocks.append(Table(f"Sources (deduplicated {clipped(stats.get('scope'), cfg.field_chars)})",
+                                        ["source", *keys], capped(listed, cfg, "sources")))
     sections.append(_clusters(run, stage, stats))
     if isinstance(stats.get("paragraphs"), dict):
-        sections.append(_paragraphs(run, stage, stats["paragraphs"], stats.get("input") or 0))
+        sections.append(_paragraphs(run, stage, stats["paragraphs"], count(stats, "input") or 0))
     if isinstance(stats.get("seconds"), dict):
         sections.append(Section("Seconds", [bars_of(stats["seconds"], "Seconds per step", "s")]))
     sections.append(Section("Distributions", [*read_note(kept_plan, "kept"), *distributions({"kept": kept})]))
@@ -63,17 +68,23 @@ def gather(run: Run, stage: StageDir) -> StageView:
                     stats.get("quarantined"), kept.text_bytes if kept_plan.whole else
                     round(kept.text_bytes / max(kept_plan.share, 1e-9)), kept_plan.whole,
                     seconds=seconds(stats.get("seconds")))
-    rows = _per_source(sources, row) if isinstance(sources, dict) and len(sources) > 1 else [row]
+    rows = _per_source(sources, row, cfg.max_reasons) if isinstance(sources, dict) and len(sources) > 1 else [row]
     return StageView("dedup", "Dedup", _relative(run, folder), rows, sections)
 
 
-def _per_source(sources: dict, total: FunnelRow) -> list[FunnelRow]:
-    """A funnel row per source, then the total (the text bytes are counted together, there)."""
+def _per_source(sources: dict, total: FunnelRow, shown: int) -> list[FunnelRow]:
+    """A funnel row per source (the first `shown`, the rest summed in one), then the total (the text bytes are
+    counted together, there)."""
     rows = []
     for name, s in sources.items():
-        if isinstance(s, dict) and all(isinstance(s.get(k), int) for k in ("input", "kept", "quarantined")):
-            rows.append(FunnelRow("Dedup", str(name), s["input"], s["kept"], s["input"] - s["kept"] - s["quarantined"],
-                                  s["quarantined"]))
+        counts = [whole(s.get(k)) for k in ("input", "kept", "quarantined")] if isinstance(s, dict) else [None]
+        if None not in counts:
+            rows.append(FunnelRow("Dedup", clipped(name, 60), counts[0], counts[1], counts[0] - counts[1] - counts[2],
+                                  counts[2]))
+    if len(rows) > shown:
+        rest = rows[shown:]
+        rows = rows[:shown] + [FunnelRow("Dedup", others(len(rest), "sources"), *(
+            sum(getattr(r, k) or 0 for r in rest) for k in ("input", "kept", "removed", "quarantined")))]
     total.source = "all sources"
     return rows + [total]
 
@@ -87,7 +98,7 @@ def _paragraphs(run: Run, stage: StageDir, step: dict, total: int) -> Section:
                                                                 "units_removed", "documents_changed",
                                                                 "documents_dropped")])
     shared = []
-    _, tables = scanned(stage.folder / "paragraphs", ["documents", "text"], cfg.read_bytes, cfg.max_files)
+    units_plan, tables = scanned(stage.folder / "paragraphs", ["documents", "text"], cfg.read_bytes, cfg.max_files)
     for table in tables:
         shared += table.to_pylist()
         del shared[cfg.max_reasons * 4:]
@@ -99,7 +110,8 @@ def _paragraphs(run: Run, stage: StageDir, step: dict, total: int) -> Section:
     dropped = Smallest(cfg.examples_per_reason, lambda row: document(row, cfg))
     dropped_plan = stream(stage.folder / "dropped", DOCUMENT_COLUMNS + ["reason"], cfg, dropped, None, key="reason")
     counts = {"paragraphs:too_short": step["documents_dropped"]} if step.get("documents_dropped") else {}
-    return Section("Shared paragraphs", [facts, units, *read_note(dropped_plan, "dropped"),
+    return Section("Shared paragraphs", [facts, *read_note(units_plan, "shared paragraphs"), units,
+                                         *read_note(dropped_plan, "dropped"),
                                          *reasons(counts, total, dropped, cfg)])
 
 
@@ -129,12 +141,16 @@ def _clusters(run: Run, stage: StageDir, stats: dict) -> Section:
                                  survivors_missing, cfg.lookup_bytes, cfg.max_files))
     # the signatures recomputed for the similarities shown: sizes from a stats.json from elsewhere bounded
     # (num_perm 50,000,000 ran for minutes)
-    num_perm, ngram = int(stats.get("num_perm") or 128), int(stats.get("ngram") or 5)
-    minhash = MinHashConfig(num_perm=num_perm if 1 <= num_perm <= MAX_NUM_PERM else 128,
-                            ngram=ngram if 1 <= ngram <= 64 else 5,
-                            seed=int(run.setting(stage, "minhash", "seed", default=1) or 1))
+    # (num_perm "x" or a seed that is a list hid the stage: each a whole number in bounds, else the default)
+    num_perm, ngram = whole(stats.get("num_perm")), whole(stats.get("ngram"))
+    seed = whole(run.setting(stage, "minhash", "seed", default=1), 2**32)
+    minhash = MinHashConfig(num_perm=num_perm if num_perm is not None and 2 <= num_perm <= MAX_NUM_PERM else 128,
+                            ngram=ngram if ngram is not None and 1 <= ngram <= 64 else 5,
+                            seed=1 if seed is None else seed)
     blocks: list = read_note(chosen_plan, "clusters")
-    if not run.input_files(stage):
+    if run.inputs_left_out():
+        blocks.append(outside_note("The text of the documents dedup removed (they are not in its output)"))
+    elif not run.input_files(stage):
         blocks.append(Note("The documents dedup removed are not in its output: their text is shown where its input "
                            "(Parquet) is at hand, else their id alone."))
     for title, chosen in (("largest", largest), ("sampled by a hash of the head's id", sampled)):

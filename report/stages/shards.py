@@ -4,9 +4,11 @@ schemas/index.py reads any index.json in."""
 
 from pathlib import Path
 
+from report.documents import clipped
 from report.layout import HELDOUT, StageDir, mixture
 from report.model import Bars, FunnelRow, Histogram, Note, Section, StageView, Table
 from report.run import Run
+from report.stages.common import capped
 from schemas.index import read_index_json
 
 MAX_SHARD_BARS = 40  # more shards than this: their fill as a histogram
@@ -67,8 +69,9 @@ def mixture_view(run: Run, folder: Path) -> StageView | None:
     data = mixture(folder)
     if not data or not isinstance(data.get("sources"), dict):
         return None
-    rows = [[name, s.get("weight"), s.get("rows"), s.get("tokens"), s.get("heldout")]
+    rows = [[clipped(name, run.cfg.field_chars), s.get("weight"), s.get("rows"), s.get("tokens"), s.get("heldout")]
             for name, s in data["sources"].items() if isinstance(s, dict)]
     return StageView("mixture", "Mixture", str(folder.relative_to(run.out)) if folder != run.out else ".", [],
                      [Section("Sources and weights", [Table("mixture.json", ["source", "weight", "rows", "tokens",
-                                                                             "held out"], rows)])])
+                                                                             "held out"],
+                                                                    capped(rows, run.cfg, "sources"))])])

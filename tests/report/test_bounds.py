@@ -172,8 +172,8 @@ def test_settings_nested_deep_or_with_a_repeated_key_are_not_read(tmp_path):
     from report.run import Run
 
     out = clean_output(tmp_path / "run", 40)
-    for text in ("min_words: " + "[" * 100_000 + "]" * 100_000 + "\n", "min_words: 5\nmin_words: 50\n"):
-        (out / "settings.yaml").write_text(text)
+    for settings in ("min_words: " + "[" * 100_000 + "]" * 100_000 + "\n", "min_words: 5\nmin_words: 50\n"):
+        (out / "settings.yaml").write_text(settings)
         assert Run.of(out, ReportConfig()).settings == {}
     (out / "settings.yaml").write_text("min_words: 50\n")
     assert Run.of(out, ReportConfig()).settings == {"min_words": 50}
