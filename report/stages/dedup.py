@@ -98,13 +98,18 @@ def _paragraphs(run: Run, stage: StageDir, step: dict, total: int) -> Section:
                                                                 "units_removed", "documents_changed",
                                                                 "documents_dropped")])
     shared = []
-    units_plan, tables = scanned(stage.folder / "paragraphs", ["documents", "text"], cfg.read_bytes, cfg.max_files)
+    units_plan, tables = scanned(stage.folder / "paragraphs", ["documents", "text", "source"], cfg.read_bytes,
+                                 cfg.max_files)
     for table in tables:
         shared += table.to_pylist()
         del shared[cfg.max_reasons * 4:]
-    top = sorted(shared, key=lambda r: (-(r["documents"] or 0), r["text"] or ""))[:cfg.max_reasons]
-    units = Table("The most shared, kept in the first document only", ["documents", "text"],
-                  [[r["documents"], clipped(r["text"] or "(not kept)", cfg.example_chars // 4)] for r in top]
+    top = sorted(shared, key=lambda r: (-(r["documents"] or 0), r["text"] or "", str(r.get("source"))))
+    top = top[:cfg.max_reasons]
+    by_source = any(r.get("source") is not None for r in top)  # sources deduplicated apart: a unit in each
+    units = Table("The most shared, kept in the first document only",
+                  ["documents", *(["source"] if by_source else []), "text"],
+                  [[r["documents"], *([clipped(str(r.get("source")), cfg.field_chars)] if by_source else []),
+                    clipped(r["text"] or "(not kept)", cfg.example_chars // 4)] for r in top]
                   ) if top else Note(f"no {step.get('unit', 'paragraph')} was in more than "
                                      f"{step.get('max_documents', 'the allowed number of')} documents")
     dropped = Smallest(cfg.examples_per_reason, lambda row: document(row, cfg))

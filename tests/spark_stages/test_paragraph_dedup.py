@@ -11,8 +11,10 @@ import pytest
 
 from prep.dedup.paragraphs import ParagraphConfig
 from prep.ingest.inputs import expand_sources, single_source
+from report import write_report
 from spark_stages.dedup import Config, run
 from tests.conftest import write_lines
+from tests.report.page import table_rows
 from tests.spark_stages.conftest import OTHER_CLUSTER, spark_settings
 from tests.web_fixtures import paragraphs
 
@@ -199,3 +201,5 @@ def test_sources_deduplicated_apart_count_their_shared_units_apart(spark, tmp_pa
         # OUT/paragraphs: the notice counted in each source apart, each row naming its source (two rows alike)
         listed = [r for r in pq.read_table(out / "paragraphs").to_pylist() if r["text"] == notice]
         assert [r.get("source") for r in listed] == (["a", "b"] if per_source else [None]), listed
+        shown = table_rows(write_report(out).read_text(), "The most shared, kept in the first document only")
+        assert [row[:2] for row in shown] == [["5", "a"], ["5", "b"]] if per_source else [r[0] for r in shown] == ["10"]
