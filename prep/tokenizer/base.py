@@ -32,9 +32,16 @@ def new_tokenizer(model, superwords: bool = False) -> Tokenizer:
 
 def from_json(text: str) -> Tokenizer:
     """A saved tokenizer, with its specials matched by id only, as when it was trained:
-    `encode_special_tokens` is a runtime setting that tokenizer.json does not keep."""
+    `encode_special_tokens` is a runtime setting that tokenizer.json does not keep.
+
+    Truncation and padding are switched off rather than the file refused: they are runtime settings of
+    whoever saved it (a model's input length), not of its vocabulary; kept, they cut every document to a
+    few tokens or put pad ids inside it, where documents are cut by the packer and padded by id. The
+    compiled encoder ignores them too, so both encoders give the same ids."""
     tokenizer = Tokenizer.from_str(text)
     tokenizer.encode_special_tokens = True
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
     return tokenizer
 
 

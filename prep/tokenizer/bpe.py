@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from tokenizers import Tokenizer, models, trainers
 
 from prep.tokenizer.base import finish, new_tokenizer, special_tokens
-from prep.tokenizer.pretokenize import byte_alphabet
+from prep.tokenizer.pretokenize import byte_alphabet, pre_tokenizer, training_pre_tokenizer
 
 
 @dataclass(frozen=True)
@@ -25,9 +25,12 @@ def train_bpe(texts: Iterable[str], vocab_size: int, cfg: BpeConfig = BpeConfig(
               max_superword_bytes: int | None = None) -> Tokenizer:
     """`vocab_size` in all, special tokens included. With `max_superword_bytes`, under the superword
     pre-tokenizer (merges may span words) and with that limit on a piece instead of max_token_bytes."""
-    tokenizer = new_tokenizer(models.BPE(), superwords=max_superword_bytes is not None)
+    superwords, longest = max_superword_bytes is not None, max_superword_bytes or cfg.max_token_bytes
+    tokenizer = new_tokenizer(models.BPE(), superwords=superwords)
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=cfg.min_frequency,
                                   special_tokens=special_tokens(), initial_alphabet=byte_alphabet(),
-                                  max_token_length=max_superword_bytes or cfg.max_token_bytes, show_progress=False)
+                                  max_token_length=longest, show_progress=False)
+    tokenizer.pre_tokenizer = training_pre_tokenizer(superwords, longest)  # one long word must not cost hours
     tokenizer.train_from_iterator(texts, trainer)
+    tokenizer.pre_tokenizer = pre_tokenizer(superwords)
     return finish(tokenizer, vocab_size)

@@ -6,6 +6,7 @@ SHA-256, and encodes a batch of documents per call: no Python object per token.
 
 import functools
 import hashlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,12 +17,18 @@ from tokenizers import Tokenizer
 
 from prep.tokenizer.base import BOS, EOS, PAD, from_json
 from prep.tokenizer.encoder import Encoder, UnsupportedTokenizer
+from prep.tokenizer.file_checks import check_tokenizer
 from schemas.index import MAX_VOCAB_SIZE
-from schemas.trust import UntrustedPath, open_regular_file
+from schemas.trust import UntrustedPath, keys_once, open_regular_file
 
 _LOADED: dict[str, "BatchEncoder"] = {}
 MAX_TOKENIZER_BYTES = 1 << 28  # a tokenizer.json (tokenmill's of 131,072 pieces: ~5 MB; 256K-piece ones ~30 MB)
 MAX_PIECE_BYTES = 1024  # a piece (tokenmill's are at most a few dozen bytes; a run of spaces in code, 80)
+# All pieces together, in characters (a byte symbol is one): the `tokenizers` Unigram model holds a trie
+# node per character (some 350 bytes each), the compiled encoder another (120 at its peak), in every worker.
+# A BPE of 131,072 pieces trained on the sample holds 1.5 M (more than a larger corpus gives at that size);
+# this is 131,072 pieces all at the 32-byte superword limit.
+MAX_PIECES_CHARACTERS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -37,8 +44,9 @@ class TokenizerFile:
     @classmethod
     def read(cls, path: str) -> "TokenizerFile":
         """The tokenizer in `path`, a file from elsewhere (beside shards, named by a config): ValueError naming
-        it where it is not a regular file of at most MAX_TOKENIZER_BYTES, not a tokenizers file, or its
-        pieces are not within bounds (_check_pieces)."""
+        it where it is not a regular file of at most MAX_TOKENIZER_BYTES, not a tokenizers file, its
+        pieces are not within bounds (_check_pieces) or it is not fit to encode documents with
+        (prep/tokenizer/file_checks.py)."""
         try:
             with open_regular_file(path) as f:
                 data = f.read(MAX_TOKENIZER_BYTES + 1)
@@ -49,6 +57,14 @@ class TokenizerFile:
         try:
             # the newlines a text-mode read gave, so that its hash is the one shards already name
             text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+            # a key given twice (two "model"s): this reader and the library's could take different ones
+            config = json.loads(text, object_pairs_hook=keys_once)
+        except (ValueError, RecursionError) as e:
+            raise ValueError(f"{path}: not a tokenizers file: {e}") from None
+        # before the library builds its own trie of them (a 3 MB file of long pieces: 1 GB)
+        if (total := _piece_characters(config)) > MAX_PIECES_CHARACTERS:
+            raise ValueError(f"{path}: pieces of {total} characters together (at most {MAX_PIECES_CHARACTERS})")
+        try:
             tokenizer = Tokenizer.from_str(text)
         except Exception as e:  # the Rust side raises plain Exceptions
             raise ValueError(f"{path}: not a tokenizers file: {e}") from e
@@ -56,6 +72,7 @@ class TokenizerFile:
         ids = {t: tokenizer.token_to_id(t) for t in (BOS, EOS, PAD)}
         if None in ids.values():
             raise ValueError(f"{path}: the tokenizer lacks {', '.join(t for t, i in ids.items() if i is None)}")
+        check_tokenizer(json.loads(tokenizer.to_str()), path)  # as the library reads it
         return cls(text, hashlib.sha256(text.encode()).hexdigest(), vocab_size, ids[BOS], ids[EOS], ids[PAD])
 
     def encoder(self) -> "BatchEncoder":
@@ -65,8 +82,9 @@ class TokenizerFile:
 def _check_pieces(vocab: dict[str, int], path: str) -> int:
     """The vocabulary's size (its largest id + 1), after checking that no two pieces share an id (which one an
     id decoded to changed from run to run), every id is below MAX_VOCAB_SIZE (the library writes a vocabulary
-    out id by id, gaps too: a 4.8 KB file with an id of 4e9 took 15.7 GB), and no piece is over MAX_PIECE_BYTES
-    (a 40 KB piece cost the compiled encoder 820 MB, a trie node per prefix)."""
+    out id by id, gaps too: a 4.8 KB file with an id of 4e9 took 15.7 GB), no piece is over MAX_PIECE_BYTES
+    (a 4,000-byte piece made a 400,000-letter document take 15 s to encode); their total is bounded before
+    the library reads them (MAX_PIECES_CHARACTERS)."""
     ids = np.fromiter(vocab.values(), np.int64, len(vocab))
     if not len(ids):
         raise ValueError(f"{path}: a tokenizer without pieces")
@@ -79,6 +97,17 @@ def _check_pieces(vocab: dict[str, int], path: str) -> int:
         raise ValueError(f"{path}: a piece of {len(long.encode())} bytes ({long[:20]!r}...; at most "
                          f"{MAX_PIECE_BYTES})")
     return int(ids.max()) + 1
+
+
+def _piece_characters(config) -> int:
+    """The characters of the model's pieces and the added tokens together, from the file's JSON as it is."""
+    model = config.get("model") if isinstance(config, dict) else None
+    vocab = model.get("vocab") if isinstance(model, dict) else None
+    if isinstance(vocab, list):  # a Unigram's [piece, score] pairs
+        vocab = [entry[0] for entry in vocab if isinstance(entry, list) and entry]
+    added = config.get("added_tokens") if isinstance(config, dict) else None
+    contents = [t.get("content") for t in added if isinstance(t, dict)] if isinstance(added, list) else []
+    return sum(len(p) for p in [*(vocab or ()), *contents] if isinstance(p, str))
 
 
 # texts (a list or an Arrow string array) → (int32 ids of every text one after another, int64 offsets

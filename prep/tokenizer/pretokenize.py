@@ -25,13 +25,36 @@ LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[
 NEWLINES = r"[\r\n]+"
 
 
-def pre_tokenizer(superwords: bool = False) -> pre_tokenizers.PreTokenizer:
-    return pre_tokenizers.Sequence([
+# The trainers' time grows with the square of a pre-token's length (one 640 KB word: minutes), and one
+# long run of letters, punctuation or spaces is all a document needs. While training, pre-tokens are cut
+# into chunks of this many times the longest piece: a piece is learned inside one chunk, so a cut loses
+# only the few pairs across it, once per chunk of a run that long (garbage, or a superword's long line).
+TRAINING_CHUNK_PIECES = 8
+
+
+def _stages(superwords: bool) -> list[pre_tokenizers.PreTokenizer]:
+    return [
         pre_tokenizers.Split(Regex(DIGITS), behavior="isolated"),
         pre_tokenizers.Split(Regex(CJK_RUN), behavior="isolated"),
         pre_tokenizers.Split(Regex(NEWLINES if superwords else LLAMA3), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    ]
+
+
+def pre_tokenizer(superwords: bool = False) -> pre_tokenizers.PreTokenizer:
+    return pre_tokenizers.Sequence(_stages(superwords))
+
+
+def training_chunk_bytes(max_piece_bytes: int) -> int:
+    return TRAINING_CHUNK_PIECES * max_piece_bytes
+
+
+def training_pre_tokenizer(superwords: bool, max_piece_bytes: int) -> pre_tokenizers.PreTokenizer:
+    """pre_tokenizer() with every pre-token cut into chunks of at most training_chunk_bytes (in byte
+    symbols, one per byte), for the trainers only: a trained tokenizer keeps pre_tokenizer()."""
+    chunks = pre_tokenizers.Split(Regex(f"[\\s\\S]{{1,{training_chunk_bytes(max_piece_bytes)}}}"),
+                                  behavior="isolated")
+    return pre_tokenizers.Sequence([*_stages(superwords), chunks])
 
 
 def decoder() -> decoders.Decoder:
@@ -77,9 +100,13 @@ def from_symbols(symbols: str) -> bytes:
     return bytes(_SYMBOL_BYTES[s] for s in symbols)
 
 
+def is_byte_symbols(piece: str) -> bool:
+    return all(c in _SYMBOL_BYTES for c in piece)
+
+
 def piece_bytes(piece: str) -> bytes:
     """A vocabulary entry's bytes: byte symbols map back one to one; anything else (a special token,
     another library's piece) is taken as UTF-8."""
-    if all(c in _SYMBOL_BYTES for c in piece):
+    if is_byte_symbols(piece):
         return from_symbols(piece)
     return piece.encode("utf-8")

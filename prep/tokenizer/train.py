@@ -12,15 +12,18 @@ only in their model. The corpus side (sample, counts, E-step) is passed in: loca
 for the job.
 """
 
+import json
 import logging
-from collections.abc import Callable, Iterable
+import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from tokenizers import Tokenizer, models, trainers
 
-from prep.tokenizer.base import finish, is_special, new_tokenizer, special_tokens
+from prep.ingest.inputs import InputError
+from prep.tokenizer.base import is_special, new_tokenizer, special_tokens
 from prep.tokenizer.bpe import BpeConfig, train_bpe
-from prep.tokenizer.pretokenize import byte_alphabet
+from prep.tokenizer.pretokenize import byte_alphabet, training_pre_tokenizer
 from prep.tokenizer.superwords import SuperwordConfig, is_superword, superword_seed
 from prep.tokenizer.unigram import (
     EStep,
@@ -32,6 +35,7 @@ from prep.tokenizer.unigram import (
     required_characters,
     unigram_tokenizer,
 )
+from schemas.index import MAX_VOCAB_SIZE
 
 ALGORITHMS = ("hybrid", "bpe", "unigram")
 log = logging.getLogger(__name__)
@@ -52,6 +56,13 @@ class TokenizerConfig:
             raise ValueError(f"superwords are a stage of the hybrid, not of algorithm {self.algorithm!r}")
         if self.vocab_size < 256 + len(special_tokens()) + 1:
             raise ValueError(f"vocab_size {self.vocab_size} cannot hold the 256 bytes and the special tokens")
+        # past what every reader of tokenizers and shards accepts, training itself aborted the process
+        # (a Rust allocation failure) rather than failing with a message
+        if self.vocab_size > MAX_VOCAB_SIZE:
+            raise ValueError(f"vocab_size {self.vocab_size} is over {MAX_VOCAB_SIZE}, the most tokenmill reads")
+        if self.algorithm == "hybrid" and not self.unigram.seed_factor * self.vocab_size <= MAX_VOCAB_SIZE:
+            raise ValueError(f"unigram.seed_factor {self.unigram.seed_factor} times vocab_size {self.vocab_size} "
+                             f"is a seed of over {MAX_VOCAB_SIZE} pieces")
 
 
 @dataclass
@@ -67,13 +78,51 @@ def bpe_of_size(corpus: Corpus, cfg: TokenizerConfig, vocab_size: int) -> Tokeni
     return train_bpe(corpus.sample(), vocab_size, cfg.bpe)
 
 
+# The `tokenizers` Unigram trainer is not a function of its input: its scores move by an ulp or two from
+# run to run (sums in another order), and it scores the characters it must keep but did not learn at its
+# lowest score plus 0.0001 per character before, in the order of a hash set. Scores are rounded to this,
+# far above the ulps (a flip needs a score within 1e-14 of a rounding boundary), and those characters
+# all get the lowest score; pieces are then ordered by (-score, piece).
+SCORE_DECIMALS = 4
+UNLEARNED_CHARACTERS_SPAN = 256 * 1e-4
+
+
 def train_plain_unigram(corpus: Corpus, cfg: TokenizerConfig) -> Tokenizer:
+    """`tokenizers`' Unigram trainer on the sample, its scores and order made deterministic (above)."""
     tokenizer = new_tokenizer(models.Unigram())
+    tokenizer.pre_tokenizer = training_pre_tokenizer(False, cfg.bpe.max_token_bytes)
     trainer = trainers.UnigramTrainer(vocab_size=cfg.vocab_size, special_tokens=special_tokens(),
                                       initial_alphabet=byte_alphabet(), max_piece_length=cfg.bpe.max_token_bytes,
                                       show_progress=False)
-    tokenizer.train_from_iterator(corpus.sample(), trainer)
-    return finish(tokenizer, cfg.vocab_size)
+    sample = _Measured(corpus.sample())
+    tokenizer.train_from_iterator(sample, trainer)
+    if not sample.bytes:  # the trainer gives NaN scores, which tokenizer.json writes as null: unreadable
+        raise InputError("the sample holds no text to train the unigram tokenizer on (raise --sample-bytes)")
+    learned = [(p, s) for p, s in json.loads(tokenizer.to_str())["model"]["vocab"] if not is_special(p)]
+    if not all(isinstance(s, float) and math.isfinite(s) for _, s in learned):
+        raise InputError(f"the unigram trainer gave scores that are not numbers on a sample of {sample.bytes} "
+                         "bytes (raise --sample-bytes)")
+    learned = _deterministic(learned)
+    return unigram_tokenizer([p for p, _ in learned], [s for _, s in learned], cfg.vocab_size)
+
+
+def _deterministic(learned: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    rounded = [(p, round(s, SCORE_DECIMALS)) for p, s in learned]
+    lowest = min((s for _, s in rounded), default=0.0)
+    rounded = [(p, lowest if len(p) == 1 and s <= lowest + UNLEARNED_CHARACTERS_SPAN else s) for p, s in rounded]
+    return sorted(rounded, key=lambda ps: (-ps[1], ps[0]))
+
+
+class _Measured:
+    """The texts of an iterable, counting their UTF-8 bytes as they pass."""
+
+    def __init__(self, texts: Iterable[str]):
+        self.texts, self.bytes = texts, 0
+
+    def __iter__(self) -> Iterator[str]:
+        for text in self.texts:
+            self.bytes += len(text.encode())
+            yield text
 
 
 def train_hybrid(corpus: Corpus, cfg: TokenizerConfig) -> tuple[Tokenizer, dict]:

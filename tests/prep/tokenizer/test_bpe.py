@@ -32,3 +32,41 @@ def test_vocabulary_is_exactly_the_asked_size_with_specials(tokenizer):
     assert [tokenizer.token_to_id(t) for t in (BOS, EOS)] == [0, 1]
     tiny = train_bpe(["only a few words here"], 1024)  # too little text to fill it
     assert tiny.get_vocab_size() == 1024 and tiny.token_to_id("<|reserved_100|>") is not None
+
+
+class FedToTheTrainer:
+    """A tokenizer that records the pre-tokens its trainer is fed, and does the rest as the real one."""
+
+    def __init__(self, tokenizer, pre_tokens: list):
+        object.__setattr__(self, "_real", tokenizer)
+        object.__setattr__(self, "_pre_tokens", pre_tokens)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._real, name, value)
+
+    def train_from_iterator(self, texts, trainer):
+        texts = list(texts)
+        for text in texts:
+            self._pre_tokens.extend(piece for piece, _ in self._real.pre_tokenizer.pre_tokenize_str(text))
+        return self._real.train_from_iterator(texts, trainer)
+
+
+@pytest.mark.parametrize("superwords", [False, True])
+def test_a_long_word_reaches_the_trainer_in_chunks_of_a_few_pieces(monkeypatch, superwords):
+    # the trainer's time grew with the square of a pre-token's length: a 640 KB run of letters took 142 s, a
+    # 320 KB line of words under the superword pre-tokenizer over 110 s
+    from prep.tokenizer import bpe
+    from prep.tokenizer.pretokenize import to_symbols
+
+    fed, real = [], bpe.new_tokenizer
+    monkeypatch.setattr(bpe, "new_tokenizer", lambda *a, **k: FedToTheTrainer(real(*a, **k), fed))
+    word = "".join(chr(97 + i * 7919 % 26) for i in range(20_000))
+    line = "the of and to in a is that " * 500
+    tokenizer = train_bpe([word, line], 512, max_superword_bytes=32 if superwords else None)
+    longest_piece = 32 if superwords else 16
+    assert max(map(len, fed)) <= 8 * longest_piece
+    assert "".join(fed) == to_symbols(word + line)  # cut, never dropped
+    assert tokenizer.pre_tokenizer.pre_tokenize_str(word)[0][0] == to_symbols(word)  # uncut when encoding

@@ -87,3 +87,40 @@ def test_a_byte_no_piece_covers_is_refused_naming_it_instead_of_inventing_ids(tr
     with pytest.raises(UnencodableText, match=r"byte 0x7e of document 1 of the batch \('home is ~/.bashrc'"):
         encoder.encode_batch(texts)
     assert encoder.encode_batch(texts[:1])[0].size > 0  # the text it covers still encodes
+
+
+def _small_unigram(extra: list[tuple[str, float]]) -> str:
+    """A tokenmill Unigram of the 256 bytes (and `extra` pieces), without training."""
+    from prep.tokenizer.pretokenize import byte_alphabet
+    from prep.tokenizer.unigram import unigram_tokenizer
+
+    pieces = byte_alphabet() + [p for p, _ in extra]
+    return unigram_tokenizer(pieces, [-10.0] * 256 + [s for _, s in extra], 512).to_str()
+
+
+def test_a_unigram_piece_not_spelled_in_byte_symbols_is_never_matched_as_by_tokenizers():
+    # "中文" as written (not in byte symbols) was matched by the compiled encoder only: `tokenizers` compares
+    # pieces with the pre-token's byte symbols, so ids differed from the reference
+    from prep.tokenizer.pretokenize import to_symbols
+
+    tokenizer_json = _small_unigram([("中文", 0.0), (to_symbols("文本"), -1.0)])
+    assert_same_ids(tokenizer_json, ["中文", "a 中文文本 b", "文本"])
+
+
+def test_the_trie_of_long_pieces_takes_memory_linear_in_their_bytes():
+    # 3,000 pieces of 1,000 bytes (a 3 MB file) took 2.6 GB: the trie was built keyed by every prefix's bytes
+    import random
+    import tracemalloc
+
+    from prep.tokenizer.encoder import unigram_trie
+
+    r = random.Random(0)
+    pieces = [("".join(r.choice("abcdefghij") for _ in range(1000)), -20.0) for _ in range(300)]
+    unigram_trie([("ab", -1.0)])  # compiles the hash table's kernel, which allocates too
+    tracemalloc.start()
+    model = unigram_trie(pieces)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(model.token) <= 300 * 1000 + 1 and model.longest == 1000
+    assert peak < 200 * 300 * 1000  # bytes per node (about 120: the hash table, arrays and their copies);
+    # the prefixes alone were 150 MB

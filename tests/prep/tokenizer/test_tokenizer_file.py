@@ -5,7 +5,7 @@ import json
 import os
 
 import pytest
-from tokenizers import models
+from tokenizers import AddedToken, models
 
 from prep.tokenizer import encode
 from prep.tokenizer.base import BOS, EOS, PAD, new_tokenizer
@@ -17,7 +17,9 @@ from tests.conftest import within
 def _bpe(tmp_path, change=None):
     vocab = {s: i for i, s in enumerate(byte_alphabet())}
     vocab.update({BOS: 256, EOS: 257, "ab": 258, PAD: 259})
-    config = json.loads(new_tokenizer(models.BPE(vocab, [("a", "b")])).to_str())
+    tokenizer = new_tokenizer(models.BPE(vocab, [("a", "b")]))
+    tokenizer.add_special_tokens([AddedToken(t, special=True) for t in (BOS, EOS, PAD)])
+    config = json.loads(tokenizer.to_str())
     if change:
         change(config)
     path = tmp_path / "tokenizer.json"
@@ -66,3 +68,82 @@ def test_a_file_too_large_or_not_a_regular_file_is_refused(tmp_path, monkeypatch
     os.mkfifo(tmp_path / "fifo.json")
     with within(10), pytest.raises(ValueError, match="regular file"):
         TokenizerFile.read(str(tmp_path / "fifo.json"))
+
+
+def test_pieces_whose_bytes_together_pass_the_bound_are_refused(tmp_path, monkeypatch):
+    # 3,000 pieces of 1,000 bytes (a 3 MB file) cost the compiled encoder 2.6 GB and 11.6 s per worker, each
+    # piece under the bound on one piece: the file's cap of 256 MB allowed some 200 GB
+    def many(config):
+        config["model"]["vocab"].update({f"{i:04d}" + "a" * 996: 260 + i for i in range(20)})
+
+    monkeypatch.setattr(encode, "MAX_PIECES_CHARACTERS", 10_000)
+    with pytest.raises(ValueError, match="tokenizer.json: pieces of 20.* characters together"):
+        TokenizerFile.read(_bpe(tmp_path, many))
+
+
+def _fallback_shaped(config):
+    config["normalizer"] = {"type": "NFC"}  # not tokenmill's shape: encoded by `tokenizers`, not the compiled encoder
+
+
+def test_truncation_and_padding_in_the_file_are_switched_off(tmp_path):
+    # a file saved with truncation to 3 tokens cut every document to 3 tokens; one with padding to 64 put pad ids
+    # inside every document
+    def truncating(config):
+        _fallback_shaped(config)
+        config["truncation"] = {"direction": "Right", "max_length": 3, "strategy": "LongestFirst", "stride": 0}
+
+    def padding(config):
+        _fallback_shaped(config)
+        config["padding"] = {"strategy": {"Fixed": 64}, "direction": "Right", "pad_to_multiple_of": None,
+                             "pad_id": 259, "pad_type_id": 0, "pad_token": PAD}
+
+    text = "abc abc abc abc abc"
+    whole = encode_documents(TokenizerFile.read(_bpe(tmp_path, _fallback_shaped)), [text])[0].tolist()
+    assert len(whole) > 5 and 259 not in whole
+    for change in (truncating, padding):
+        assert encode_documents(TokenizerFile.read(_bpe(tmp_path, change)), [text])[0].tolist() == whole
+
+
+def test_a_byte_without_a_piece_unknown_token_or_byte_fallback_is_refused_at_read(tmp_path):
+    # the shards job read such a file, then failed in a Spark task on the first emoji (byte 0xf0): a traceback
+    # and a staging folder left behind
+    def without_f0(config):
+        config["model"]["vocab"]["QQQ"] = config["model"]["vocab"].pop(byte_alphabet()[0xF0])
+
+    def with_unknown_token(config):
+        without_f0(config)
+        config["model"]["unk_token"] = "QQQ"
+
+    with pytest.raises(ValueError, match="tokenizer.json: byte 0xf0 has no piece"):
+        TokenizerFile.read(_bpe(tmp_path, without_f0))
+    assert TokenizerFile.read(_bpe(tmp_path, with_unknown_token)).vocab_size == 260
+
+
+@pytest.mark.parametrize("where", ["normalizer", "pre_tokenizer"])
+def test_a_regular_expression_tokenmill_does_not_write_is_refused(tmp_path, where):
+    # a normalizer replacing "(a+)+$" made `tokenizers` panic (a PanicException, past `except Exception`)
+    # on a document of a's; the regex engine backtracks
+    def crafted(config):
+        pattern = {"type": "Replace", "pattern": {"Regex": "(a+)+$"}, "content": "c"}
+        if where == "normalizer":
+            config["normalizer"] = pattern
+        else:
+            config["pre_tokenizer"]["pretokenizers"][2]["pattern"] = {"Regex": "(a+)+$"}
+
+    with pytest.raises(ValueError, match=r"tokenizer.json: a regular expression tokenmill does not write"):
+        TokenizerFile.read(_bpe(tmp_path, crafted))
+
+
+def test_added_tokens_that_are_not_special_are_refused(tmp_path):
+    # with "special": false the text "<|eos|>" inside a document became the eos id: the document ended there
+    def not_special(config):
+        for token in config["added_tokens"]:
+            token["special"] = False
+
+    def not_added(config):
+        config["added_tokens"] = [t for t in config["added_tokens"] if t["content"] != EOS]
+
+    with pytest.raises(ValueError, match=r"tokenizer.json: added token '<\|bos\|>' is not special"):
+        TokenizerFile.read(_bpe(tmp_path, not_special))
+    with pytest.raises(ValueError, match=r"tokenizer.json: <\|eos\|> is not a special added token"):
+        TokenizerFile.read(_bpe(tmp_path, not_added))

@@ -11,7 +11,14 @@ from prep.tokenizer.lattice import expected_counts, trie
 from prep.tokenizer.pretokenize import byte_alphabet, to_symbols
 from prep.tokenizer.report import evaluate
 from prep.tokenizer.train import TokenizerConfig, train_local
-from prep.tokenizer.unigram import UnigramConfig, fit, local_e_step, removal_loss, required_characters
+from prep.tokenizer.unigram import (
+    SPECIAL_SCORE,
+    UnigramConfig,
+    fit,
+    local_e_step,
+    removal_loss,
+    required_characters,
+)
 from tests.fuzz_text import fuzz_strings
 
 
@@ -96,3 +103,40 @@ def test_report_of_an_empty_held_out_set_has_no_gain_rather_than_a_crash(trained
 
     empty = evaluate(trained["bpe"][0], {})
     assert empty["all"]["tokens"] == 0 and gain(empty, evaluate(trained["hybrid"][0], {})) == {}
+
+
+def test_a_vocabulary_or_seed_past_what_readers_accept_is_refused_before_training():
+    # a vocab_size of 10**12 or a seed_factor of 1e12 passed, and training aborted the process (a Rust
+    # allocation failure, SIGABRT) instead of the job's one-line error; over 2**24 every reader refused the file
+    from schemas.index import MAX_VOCAB_SIZE
+
+    with pytest.raises(ValueError, match="vocab_size"):
+        TokenizerConfig(vocab_size=10**12, algorithm="bpe")
+    with pytest.raises(ValueError, match="vocab_size"):
+        TokenizerConfig(vocab_size=MAX_VOCAB_SIZE + 128, algorithm="unigram")
+    with pytest.raises(ValueError, match="seed_factor"):
+        TokenizerConfig(vocab_size=1024, unigram=UnigramConfig(seed_factor=1e12))
+    with pytest.raises(ValueError, match="seed_factor"):
+        TokenizerConfig(vocab_size=1024, unigram=UnigramConfig(seed_factor=float("inf")))
+    assert TokenizerConfig(vocab_size=MAX_VOCAB_SIZE, algorithm="bpe").vocab_size == MAX_VOCAB_SIZE
+
+
+@pytest.mark.parametrize("sample", [[], [""]])
+def test_plain_unigram_on_an_empty_sample_is_an_input_error_not_a_file_of_null_scores(sample):
+    # the `tokenizers` trainer gave NaN scores, written as null: the job died on reading its own file back
+    from prep.ingest.inputs import InputError
+
+    with pytest.raises(InputError, match="sample"):
+        train_local(sample, TokenizerConfig(vocab_size=512, algorithm="unigram"))
+
+
+def test_plain_unigram_scores_are_finite_and_its_specials_never_chosen_by_viterbi():
+    import json
+    import math
+
+    tokenizer, _ = train_local(["the cat sat on the mat. " * 20], TokenizerConfig(vocab_size=512, algorithm="unigram"))
+    vocab = json.loads(tokenizer.to_str())["model"]["vocab"]
+    assert all(math.isfinite(score) for _, score in vocab)
+    specials = vocab[:len(special_tokens())]
+    assert [piece for piece, _ in specials] == special_tokens()
+    assert all(score <= SPECIAL_SCORE for _, score in specials)  # as the hybrid's: only ever inserted by id
