@@ -30,7 +30,7 @@ def gather(run: Run, stage: StageDir) -> StageView:
                                  "labels"),
                           note=f"accuracy {held.get('accuracy')} on {held.get('documents')} documents")]
     warnings = held.get("warnings") if isinstance(held.get("warnings"), list) else []
-    blocks += [Note(f"Warning: {clipped(w, run.cfg.field_chars)}") for w in warnings[:run.cfg.max_reasons]
+    blocks += [Note(f"Warning: {clipped(w, run.cfg.example_chars)}") for w in warnings[:run.cfg.max_reasons]
                if isinstance(w, str)]
     blocks += _confusion(held.get("confusion"), run.cfg)
     for name, m in list(labels.items())[:run.cfg.max_reasons]:
