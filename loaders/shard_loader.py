@@ -22,7 +22,10 @@ takes its slice. Each source keeps its own order (its own seed, from the run's s
 and its own epochs: one that runs out starts again with a new shuffle.
 """
 
+import bisect
 import hashlib
+import math
+import numbers
 import time
 from collections import deque
 
@@ -54,9 +57,12 @@ class ShardLoader:
     def __init__(self, shards, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0,
                  num_workers: int = 0, device=None, *, weights: dict[str, float] | None = None,
                  prefetch_batches: int = 2, **options):
-        if batch_size < 1 or not 0 <= rank < world_size or num_workers < 0:
-            raise ValueError(f"batch_size must be positive, rank in [0, world_size) and num_workers >= 0, got "
-                             f"{batch_size}, {rank}, {world_size}, {num_workers}")
+        counts = (batch_size, rank, world_size, seed, num_workers)  # (a float or -1 failed only at the first batch)
+        if not all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in counts) or batch_size < 1 \
+                or not 0 <= rank < world_size or num_workers < 0 or seed < 0:
+            raise ValueError(f"batch_size must be a positive whole number, rank one in [0, world_size), num_workers "
+                             f"and seed whole numbers >= 0, got {batch_size!r}, {rank!r}, {world_size!r}, "
+                             f"{num_workers!r}, {seed!r}")
         self.device = torch.device(device or "cpu")
         self.ring = BatchRing(prefetch_batches, self.device)
         self.batch_size, self.rank, self.world_size, self.seed = batch_size, rank, world_size, seed
@@ -80,6 +86,7 @@ class ShardLoader:
         # the rows each source gives up to its end
         self._given: deque[tuple[int, list[int]]] = deque()
         self._skips: list[tuple[int, int]] = []  # stretches of global positions [start, end) never served
+        self._merged: list[tuple[int, int]] = []  # ... overlapping ones merged, for a lookup by bisection
         self.served_position = 0  # global position of the batch next() returned last
         self._origin = (0, [0] * len(self.sets))  # where the current weights took effect: (position, rows)
         self.counters = {"blocked_seconds": 0.0, "batches": 0}
@@ -134,27 +141,38 @@ class ShardLoader:
         if start % batch or end % batch or not self.position <= start < end:
             raise ValueError(f"a skip is whole global batches of {batch} rows from the position {self.position} "
                              f"on, got [{start}, {end})")
-        self._skips = sorted([*self._skips, (start, end)])
+        self._set_skips([*self._skips, (start, end)])
         self._restart(self.position, self._consumed)
 
-    def _skipped(self, position: int) -> bool:
-        return any(start <= position < end for start, end in self._skips)
+    def _set_skips(self, skips) -> None:
+        self._skips = sorted(skips)
+        self._merged = []
+        for start, end in self._skips:
+            if self._merged and start <= self._merged[-1][1]:
+                self._merged[-1] = (self._merged[-1][0], max(end, self._merged[-1][1]))
+            else:
+                self._merged.append((start, end))
 
-    def _next_rows(self) -> list[int]:
-        """Rows each source gives the next global batch after `_ahead`, as the weights' schedule says."""
-        return self._schedule.rows([rows - at for rows, at in zip(self._ahead, self._origin[1])],
-                                   self.global_batch_size)
+    def _skip_end(self, position: int) -> int | None:
+        """The end of the skipped stretch holding `position`, or None."""
+        at = bisect.bisect_right(self._merged, (position, math.inf)) - 1
+        return self._merged[at][1] if at >= 0 and position < self._merged[at][1] else None
+
+    def _next_rows(self, rows: int) -> list[int]:
+        """Rows each source gives the next `rows` after `_ahead`, as the weights' schedule says."""
+        return self._schedule.rows([ahead - at for ahead, at in zip(self._ahead, self._origin[1])], rows)
 
     def _collate(self) -> dict[str, np.ndarray]:
         """This rank's part of the next global batch to produce: each source's rows, source after source,
-        collated into one set of arrays (the skipped stretches before it passed over)."""
+        collated into one set of arrays (the skipped stretches before it passed over, each in one step: a
+        stretch of 10**12 batches had been stepped through a batch at a time)."""
         moved, passed = 0, [0] * len(self.sets)
-        while self._skipped(self._produced + moved):
-            given = self._next_rows()
+        while (end := self._skip_end(self._produced + moved)) is not None:
+            given = self._next_rows(end - self._produced - moved)
             self._ahead = [a + b for a, b in zip(self._ahead, given)]
             passed = [p + g for p, g in zip(passed, given)]
-            moved += self.global_batch_size
-        given = self._next_rows()
+            moved = end - self._produced
+        given = self._next_rows(self.global_batch_size)
         lo, hi = self.rank * self.batch_size, (self.rank + 1) * self.batch_size
         out, pieces, start = empty_batch(self.batch_size, self.seq_len), 1, 0
         source = np.empty(self.batch_size, np.int64)
@@ -187,26 +205,29 @@ class ShardLoader:
         saved with other weights loads only with allow_new_weights: every source then goes on from
         where it stopped, the new weights applying from here. keep_skips (a run going back to its own
         earlier state): this loader's skips from that position on stay, with the state's."""
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"cannot resume: loader state version {state.get('version')!r}, this loader reads "
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+            raise ValueError(f"cannot resume: loader state version "
+                             f"{state.get('version') if isinstance(state, dict) else state!r}, this loader reads "
                              f"{STATE_VERSION}")
         mine = self.state_dict()
         for key in ("seed", "shuffle_block_shards", "global_batch_size"):
             if state.get(key) != mine[key]:
                 raise ValueError(f"cannot resume: {key} was {state.get(key)!r}, this loader has {mine[key]!r}")
+        position, rows, since = _progress(state, [s["name"] for s in mine["sources"]], self.global_batch_size)
         saved = [(s["name"], s["epoch_size"]) for s in state["sources"]]
         if saved != [(s["name"], s["epoch_size"]) for s in mine["sources"]]:
             raise ValueError(f"cannot resume: the sources were {saved}, this loader has "
                              f"{[(s['name'], s['epoch_size']) for s in mine['sources']]}")
-        position, rows = int(state["position"]), [int(s["rows"]) for s in state["sources"]]
-        same_weights = integer_weights(state["weights"]) == integer_weights(mine["weights"])
+        try:
+            same_weights = integer_weights(state["weights"]) == integer_weights(mine["weights"])
+        except (MixtureError, AttributeError, TypeError) as e:
+            raise ValueError(f"cannot resume: the loader state's weights {state.get('weights')!r}: {e}") from None
         if not same_weights and not allow_new_weights:
             raise ValueError(f"cannot resume: the weights were {state['weights']}, this loader has "
                              f"{mine['weights']} (allow_new_weights=True continues with the new ones)")
-        since = state["weights_since"]
-        self._origin = (since["position"], list(since["rows"])) if same_weights else (position, list(rows))
+        self._origin = since if same_weights else (position, list(rows))
         kept = [stretch for stretch in self._skips if stretch[0] >= position] if keep_skips else []
-        self._skips = sorted(set(_skips_of(state.get("skips", []), self.global_batch_size)) | set(kept))
+        self._set_skips(set(_skips_of(state.get("skips", []), self.global_batch_size)) | set(kept))
         self._restart(position, rows)
 
     def _restart(self, position: int, rows: list[int]) -> None:
@@ -230,12 +251,37 @@ class ShardLoader:
         self.close()
 
 
+def _whole(value) -> bool:
+    """A count of a saved state: a whole number (not a bool, a float or a text of one), bounded."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= value < 2**62
+
+
+def _progress(state: dict, names: list[str], batch: int) -> tuple[int, list[int], tuple[int, list[int]]]:
+    """(position, each source's rows, where the weights took effect) of a saved state, checked to agree: a
+    state from elsewhere that did not (rows=3 at position 8) had served rows again under another position."""
+    sources, since = state.get("sources"), state.get("weights_since")
+    if not (isinstance(sources, list) and all(isinstance(s, dict) and {"name", "rows", "epoch_size"} <= s.keys()
+                                              for s in sources) and isinstance(since, dict)):
+        raise ValueError("cannot resume: the loader state has no list of sources (name, rows, epoch_size) or "
+                         "no weights_since")
+    position, rows = state.get("position"), [s["rows"] for s in sources]
+    if not _whole(position) or position % batch or not all(map(_whole, rows)) or sum(rows) != position:
+        raise ValueError(f"cannot resume: the loader state's position {position!r} is not whole global batches of "
+                         f"{batch} rows that its sources' rows {rows!r} add up to")
+    at, before = since.get("position"), since.get("rows")
+    if not (_whole(at) and at <= position and isinstance(before, list) and len(before) == len(names)
+            and all(_whole(b) and b <= r for b, r in zip(before, rows)) and sum(before) == at):
+        raise ValueError(f"cannot resume: the loader state's weights_since {since!r} is not a point of its "
+                         f"progress ({position}, {rows})")
+    return int(position), [int(r) for r in rows], (int(at), [int(b) for b in before])
+
+
 def _skips_of(saved, batch: int) -> list[tuple[int, int]]:
     """A saved state's skipped stretches, checked: whole global batches, each non-empty, in order."""
-    try:
-        skips = [(int(a), int(b)) for a, b in saved]
-    except (TypeError, ValueError):
-        raise ValueError(f"cannot resume: the loader state's skips are not [start, end] pairs: {saved!r}") from None
+    if not isinstance(saved, list) or not all(isinstance(pair, list | tuple) and len(pair) == 2
+                                              and all(map(_whole, pair)) for pair in saved):
+        raise ValueError(f"cannot resume: the loader state's skips are not [start, end] pairs: {str(saved)[:200]}")
+    skips = [(int(a), int(b)) for a, b in saved]
     if any(a % batch or b % batch or not 0 <= a < b for a, b in skips) or skips != sorted(skips):
         raise ValueError(f"cannot resume: the loader state's skips {skips} are not sorted whole global batches")
     return skips

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from schemas.index import INDEX_FILE, ShardEntry, ShardIndex, entry_count_problems, index_problems, read_index_json
 from schemas.mixture import MIXTURE_FILE, SHARED_INDEX_KEYS, MixtureError, read_mixture_file
 from schemas.shards import ROW_MULTIPLE, ShardFileError, open_shard
-from schemas.trust import RepeatedKey, TooLarge, UntrustedPath, open_regular_file
+from schemas.trust import RepeatedKey, TooLarge, UntrustedPath, is_url, open_regular_file
 
 
 def _rows_problems(table: pa.Table, index: ShardIndex) -> list[str]:
@@ -83,6 +83,8 @@ def validate(folder: Path, quick: bool = False) -> list[str]:
         return [f"{path}: not JSON: {e}"]
     if problems := index_problems(index, counts=False):
         return [f"{path}: {p}" for p in problems]
+    if not index["shards"]:  # as the loader says of it (it had "agreed")
+        return [f"{path}: lists no shards"]
     typed, problems = ShardIndex.from_json(index, counts=False), []
     for entry, written in zip(typed.shards, index["shards"]):  # what the files hold first: it says more
         found = shard_problems(folder, entry, typed, quick) or entry_count_problems(written, typed.seq_len)
@@ -99,15 +101,20 @@ def validate(folder: Path, quick: bool = False) -> list[str]:
     return problems
 
 
-def validate_mixture(path: Path, quick: bool = False) -> list[str]:
-    """Every problem of a mixture.json and its sources, each naming the source."""
+def validate_mixture(path: Path, quick: bool = False, unchecked: list[str] | None = None) -> list[str]:
+    """Every problem of a mixture.json and its local sources, each naming the source; a source in a remote
+    store is named in `unchecked` (validated where it is: as a path, its URL had named a local folder)."""
     try:
         mixture = read_mixture_file(path)
     except MixtureError as e:
         return [str(e)]
     problems, first = [], None
     for name, entry in mixture.sources.items():
-        folder = Path(mixture.location(path, name))
+        if is_url(location := mixture.location(path, name)):
+            if unchecked is not None:
+                unchecked.append(f"source {name!r} ({location}): in a remote store, not checked here")
+            continue
+        folder = Path(location)
         found = validate(folder, quick)
         problems += [f"source {name!r} ({entry.path}): {p}" for p in found]
         if found:
@@ -134,10 +141,12 @@ def main(argv=None) -> int:
     path = Path(args.shards)
     if path.is_dir() and not (path / INDEX_FILE).exists() and (path / MIXTURE_FILE).exists():
         path = path / MIXTURE_FILE
-    mixture = path.suffix == ".json"
-    problems = validate_mixture(path, args.quick) if mixture else validate(path, args.quick)
+    mixture, unchecked = path.suffix == ".json" and not path.is_dir(), []  # (a folder named web.json holds shards)
+    problems = validate_mixture(path, args.quick, unchecked) if mixture else validate(path, args.quick)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
+    for note in unchecked:
+        print(f"note: {note}")
     if not problems:
         print(f"{args.shards}: {'the mixture, its sources and their shards' if mixture else 'index and shards'} agree")
     return 1 if problems else 0

@@ -4,6 +4,7 @@ mixture.json errors that name the source."""
 
 import json
 import os
+import shutil
 from fractions import Fraction
 
 import pytest
@@ -247,6 +248,14 @@ def test_a_remote_source_in_a_mixture_is_kept_as_its_url(mixture):
     assert mixture_file.location(path, "zh") == "https://example.org/shards/zh"
     assert mixture_file.location(path, "web") == "s3://b/web"
     assert mixture_file.location(path, "tiny") == str(path.parent / "tiny")
+    # the validator names the remote sources it does not check (it had read the URL as a local folder: "https:/
+    # example.org/..." reported missing, or a folder of that name taken for the source)
+    (path.parent / "https:" / "example.org" / "shards").mkdir(parents=True)
+    shutil.copytree(path.parent / "web", path.parent / "https:" / "example.org" / "shards" / "zh")
+    unchecked = []
+    assert validate_mixture(path, unchecked=unchecked) == [] and unchecked == [
+        "source 'web' (s3://b/web): in a remote store, not checked here",
+        "source 'zh' (https://example.org/shards/zh): in a remote store, not checked here"]
 
 
 def test_a_mixture_file_larger_than_a_mixture_may_be_is_refused(mixture):
@@ -294,3 +303,21 @@ def test_a_mixture_file_that_is_a_fifo_is_refused_not_waited_on(mixture):
     os.mkfifo(path)
     with within(10), pytest.raises(MixtureError, match="not a regular file"):
         read_mixture_file(path)
+
+
+def test_rows_allocated_at_once_over_whole_periods_are_those_picked_one_at_a_time():
+    """A stretch of 4e12 rows skipped had been picked row by row (allocate): whole periods are now given at
+    once, the same rows as picking them one at a time from any point of the schedule."""
+    import random
+
+    rng = random.Random(0)
+    for _ in range(200):
+        weights = [rng.randint(1, 9) for _ in range(rng.randint(2, 4))]
+        counts = allocate(weights, [0] * len(weights), rng.randint(0, 50))
+        rows, one_by_one = rng.randint(0, 3 * sum(weights)), [0] * len(weights)
+        for _ in range(rows):
+            given = allocate(weights, [c + o for c, o in zip(counts, one_by_one)], 1)
+            one_by_one = [o + g for o, g in zip(one_by_one, given)]
+        assert allocate(weights, counts, rows) == one_by_one, (weights, counts, rows)
+    with within(30):
+        assert allocate([3, 5], [1, 0], 8 * 10**12) == [3 * 10**12, 5 * 10**12]

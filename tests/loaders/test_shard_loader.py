@@ -12,6 +12,7 @@ from loaders.shard_loader import ShardLoader
 from loaders.shard_reader import ShardError
 from loaders.shm_arena import entry_bytes, user_folder
 from schemas.shards import shard_name
+from tests.conftest import within
 from tests.shard_fixtures import PAD, SEQ, write_shards
 
 GLOBAL_BATCH = 8
@@ -344,3 +345,51 @@ def test_going_back_to_an_earlier_state_keeps_the_later_skips_when_asked(shards)
     assert loader.skips == [(3 * GLOBAL_BATCH, 4 * GLOBAL_BATCH)] and loader.position == 0
     loader.load_state_dict(saved)
     assert loader.skips == []
+
+
+def test_a_stretch_of_a_trillion_batches_is_passed_over_in_one_step(shards):
+    """Found by review (2026-12-07): skipped batches were stepped through one at a time, each looked up in
+    the whole list of skips (a stretch of 10**12 batches: weeks). The batch after it is the one at its end."""
+    path, _ = shards
+    far = 10**12 * GLOBAL_BATCH
+    loader = make(path, 1)[0]
+    with within(60):
+        loader.skip(0, far)
+        skipped = stream([loader], 1)
+    jumped = make(path, 1)[0]
+    state = jumped.state_dict()
+    jumped.load_state_dict({**state, "position": far, "sources": [{**s, "rows": far} for s in state["sources"]]})
+    assert skipped == stream([jumped], 1) and loader.served_position == far
+
+
+@pytest.mark.parametrize("change, message", [
+    # found by review (2026-12-07): rows 3 at position 8 served rows 3-6 again as position 8; -800, 8.9 and "8"
+    # were taken as positions; a short weights_since was cut by zip; others were KeyErrors and AttributeErrors
+    (lambda s: {**s, "position": s["position"] + GLOBAL_BATCH}, "add up to"),
+    (lambda s: {**s, "position": -GLOBAL_BATCH, "sources": [{**x, "rows": -GLOBAL_BATCH} for x in s["sources"]]},
+     "position -"),
+    (lambda s: {**s, "position": float(s["position"])}, r"position \d+\.0 "),
+    (lambda s: {**s, "position": str(s["position"])}, "position '"),
+    (lambda s: {**s, "position": True, "sources": [{**x, "rows": True} for x in s["sources"]]}, "position True"),
+    (lambda s: {**s, "weights_since": {"position": 0, "rows": []}}, "weights_since"),
+    (lambda s: {**s, "weights_since": {"position": 32, "rows": [32]}}, "weights_since"),
+    (lambda s: {k: v for k, v in s.items() if k != "sources"}, "no list of sources"),
+    (lambda s: [s], "version"),
+    (lambda s: {**s, "skips": [[16, "32"]]}, "skips"),
+    (lambda s: {**s, "weights": ["default"]}, "weights"),
+])
+def test_a_state_that_contradicts_itself_is_refused(shards, change, message):
+    path, _ = shards
+    loader = make(path, 1)[0]
+    stream([loader], 1)
+    with pytest.raises(ValueError, match=message):
+        make(path, 1)[0].load_state_dict(change(loader.state_dict()))
+
+
+@pytest.mark.parametrize("settings", [{"batch_size": 4.0}, {"rank": 0.0}, {"seed": -1}, {"batch_size": True},
+                                      {"world_size": 2.0}])
+def test_arguments_that_are_not_whole_numbers_in_range_are_refused_at_once(shards, settings):
+    """Found by review (2026-12-07): a float or -1 built the loader and failed at the first batch."""
+    path, _ = shards
+    with pytest.raises(ValueError, match="whole number"):
+        ShardLoader(path, **{"batch_size": 4, **settings})

@@ -169,3 +169,16 @@ def test_a_refused_shard_leaves_no_mapping_of_its_file(tmp_path, refusal):
         checked_shard_mapping(path, entry, algorithm)
     with open("/proc/self/maps") as maps:  # while the error (its traceback, its frames) is still held
         assert str(path) not in maps.read(), refused.value
+
+
+def test_an_index_of_no_shards_is_a_problem_as_the_loader_says_and_a_folder_named_json_is_a_folder(tmp_path, capsys):
+    """Found by review (2026-12-07): an index listing no shards "agreed", which the loader refuses; a shards
+    folder named web.json was read as a mixture."""
+    folder = tmp_path / "web.json"
+    write_shards(folder)
+    assert main([str(folder)]) == 0 and "index and shards agree" in capsys.readouterr().out
+    for shard in folder.glob("shard-*.arrow"):
+        shard.unlink()
+    rewrite_index(folder, lambda index: (index.update(shards=[]), index["totals"].update(
+        shards=0, rows=0, tokens=0, real_tokens=0, bytes=0)))
+    assert validate(folder) == [f"{folder / 'index.json'}: lists no shards"]
