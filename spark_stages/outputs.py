@@ -206,15 +206,20 @@ def write_json(path: Path, data: dict) -> None:
 
 
 def replace_text(path: Path, text: str) -> None:
-    """`path` written whole or not at all: the text in .NAME.tmp beside it, then renamed over it. The leading
+    """`path` written whole or not at all (replace_bytes), as UTF-8; a lone surrogate (a string from a file
+    from elsewhere) is written as "?"."""
+    replace_bytes(path, text.encode("utf-8", errors="replace"))
+
+
+def replace_bytes(path: Path, data: bytes) -> None:
+    """`path` written whole or not at all: the bytes in .NAME.tmp beside it, then renamed over it. The leading
     dot keeps the temporary off the names of folders beside it (a split's value names one:
     inputs.name_problem). The temporary is made anew and never through a link: a folder from elsewhere may
-    hold one by that name, which open() would follow to overwrite any file of the user's. A lone surrogate
-    (a string from a file from elsewhere) is written as "?"."""
+    hold one by that name, which open() would follow to overwrite any file of the user's."""
     tmp = path.with_name(f".{path.name}.tmp")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)  # a leftover, or a link: removed itself, never what it points to
     descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with open(descriptor, "w", encoding="utf-8", errors="replace") as f:
-        f.write(text)
+    with open(descriptor, "wb") as f:
+        f.write(data)
     os.replace(tmp, path)  # a link at `path` is replaced, not followed

@@ -109,3 +109,29 @@ def test_the_grafana_dashboard_shows_what_the_endpoint_serves():
         "tokenmill_benchmark_accuracy", "tokenmill_benchmark_accuracy_stderr", "tokenmill_rank_busy_seconds",
         "tokenmill_rank_data_wait_seconds", "tokenmill_rank_slow"]
     assert all(name in queried for name in served)
+
+
+def test_the_plot_passes_over_what_is_no_record_of_the_loops_and_replaces_a_link_not_its_target(tmp_path, capsys):
+    """Found by review (2026-12-07): a line cut short by a kill, bytes that are not UTF-8, a string where a figure
+    goes, a `$` in a source's name and `"step": true` were tracebacks or a wrong chart; a metrics.png that is a
+    link had its target overwritten."""
+    from jobs.plot import main, read
+
+    lines = [json.dumps({"step": s, "loss": 3.0 - 0.1 * s, "lr": 1e-4, "tokens_per_s": 100.0}) for s in (1, 2, 3)]
+    lines += [json.dumps({"step": 4, "loss": "abc", "lr": "high", "tokens_per_s": 100.0}),
+              json.dumps({"step": True, "loss": 99.0}),  # no step 1: passed over
+              json.dumps({"heldout_at_step": 2, "sources": {"a$b": {"loss": 2.5, "loss_se": 0.1}}}),
+              json.dumps({"event": "rollback", "at_step": "x"}), "[[[[", "\u2028 not json", '{"step": 5, "lo']
+    (tmp_path / "metrics.jsonl").write_bytes("\n".join(lines).encode() + b"\n\xff\xfe\n" + b'{"step": 6')
+    victim = tmp_path / "notes.txt"
+    victim.write_text("precious")
+    (tmp_path / "metrics.png").symlink_to(victim)
+    found = read(tmp_path / "metrics.jsonl")
+    assert sorted(found.steps) == [1, 2, 3, 4] and found.steps[1]["loss"] == 2.9
+    assert math.isnan(found.steps[4]["loss"]) and math.isnan(found.steps[4]["lr"])  # a gap, not a category
+    assert found.heldout == {2: {"a$b": (2.5, 0.1)}} and found.events == []
+    assert found.passed_over == {"not JSON": 4, "not a record of the loop's": 2, "not UTF-8": 1}
+    assert main([str(tmp_path)]) == 0
+    assert victim.read_text() == "precious" and not (tmp_path / "metrics.png").is_symlink()
+    assert (tmp_path / "metrics.png").read_bytes().startswith(b"\x89PNG")
+    assert "4 lines of" in capsys.readouterr().err
