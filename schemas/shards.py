@@ -106,8 +106,9 @@ def check_shard_file(path: Path, entry: "ShardEntry", algorithm: str = CHECKSUM_
 def checked_shard_mapping(path: Path, entry: "ShardEntry", algorithm: str = CHECKSUM_ALGORITHM) -> mmap.mmap | None:
     """check_shard_file, returning the file's read-only mapping it checked (None for an empty file), so
     that a reader goes on from the bytes it checked instead of mapping the file again. Close it."""
-    if not path.is_file():
-        raise ShardFileError("missing")
+    if not path.is_file():  # (a link is followed, to a regular file only, as open_regular_file follows it)
+        raise ShardFileError("not a regular file (a FIFO, a device or a folder is not read)" if path.exists()
+                             else "missing")
     if path.stat().st_size != entry.bytes:
         raise ShardFileError(f"size {path.stat().st_size} bytes, index says {entry.bytes} (truncated?)")
     mapped = _mapped(path)

@@ -182,3 +182,12 @@ def test_an_index_of_no_shards_is_a_problem_as_the_loader_says_and_a_folder_name
     rewrite_index(folder, lambda index: (index.update(shards=[]), index["totals"].update(
         shards=0, rows=0, tokens=0, real_tokens=0, bytes=0)))
     assert validate(folder) == [f"{folder / 'index.json'}: lists no shards"]
+
+
+def test_a_shard_that_is_a_fifo_is_said_to_be_no_regular_file_not_missing(tmp_path):
+    import os
+
+    write_shards(tmp_path)
+    (tmp_path / shard_name(0)).unlink()
+    os.mkfifo(tmp_path / shard_name(0))
+    assert validate(tmp_path)[0] == f"{shard_name(0)}: not a regular file (a FIFO, a device or a folder is not read)"
