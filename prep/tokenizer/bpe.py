@@ -30,7 +30,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int, cfg: BpeConfig = BpeConfig(
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=cfg.min_frequency,
                                   special_tokens=special_tokens(), initial_alphabet=byte_alphabet(),
                                   max_token_length=longest, show_progress=False)
-    tokenizer.pre_tokenizer = training_pre_tokenizer(superwords, longest)  # one long word must not cost hours
+    tokenizer.pre_tokenizer = training_pre_tokenizer(superwords)  # one long word must not cost hours
     tokenizer.train_from_iterator(texts, trainer)
     tokenizer.pre_tokenizer = pre_tokenizer(superwords)
     return finish(tokenizer, vocab_size)

@@ -25,11 +25,12 @@ LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[
 NEWLINES = r"[\r\n]+"
 
 
-# The trainers' time grows with the square of a pre-token's length (one 640 KB word: minutes), and one
-# long run of letters, punctuation or spaces is all a document needs. While training, pre-tokens are cut
-# into chunks of this many times the longest piece: a piece is learned inside one chunk, so a cut loses
-# only the few pairs across it, once per chunk of a run that long (garbage, or a superword's long line).
-TRAINING_CHUNK_PIECES = 8
+# The trainers' time grows with the square of a pre-token's length (one 640 KB run of letters: 142 s; a
+# 320 KB line under the superword pre-tokenizer: minutes). While training, a pre-token longer than this is
+# cut into chunks of it: far past any word or line of text (the embedded sample trains to the same
+# tokenizer, byte for byte, as without the cut; 128 bytes had cut runs of dashes and changed 103 ids), so
+# only a run that long pays, a chunk at a time, losing the one pair across each cut.
+TRAINING_CHUNK_BYTES = 1 << 14
 
 
 def _stages(superwords: bool) -> list[pre_tokenizers.PreTokenizer]:
@@ -45,15 +46,10 @@ def pre_tokenizer(superwords: bool = False) -> pre_tokenizers.PreTokenizer:
     return pre_tokenizers.Sequence(_stages(superwords))
 
 
-def training_chunk_bytes(max_piece_bytes: int) -> int:
-    return TRAINING_CHUNK_PIECES * max_piece_bytes
-
-
-def training_pre_tokenizer(superwords: bool, max_piece_bytes: int) -> pre_tokenizers.PreTokenizer:
-    """pre_tokenizer() with every pre-token cut into chunks of at most training_chunk_bytes (in byte
-    symbols, one per byte), for the trainers only: a trained tokenizer keeps pre_tokenizer()."""
-    chunks = pre_tokenizers.Split(Regex(f"[\\s\\S]{{1,{training_chunk_bytes(max_piece_bytes)}}}"),
-                                  behavior="isolated")
+def training_pre_tokenizer(superwords: bool) -> pre_tokenizers.PreTokenizer:
+    """pre_tokenizer() with every pre-token cut into chunks of at most TRAINING_CHUNK_BYTES (in byte symbols,
+    one per byte), for the trainers only: a trained tokenizer keeps pre_tokenizer()."""
+    chunks = pre_tokenizers.Split(Regex(f"[\\s\\S]{{1,{TRAINING_CHUNK_BYTES}}}"), behavior="isolated")
     return pre_tokenizers.Sequence([*_stages(superwords), chunks])
 
 

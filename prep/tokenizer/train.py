@@ -90,7 +90,7 @@ UNLEARNED_CHARACTERS_SPAN = 256 * 1e-4
 def train_plain_unigram(corpus: Corpus, cfg: TokenizerConfig) -> Tokenizer:
     """`tokenizers`' Unigram trainer on the sample, its scores and order made deterministic (above)."""
     tokenizer = new_tokenizer(models.Unigram())
-    tokenizer.pre_tokenizer = training_pre_tokenizer(False, cfg.bpe.max_token_bytes)
+    tokenizer.pre_tokenizer = training_pre_tokenizer(False)
     trainer = trainers.UnigramTrainer(vocab_size=cfg.vocab_size, special_tokens=special_tokens(),
                                       initial_alphabet=byte_alphabet(), max_piece_length=cfg.bpe.max_token_bytes,
                                       show_progress=False)

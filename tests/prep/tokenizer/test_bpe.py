@@ -59,14 +59,13 @@ def test_a_long_word_reaches_the_trainer_in_chunks_of_a_few_pieces(monkeypatch, 
     # the trainer's time grew with the square of a pre-token's length: a 640 KB run of letters took 142 s, a
     # 320 KB line of words under the superword pre-tokenizer over 110 s
     from prep.tokenizer import bpe
-    from prep.tokenizer.pretokenize import to_symbols
+    from prep.tokenizer.pretokenize import TRAINING_CHUNK_BYTES, to_symbols
 
     fed, real = [], bpe.new_tokenizer
     monkeypatch.setattr(bpe, "new_tokenizer", lambda *a, **k: FedToTheTrainer(real(*a, **k), fed))
-    word = "".join(chr(97 + i * 7919 % 26) for i in range(20_000))
-    line = "the of and to in a is that " * 500
+    word = "".join(chr(97 + i * 7919 % 26) for i in range(40_000))
+    line = "the of and to in a is that " * 1000
     tokenizer = train_bpe([word, line], 512, max_superword_bytes=32 if superwords else None)
-    longest_piece = 32 if superwords else 16
-    assert max(map(len, fed)) <= 8 * longest_piece
+    assert max(map(len, fed)) == TRAINING_CHUNK_BYTES  # the word (and the superwords' line) cut
     assert "".join(fed) == to_symbols(word + line)  # cut, never dropped
     assert tokenizer.pre_tokenizer.pre_tokenize_str(word)[0][0] == to_symbols(word)  # uncut when encoding
