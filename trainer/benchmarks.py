@@ -17,7 +17,9 @@ letters (lm-eval's mmlu). Rank r scores sequences r, r + world, ...; every rank 
 forward passes (FSDP gathers on each).
 """
 
+import bisect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,6 +29,7 @@ import torch.distributed as dist
 
 from loaders.collate import IGNORE
 from prep.ingest.inputs import name_problem
+from prep.tokenizer.base import from_json
 from trainer.mc_items import LETTERS, Item
 
 STYLES = ("cloze", "letters")
@@ -60,31 +63,66 @@ def prompt(item: Item, style: str) -> tuple[str, list[str]]:
     return f"Question: {item.question.strip()}\nAnswer:", [choice.strip() for choice in item.choices]
 
 
-# Characters of a context kept per token a sequence keeps (its last seq_len + 1): a token of text covers a
-# few characters (4 on average for the 128K tokenizer), so the text cut from the left this far out still
-# gives every token that is kept as the whole context gives it, while the encoding no longer grows with
-# the context: 26 choices of 19,000 characters in the `letters` style encoded 494,000 characters for each
-# choice, twice (500 such items: half an hour on every rank before the first step).
+# Characters of a context kept per token a sequence keeps (its last seq_len + 1), at the least: the encoding
+# of a long context no longer grows with it (26 choices of 19,000 characters in the `letters` style encoded
+# 494,000 characters for each choice, twice; 500 such items: half an hour on every rank before the first
+# step). A token of text covers a few characters (4 on average for the 128K tokenizer).
 CONTEXT_CHARS_PER_TOKEN = 32
 
 
-def encode_pairs(encode, bos: int, pairs: list[tuple[str, str]], seq_len: int) -> list[tuple[np.ndarray, int]]:
+def pre_token_starts(tokenizer_json: str) -> Callable[[str, int], int | None]:
+    """For a tokenizer file's JSON: where its first pre-token of a text at or after a place begins (None past
+    the last, or for a tokenizer with a normalizer, whose pre-tokens' places are of other text). The model
+    encodes each pre-token apart, so a text cut there gives every token after the cut as the whole text
+    does. The tokenizer is built at the first call: most contexts are never cut."""
+    built = []
+
+    def start_from(text: str, at: int) -> int | None:
+        if not built:
+            tokenizer = from_json(tokenizer_json)
+            built.append(tokenizer.pre_tokenizer if tokenizer.normalizer is None else None)
+        if built[0] is None:
+            return None
+        starts = [start for _, (start, _) in built[0].pre_tokenize_str(text)]
+        found = bisect.bisect_left(starts, at)
+        return starts[found] if found < len(starts) else None
+
+    return start_from
+
+
+def encode_pairs(encode, bos: int, pairs: list[tuple[str, str]], seq_len: int,
+                 start_from: Callable[[str, int], int | None] | None = None) -> list[tuple[np.ndarray, int]]:
     """Each (context, continuation) as (tokens, how many of them are the continuation's), lm-eval's way:
     the continuation's tokens are those of context + continuation past the context's own; at most
-    seq_len + 1 tokens, the context cut from the left (its text first, to CONTEXT_CHARS_PER_TOKEN per
-    token kept; each distinct context encoded once)."""
+    seq_len + 1 tokens, the context cut from the left. With `start_from` (pre_token_starts), a context's
+    text is cut first, at the first pre-token CONTEXT_CHARS_PER_TOKEN characters per kept token from its
+    end, and encoded whole again when what is left gives fewer tokens than are kept: the same tokens as
+    lm-eval's (tested)."""
     keep = CONTEXT_CHARS_PER_TOKEN * (seq_len + 1)
-    contexts = list(dict.fromkeys(c[-keep:] for c, _ in pairs))
-    wholes = [c[-keep:] + " " + continuation for c, continuation in pairs]
-    ids, offsets = encode(contexts + wholes)
+    cut = {}
+    for context in dict.fromkeys(c for c, _ in pairs):  # (an item's choices share their context)
+        at = start_from(context, len(context) - keep) if start_from and len(context) > keep else None
+        cut[context] = context[at:] if at else context
+    found = _encoded(encode, bos, [(cut[c], continuation) for c, continuation in pairs], seq_len)
+    short = [i for i, (c, _) in enumerate(pairs) if cut[c] is not c and found[i][2] <= seq_len]
+    for i, again in zip(short, _encoded(encode, bos, [pairs[i] for i in short], seq_len)):
+        found[i] = again
+    return [(tokens, n) for tokens, n, _ in found]
+
+
+def _encoded(encode, bos: int, pairs: list[tuple[str, str]], seq_len: int) -> list[tuple[np.ndarray, int, int]]:
+    """encode_pairs of the texts as given, each distinct context encoded once; with each pair's tokens before
+    the cut to seq_len + 1 (<|bos|> not counted)."""
+    contexts = list(dict.fromkeys(c for c, _ in pairs))
+    ids, offsets = encode(contexts + [c + " " + continuation for c, continuation in pairs])
     at = {context: k for k, context in enumerate(contexts)}
     found = []
     for i, (context, _) in enumerate(pairs):
-        k = at[context[-keep:]]
+        k = at[context]
         context_length = int(offsets[k + 1] - offsets[k])
         whole = ids[offsets[len(contexts) + i]:offsets[len(contexts) + i + 1]]
         tokens = np.concatenate([[bos], whole]).astype(np.int64)[-(seq_len + 1):]
-        found.append((tokens, min(len(whole) - context_length, len(tokens) - 1)))
+        found.append((tokens, min(len(whole) - context_length, len(tokens) - 1), len(whole)))
     return found
 
 
@@ -105,10 +143,12 @@ class Benchmarks:
         self.items = items
         self.sequences, self.owners = [], []  # every (benchmark, item, choice)'s tokens, and which they are
         encode = tokenizer_file.encoder()
+        start_from = pre_token_starts(tokenizer_file.json)
         for name, chosen in items.items():
             for i, item in enumerate(chosen):
                 context, continuations = prompt(item, cfg.style)
-                pairs = encode_pairs(encode, tokenizer_file.bos_id, [(context, c) for c in continuations], seq_len)
+                pairs = encode_pairs(encode, tokenizer_file.bos_id, [(context, c) for c in continuations], seq_len,
+                                     start_from)
                 self.sequences += pairs
                 self.owners += [(name, i, len(c)) for c in continuations]
 

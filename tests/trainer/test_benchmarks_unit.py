@@ -18,7 +18,7 @@ from loaders.collate import IGNORE
 from schemas.decontamination import RECORD_FILE, RecordError, new_record, read_record, validate_record
 from tests.conftest import within
 from trainer import mc_items
-from trainer.benchmarks import Benchmarks, BenchmarksConfig, accuracy, encode_pairs, prompt
+from trainer.benchmarks import Benchmarks, BenchmarksConfig, accuracy, encode_pairs, pre_token_starts, prompt
 from trainer.contamination import file_sha256, warnings
 from trainer.mc_items import Item, ItemsError, fixed_subset, item_of, read_items
 
@@ -180,12 +180,23 @@ def test_prompts_and_pairs_encoded_as_lm_eval_encodes_them(tmp_path):
         seen.extend(len(t) for t in texts)
         return encode(texts)
 
-    pairs = encode_pairs(counted, tokenizer.bos_id, [(long_context, c) for c in letters], 256)
-    ids, offsets = encode([long_context] + [long_context + " " + c for c in letters])
-    for k, (got, n) in enumerate(pairs):
-        whole = ids[offsets[k + 1]:offsets[k + 2]]
-        assert list(got) == [tokenizer.bos_id, *whole][-257:] and n == len(whole) - offsets[1], k
-    assert len(long_context) > 40_000 and len(seen) == 27 and max(seen) <= 32 * 257 + 2  # one context, 26 pairs
+    start_from = pre_token_starts(tokenizer.json)
+
+    def as_lm_eval(context, continuations, seq_len, encoder=encode):
+        found = encode_pairs(encoder, tokenizer.bos_id, [(context, c) for c in continuations], seq_len, start_from)
+        ids, offsets = encode([context] + [context + " " + c for c in continuations])
+        for k, (got, n) in enumerate(found):
+            whole = ids[offsets[k + 1]:offsets[k + 2]]
+            assert list(got) == [tokenizer.bos_id, *whole][-(seq_len + 1):], (context[-40:], k)
+            assert n == min(len(whole) - offsets[1], len(got) - 1), (context[-40:], k)
+
+    as_lm_eval(long_context, letters, 256, counted)
+    assert len(long_context) > 40_000 and len(seen) == 27 and max(seen) <= 32 * 257 + 40  # one context, 26 pairs
+    # a run as long as the cut (one pre-token: not cut), runs across it, and a context cut where what is left
+    # holds fewer tokens than are kept (encoded whole again): found by the day's review of the cut
+    for run in ("x" * 20_000, "-" * 5_000 + " a", "word " * 4_000, "x" * 600 + " y" * 300, " " * 9_000 + "z"):
+        as_lm_eval(run, ["x", "xx", "-", "A"], 16)
+        as_lm_eval("q " * 300 + run, ["x", "a b"], 16)
 
 
 def test_accuracy_is_lm_evals_acc_and_acc_norm_with_its_standard_error():
@@ -202,6 +213,7 @@ def test_accuracy_is_lm_evals_acc_and_acc_norm_with_its_standard_error():
 def test_a_batch_labels_only_the_continuation():
     class Tokenizer:
         pad_id, bos_id = 2, 0
+        json = ""  # read only for a context long enough to cut: none here
 
         @staticmethod
         def encoder():
