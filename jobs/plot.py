@@ -19,6 +19,7 @@ from pathlib import Path
 MAX_LINE_BYTES = 1 << 20  # the loop's lines are a few hundred bytes; one of 200 MB was read whole
 MAX_SOURCES = 20  # held-out sources drawn, the first by name (3,000 in a legend took a minute)
 FIGURES = ("loss", "lr", "tokens_per_s")
+NOT_PLOTTED = ("start", "benchmarks_at_step", "ranks_at_step")  # the loop's other lines (trainer/metrics.py)
 
 
 class Read:
@@ -76,7 +77,7 @@ def _taken(record: dict, found: Read) -> bool:
     if (step := _step(record.get("at_step"))) is not None and isinstance(record.get("event"), str):
         found.events.append((record["event"], step, _number(record.get("loss"))))
         return True
-    return False
+    return any(key in record for key in NOT_PLOTTED)
 
 
 def _step(value) -> int | None:
