@@ -16,7 +16,10 @@ Read as `tokenizers` reads it (its canonical JSON, `Tokenizer.from_str(...).to_s
 from prep.tokenizer.base import BOS, EOS, PAD
 from prep.tokenizer.pretokenize import BYTE_SYMBOLS, CJK_RUN, DIGITS, LLAMA3, NEWLINES
 
-OWN_PATTERNS = frozenset((DIGITS, CJK_RUN, LLAMA3, NEWLINES))
+# the CJK runs as tokenmill wrote them before its ranges were defined once (2026-11-29, prep/cjk.py): such a
+# file encodes as it did, by `tokenizers`
+CJK_RUN_BEFORE_2026_11_29 = r"[\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
+OWN_PATTERNS = frozenset((DIGITS, CJK_RUN, CJK_RUN_BEFORE_2026_11_29, LLAMA3, NEWLINES))
 BYTE_FALLBACK_PIECES = [f"<0x{b:02X}>" for b in range(256)]
 
 

@@ -134,6 +134,17 @@ def test_a_regular_expression_tokenmill_does_not_write_is_refused(tmp_path, wher
         TokenizerFile.read(_bpe(tmp_path, crafted))
 
 
+def test_a_tokenizer_of_the_cjk_ranges_before_they_were_defined_once_is_read(tmp_path):
+    """Found by the day's review: tokenizers tokenmill wrote before 2026-11-29 hold another text of the CJK
+    runs' pattern, and were refused as foreign."""
+    from prep.tokenizer.file_checks import CJK_RUN_BEFORE_2026_11_29
+
+    def older(config):
+        config["pre_tokenizer"]["pretokenizers"][1]["pattern"] = {"Regex": CJK_RUN_BEFORE_2026_11_29}
+
+    assert TokenizerFile.read(_bpe(tmp_path, older)).encoder()(["中文 text"])[0].size > 0
+
+
 def test_added_tokens_that_are_not_special_are_refused(tmp_path):
     # with "special": false the text "<|eos|>" inside a document became the eos id: the document ended there
     def not_special(config):
