@@ -213,7 +213,7 @@ class ShardLoader:
         for key in ("seed", "shuffle_block_shards", "global_batch_size"):
             if state.get(key) != mine[key]:
                 raise ValueError(f"cannot resume: {key} was {state.get(key)!r}, this loader has {mine[key]!r}")
-        position, rows, since = _progress(state, [s["name"] for s in mine["sources"]], self.global_batch_size)
+        position, rows, since = _progress(state, self.global_batch_size)
         saved = [(s["name"], s["epoch_size"]) for s in state["sources"]]
         if saved != [(s["name"], s["epoch_size"]) for s in mine["sources"]]:
             raise ValueError(f"cannot resume: the sources were {saved}, this loader has "
@@ -256,7 +256,7 @@ def _whole(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= value < 2**62
 
 
-def _progress(state: dict, names: list[str], batch: int) -> tuple[int, list[int], tuple[int, list[int]]]:
+def _progress(state: dict, batch: int) -> tuple[int, list[int], tuple[int, list[int]]]:
     """(position, each source's rows, where the weights took effect) of a saved state, checked to agree: a
     state from elsewhere that did not (rows=3 at position 8) had served rows again under another position."""
     sources, since = state.get("sources"), state.get("weights_since")
@@ -269,7 +269,7 @@ def _progress(state: dict, names: list[str], batch: int) -> tuple[int, list[int]
         raise ValueError(f"cannot resume: the loader state's position {position!r} is not whole global batches of "
                          f"{batch} rows that its sources' rows {rows!r} add up to")
     at, before = since.get("position"), since.get("rows")
-    if not (_whole(at) and at <= position and isinstance(before, list) and len(before) == len(names)
+    if not (_whole(at) and at <= position and isinstance(before, list) and len(before) == len(rows)
             and all(_whole(b) and b <= r for b, r in zip(before, rows)) and sum(before) == at):
         raise ValueError(f"cannot resume: the loader state's weights_since {since!r} is not a point of its "
                          f"progress ({position}, {rows})")

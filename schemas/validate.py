@@ -148,7 +148,8 @@ def main(argv=None) -> int:
     for note in unchecked:
         print(f"note: {note}")
     if not problems:
-        print(f"{args.shards}: {'the mixture, its sources and their shards' if mixture else 'index and shards'} agree")
+        print(f"{args.shards}: {'the mixture, its sources and their shards' if mixture else 'index and shards'} agree"
+              + (f" (but for the {len(unchecked)} sources in a remote store)" if unchecked else ""))
     return 1 if problems else 0
 
 
