@@ -69,8 +69,9 @@ def shard_problems(folder: Path, entry: ShardEntry, index: ShardIndex, quick: bo
     return problems + ([] if quick else _rows_problems(table, index))
 
 
-def validate(folder: Path, quick: bool = False) -> list[str]:
-    """Every problem found, each naming where; empty when the shards match their index."""
+def validate(folder: Path, quick: bool = False, notes: list[str] | None = None) -> list[str]:
+    """Every problem found, each naming where; empty when the shards match their index (`notes`: what is
+    worth saying of shards that do, an index of no shards)."""
     path = folder / INDEX_FILE
     try:
         with open_regular_file(path) as file:
@@ -83,8 +84,8 @@ def validate(folder: Path, quick: bool = False) -> list[str]:
         return [f"{path}: not JSON: {e}"]
     if problems := index_problems(index, counts=False):
         return [f"{path}: {p}" for p in problems]
-    if not index["shards"]:  # as the loader says of it (it had "agreed")
-        return [f"{path}: lists no shards"]
+    if not index["shards"] and notes is not None:  # what the shards job writes of an input without documents
+        notes.append(f"{path}: lists no shards (no document was packed): valid, but nothing a loader can train on")
     typed, problems = ShardIndex.from_json(index, counts=False), []
     for entry, written in zip(typed.shards, index["shards"]):  # what the files hold first: it says more
         found = shard_problems(folder, entry, typed, quick) or entry_count_problems(written, typed.seq_len)
@@ -142,14 +143,14 @@ def main(argv=None) -> int:
     if path.is_dir() and not (path / INDEX_FILE).exists() and (path / MIXTURE_FILE).exists():
         path = path / MIXTURE_FILE
     mixture, unchecked = path.suffix == ".json" and not path.is_dir(), []  # (a folder named web.json holds shards)
-    problems = validate_mixture(path, args.quick, unchecked) if mixture else validate(path, args.quick)
+    problems = validate_mixture(path, args.quick, unchecked) if mixture else validate(path, args.quick, unchecked)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     for note in unchecked:
         print(f"note: {note}")
     if not problems:
         print(f"{args.shards}: {'the mixture, its sources and their shards' if mixture else 'index and shards'} agree"
-              + (f" (but for the {len(unchecked)} sources in a remote store)" if unchecked else ""))
+              + (f" (but for the {len(unchecked)} sources in a remote store)" if unchecked and mixture else ""))
     return 1 if problems else 0
 
 

@@ -171,8 +171,9 @@ def test_a_refused_shard_leaves_no_mapping_of_its_file(tmp_path, refusal):
         assert str(path) not in maps.read(), refused.value
 
 
-def test_an_index_of_no_shards_is_a_problem_as_the_loader_says_and_a_folder_named_json_is_a_folder(tmp_path, capsys):
-    """Found by review (2026-12-07): an index listing no shards "agreed", which the loader refuses; a shards
+def test_an_index_of_no_shards_is_noted_and_a_folder_named_json_is_a_folder(tmp_path, capsys):
+    """Found by review (2026-12-07): an index listing no shards "agreed" without a word, which the loader
+    refuses (it is what the shards job writes of an input without documents: valid, and said); a shards
     folder named web.json was read as a mixture."""
     folder = tmp_path / "web.json"
     write_shards(folder)
@@ -181,7 +182,8 @@ def test_an_index_of_no_shards_is_a_problem_as_the_loader_says_and_a_folder_name
         shard.unlink()
     rewrite_index(folder, lambda index: (index.update(shards=[]), index["totals"].update(
         shards=0, rows=0, tokens=0, real_tokens=0, bytes=0)))
-    assert validate(folder) == [f"{folder / 'index.json'}: lists no shards"]
+    assert validate(folder) == [] and main([str(folder)]) == 0
+    assert f"note: {folder / 'index.json'}: lists no shards (no document was packed)" in capsys.readouterr().out
 
 
 def test_a_shard_that_is_a_fifo_is_said_to_be_no_regular_file_not_missing(tmp_path):
