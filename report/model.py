@@ -5,6 +5,24 @@ import math
 from dataclasses import dataclass, field
 
 
+def whole(value, limit: int = 2**63) -> int | None:
+    """A whole number of a file from elsewhere: an int from 0 to below `limit` (not a bool, not a text of
+    one), else None ("quarantined": "3" failed the stage where it was printed as a count; a list there, the
+    funnel's chart)."""
+    return value if type(value) is int and 0 <= value < limit else None
+
+
+def finite(value) -> float | None:
+    """A number of a file from elsewhere as a finite float, else None (an int of 400 digits is no float)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 @dataclass(frozen=True)
 class Mark:
     """A stretch of a document's text to mark: what a stage cut, replaced or matched there."""
@@ -125,12 +143,8 @@ class FunnelRow:
         # read from a stats.json that may come from elsewhere: a count of another type is not shown (a list
         # there failed the whole report where the funnel's chart divides by it)
         for name in ("input", "kept", "removed", "quarantined", "text_bytes", "tokens"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or abs(value) >= 1 << 63:
-                setattr(self, name, None)  # (a 400-digit count could not be drawn: no float holds it)
-        if not isinstance(self.seconds, int | float) or isinstance(self.seconds, bool) or not math.isfinite(
-                self.seconds):
-            self.seconds = None
+            setattr(self, name, whole(getattr(self, name)))  # (a 400-digit count could not be drawn)
+        self.seconds = finite(self.seconds)
 
 
 @dataclass

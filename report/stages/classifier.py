@@ -102,7 +102,7 @@ def _languages(training: dict, chars: int) -> list:
     counts: dict[str, Counter] = {}
     for lang, of in languages.items():
         for label, n in (of.items() if isinstance(of, dict) else ()):
-            if type(n) is int and 0 <= n < MAX_COUNT:
+            if whole(n, MAX_COUNT) is not None:
                 counts.setdefault(clipped(lang, chars), Counter())[clipped(label, chars)] += n
     if not counts:
         return []

@@ -1,14 +1,13 @@
 """What the stages' gatherers share: an output streamed into a sample and distributions, reasons with
 their examples, the distributions as plots, the note on what share was read."""
 
-import math
 from pathlib import Path
 
 import pyarrow as pa
 
 from report.config import ReportConfig
 from report.documents import clipped, raw_text
-from report.model import Bars, Document, Histogram, Note, Reason, Section, Table
+from report.model import Bars, Document, Histogram, Note, Reason, Section, Table, finite, whole
 from report.sample import OTHER_VALUES, Distributions, Smallest, length_labels, score_labels
 from report.scan import Plan, scanned, schema_names
 
@@ -49,23 +48,6 @@ def outside_note(what: str) -> Note:
     """What to say where text outside the run's folder was not read (ReportConfig.read_outside)."""
     return Note(f"{what} is outside this folder, in the files its run.json or settings.yaml name: not read "
                 "(--read-outside true reads them, for a folder you trust).")
-
-
-def whole(value, limit: int = 2**63) -> int | None:
-    """A whole number of a file from elsewhere: an int from 0 to below `limit` (not a bool, not a text of
-    one), else None ("quarantined": "3" failed the stage where it was printed as a count)."""
-    return value if type(value) is int and 0 <= value < limit else None
-
-
-def finite(value) -> float | None:
-    """A number of a file from elsewhere as a finite float, else None (an int of 400 digits is no float)."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def others(count: int, what: str) -> str:
