@@ -36,7 +36,7 @@ from prep.arrow_rows import rows_to_batch
 from prep.extract.page_worker import PageWorker
 from prep.extract.pages import NEEDS_TRAFILATURA, ExtractConfig, file_outcomes, page_worker
 from prep.extract.templates import cut, line_keys, site_key
-from prep.ingest.inputs import InputFile, Sources, all_files
+from prep.ingest.inputs import WARC_SUFFIXES, InputError, InputFile, Sources, all_files, is_warc
 from schemas import FORMAT_VERSION
 from schemas.documents import TEMPLATE_LINE_SCHEMA, WEB_DOCUMENT_SCHEMA, WEB_QUARANTINE_SCHEMA
 from spark_stages.ingest import MAX_INPUT_PARTITIONS, map_files
@@ -99,7 +99,11 @@ class Config(ExtractConfig):
             raise ValueError(f"partitions must be at least 1, got {self.partitions}")
 
 
-def check(cfg: Config, _sources) -> None:
+def check(cfg: Config, sources: Sources) -> None:
+    if documents := [f.relative for f in all_files(sources) if not is_warc(f.path)]:
+        # a file of 1,000 documents had been one record quarantined as "not a WARC record", the job's exit 0
+        raise InputError(f"{documents[0]}{f' and {len(documents) - 1} more' if len(documents) > 1 else ''}: not "
+                         f"a web crawl ({', '.join(WARC_SUFFIXES)}); documents go to jobs.clean")
     if cfg.extractor in NEEDS_TRAFILATURA:
         import importlib.util
 
@@ -199,6 +203,9 @@ class _SiteLines:
         self._site_pages, self._line_pages = Counter(), Counter()
 
     def add(self, page: dict) -> None:
+        if not page["host"]:  # no URL, or one without a host: of no site (pooled as one, unrelated pages' shared
+            page["keys"] = []  # lines had been cut as a site's template)
+            return
         page["keys"] = line_keys(page["host"], page["text"])
         site = site_key(page["host"])
         self._site_pages[site] += 1

@@ -61,16 +61,19 @@ def map_files(spark, files: list[InputFile], per_task, schema: pa.Schema):
 def document_parquet(files: list[InputFile]) -> bool:
     """Whether the input is Parquet with string `id` and `text` columns (a tokenmill stage's output), which
     is read as it is, every column kept with its type; anything else goes through the ingestion readers.
-    Decided from the first file's schema, as Spark infers a Parquet input's schema (a first file whose
-    schema cannot be read: the readers quarantine it as damaged)."""
+    Every file's footer is read and they must agree: Spark takes one file's schema, and a later file with
+    another type in a column had failed the job in a task (a Java traceback); the readers quarantine such
+    records, and a file whose schema cannot be read as damaged."""
     if not files or not all(f.path.endswith(".parquet") for f in files):
         return False
     try:
-        schema = pq.read_schema(files[0].path)
+        first = pq.read_schema(files[0].path)
+        if not all(name in first.names and first.field(name).type in (pa.string(), pa.large_string())
+                   for name in ("id", "text")):
+            return False
+        return all(pq.read_schema(f.path).remove_metadata().equals(first.remove_metadata()) for f in files[1:])
     except (pa.ArrowInvalid, OSError):
         return False
-    return all(name in schema.names and schema.field(name).type in (pa.string(), pa.large_string())
-               for name in ("id", "text"))
 
 
 def _native_parquet(spark, files: list[InputFile]):

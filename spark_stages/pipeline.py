@@ -28,7 +28,8 @@ from typing import ClassVar
 
 from prep.classify.scoring import ClassifierConfig, Classifiers, bucket_column, score_column
 from prep.config import override
-from prep.ingest.inputs import InputError, InputFile, Sources, expand_inputs, is_named, is_warc
+from prep.ingest.inputs import InputError, InputFile, Sources, all_files, expand_inputs, is_named, is_warc
+from prep.ingest.readers import ReaderConfig
 from schemas.mixture import MIXTURE_FILE, MixtureError, new_mixture, parse_weights
 from spark_stages import clean as clean_stage
 from spark_stages import decontaminate as decontaminate_stage
@@ -170,7 +171,37 @@ def clean_settings(cfg: Config, source: str) -> clean_stage.Config:
     return override(cfg.clean, cfg.sources.each.get(source, {}).get("clean", {}), f"sources.{source}.clean")
 
 
+def _settings_not_used(cfg: Config, sources: Sources) -> list[str]:
+    """The sections set apart from their defaults for a stage this run does not run (or runs otherwise): a
+    config file shared by runs of crawls and of documents may set them, so they are named in a warning, not
+    refused; unnamed, the run's report showed them among its settings as if they had been applied."""
+    unused = []
+    if cfg.extract != extract_stage.Config() and not any(is_warc(f.path) for f in all_files(sources)):
+        unused.append("extract (no source is a web crawl)")
+    decontaminate = cfg.decontaminate
+    if not decontaminate.benchmarks and decontaminate != decontaminate_stage.Config():
+        unused.append("decontaminate (no --benchmark is given)")
+    if cfg.shards.tokenizer and cfg.tokenizer != tokenizer_stage.Config():
+        unused.append("tokenizer (shards.tokenizer is given: no tokenizer is trained)")
+    if not cfg.quality.positive and cfg.quality.train != train_classifier_stage.Config():
+        unused.append("quality.train (no quality.positive: no classifier is trained here)")
+    if not cfg.quality and (cfg.quality.label or not cfg.quality.score_rejected):
+        unused.append("quality.label, quality.score_rejected (no quality classifier)")
+    if not is_named(sources) and cfg.sources.dedup != SourcesConfig().dedup:
+        unused.append("sources.dedup (one source)")
+    return unused
+
+
 def check(cfg: Config, sources: Sources) -> None:
+    for name in sources:  # the stages after clean read documents up to the readers' default limit
+        reader = clean_settings(cfg, name).reader
+        if reader.max_record_bytes > ReaderConfig().max_record_bytes:
+            where = "clean" if reader == cfg.clean.reader else f"sources.{name}.clean"
+            raise ValueError(f"{where}.reader.max_record_bytes {reader.max_record_bytes}: the stages after clean "
+                             f"read documents of at most {ReaderConfig().max_record_bytes} bytes (clean would keep "
+                             f"a larger one, dedup quarantine it)")
+    if unused := _settings_not_used(cfg, sources):
+        log.warning("settings of stages this run does not run, not used: %s", "; ".join(unused))
     _check_clean_columns(cfg, sources, _check_quality(cfg, sources))
     if cfg.shards.split_by and is_named(sources):
         raise ValueError("shards.split_by splits one source by a column: give one --input (the split's folders "

@@ -14,6 +14,7 @@ before any work is done.
 import argparse
 import contextlib
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -61,6 +62,16 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
                         help="a Spark setting, as with spark-submit (repeatable)")
 
 
+def local_output(output: str) -> str:
+    """The output folder as an absolute local path; ValueError for a URL. Outputs are written by the driver and
+    the tasks through the local file system (a mount is one): `s3://b/x` had failed in the tasks after Spark
+    started, leaving ./s3:/b/x behind, and `run:1`, relative, was read by pyarrow as a URL."""
+    if "://" in output:
+        raise ValueError(f"--output {output}: outputs are written to a local or mounted folder, not a URL (write "
+                         "there and copy)")
+    return os.path.abspath(output)
+
+
 def _fail(prog: str, message: str) -> int:
     print(f"{prog}: error: {message}", file=sys.stderr)
     return 2
@@ -90,11 +101,14 @@ def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
         try:
             parse_conf(args.conf)
             named = named_inputs(args.input) if stage.named_inputs else None
-            specs = flagged or named or {DEFAULT_SOURCE: ",".join(args.input)}
-            inputs = expand_sources(specs)
+            # --input given more than once: each value apart (one may be a file whose name holds a comma)
+            parts = flagged or named or {DEFAULT_SOURCE: args.input}
+            specs = {name: spec if isinstance(spec, str) else ",".join(spec) for name, spec in parts.items()}
+            inputs = expand_sources(parts)
             if stage.check:
                 stage.check(cfg, inputs)
-            roots = [root for spec in specs.values() for root in input_roots(spec)]
+            args.output = local_output(args.output)
+            roots = [root for spec in parts.values() for root in input_roots(spec)]
             check_apart(args.output, roots, [f.path for f in all_files(inputs)])
             claimed.enter_context(claimed_output(args.output))  # the whole run: a second job here is refused
         except (InputError, ValueError, OSError) as e:

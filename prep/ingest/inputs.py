@@ -1,9 +1,12 @@
 """Expands `--input` (files, directories and globs, comma-separated) into the files to read, and
 `--input NAME=PATH ...` into named sources."""
 
+import fnmatch
 import glob
+import logging
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from schemas.mixture import MIXTURE_FILE
@@ -11,6 +14,9 @@ from schemas.trust import is_regular_file, not_regular_why
 
 WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz")  # web crawls: the extract job reads them
 READABLE_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet", ".txt", *WARC_SUFFIXES)
+# Names of documents in formats the jobs do not read: a folder's such files are passed over with a warning.
+LOOKALIKE_SUFFIXES = (".json", ".ndjson", ".json.gz", ".ndjson.gz", ".jsonl.bz2", ".jsonl.xz", ".jsonl.zstd",
+                      ".txt.gz", ".txt.zst", ".csv", ".tsv", ".arrow", ".warc.zst", ".wet.zst")
 # NAME=PATH: a name is a folder name (it becomes OUT/shards/NAME); "data/a=b" has a slash before
 # its "=", so it stays a path.
 NAMED_INPUT = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]*)=(.+)")
@@ -22,6 +28,9 @@ FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 RESERVED_NAMES = (MIXTURE_FILE, "heldout", "stats.json", "run.json", "settings.yaml", "report.html", "compare.html")
 
 
+log = logging.getLogger(__name__)
+
+
 class InputError(ValueError):
     """The --input argument names nothing readable; the message says which part."""
 
@@ -29,7 +38,7 @@ class InputError(ValueError):
 @dataclass(frozen=True, order=True)
 class InputFile:
     path: str  # as the reader opens it
-    relative: str  # relative to the root of the --input part it came from: stable ids across machines
+    relative: str  # from the folder the --input parts share: stable ids across machines, unique in the input
 
 
 def is_readable(path: str) -> bool:
@@ -48,13 +57,72 @@ def _glob_root(pattern: str) -> str:
     return head or "."
 
 
+def _visible(name: str, pattern: str) -> bool:
+    """Whether `name` may match `pattern`: a wildcard does not match a leading dot, as in glob and the shell."""
+    return not name.startswith(".") or pattern.startswith(".")
+
+
+def _glob(pattern: str) -> list[str]:
+    """glob.glob(pattern, recursive=True) without its loops: a folder is entered once at each point of the
+    pattern (by its real path), so a link back to a folder above costs nothing (with glob's, two such links made
+    2**40 paths; one read every file 41 times)."""
+    root = _glob_root(pattern)
+    parts = [p for p in os.path.relpath(pattern, root).split(os.sep) if p] if pattern != root else []
+    found, seen = [], set()
+
+    def expand(folder: str, at: int) -> None:
+        if (key := (os.path.realpath(folder), at)) in seen:
+            return
+        seen.add(key)
+        if at == len(parts):
+            found.append(folder)
+            return
+        part = parts[at]
+        if part == "**":  # this folder, and every folder under it
+            expand(folder, at + 1)
+            for entry in _entries(folder):
+                if entry.is_dir() and not entry.name.startswith("."):
+                    expand(entry.path, at)
+        elif not glob.has_magic(part):
+            if os.path.lexists(path := os.path.join(folder, part)):
+                expand(path, at + 1) if at + 1 == len(parts) or os.path.isdir(path) else None
+        else:
+            for entry in _entries(folder):
+                if fnmatch.fnmatchcase(entry.name, part) and _visible(entry.name, part) and (
+                        at + 1 == len(parts) or entry.is_dir()):
+                    expand(entry.path, at + 1)
+
+    if os.path.isdir(root):
+        expand(root, 0)
+    return sorted(found)
+
+
+def _entries(folder: str) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(entries, key=lambda e: e.name)
+    except OSError:  # unreadable or gone: matches nothing, as in glob
+        return []
+
+
 def _files_under(directory: str) -> list[str]:
     found = []
     for folder, subfolders, files in os.walk(directory):
         subfolders[:] = sorted(d for d in subfolders if not d.startswith((".", "_")))
         # Spark and Hadoop write _SUCCESS and .crc files beside their output: not input.
-        found += [os.path.join(folder, f) for f in files if is_readable(f) and not f.startswith((".", "_"))]
+        read = [f for f in files if is_readable(f) and not f.startswith((".", "_"))]
+        found += [os.path.join(folder, f) for f in read]
+        # never a silent drop: a .json or a _part file is documents the user may have meant
+        if passed_over := [f for f in files if f not in read and _looks_like_documents(f)]:
+            log.warning("%s: %d file(s) passed over, of a format the jobs do not read or named as hidden (_ or .): "
+                        "%s", folder, len(passed_over), ", ".join(passed_over[:5]) + (", ..." if len(passed_over) > 5
+                                                                                     else ""))
     return found
+
+
+def _looks_like_documents(name: str) -> bool:
+    """A name that reads like documents: a readable suffix in any case, or another of the common ones."""
+    return name.lower().endswith(READABLE_SUFFIXES + LOOKALIKE_SUFFIXES) and name not in RESERVED_NAMES
 
 
 def _check_regular(path: str) -> None:
@@ -64,36 +132,53 @@ def _check_regular(path: str) -> None:
         raise InputError(f"{path}: {not_regular_why(path)}")
 
 
-def expand_inputs(spec: str) -> list[InputFile]:
-    """Every readable file named by `spec`, sorted, without repeats.
+def input_parts(spec: str | Sequence[str]) -> list[str]:
+    """The paths and globs of `spec` (a value of --input, or the values of it repeated): a value that names a
+    file or folder is that path, whatever it holds (a comma, brackets); any other is split at its commas."""
+    parts = []
+    for value in [spec] if isinstance(spec, str) else spec:
+        parts += [value] if os.path.lexists(value) else [p.strip() for p in value.split(",") if p.strip()]
+    return parts
+
+
+def expand_inputs(spec: str | Sequence[str]) -> list[InputFile]:
+    """Every readable file named by `spec` (input_parts), sorted, each file once however many paths lead to it.
 
     A part that matches nothing, or names a file of an unknown format, is an error naming the part:
-    a typo must not silently produce an empty corpus.
+    a typo must not silently produce an empty corpus. A file's `relative` (its documents' ids) is its path
+    from the folder all the parts' roots share: two folders' part-0.jsonl are two files.
     """
-    files: dict[str, InputFile] = {}
-    for part in (p.strip() for p in spec.split(",")):
-        if not part:
-            continue
-        if glob.has_magic(part):
-            root, matches = _glob_root(part), sorted(glob.glob(part, recursive=True))
-            paths = []
-            for m in matches:
-                paths += _files_under(m) if os.path.isdir(m) else [m] if is_readable(m) else []
-        elif os.path.isdir(part):
-            root, paths = part, _files_under(part)
-        elif os.path.isfile(part):
-            if not is_readable(part):
+    named: list[tuple[str, str]] = []  # (path, the root of its part)
+    for part in input_parts(spec):
+        if os.path.lexists(part):  # a path is itself, never a pattern: "data[1].jsonl" had read data1.jsonl
+            if os.path.isdir(part):
+                root, paths = part, _files_under(part)
+            elif not is_readable(part):
                 raise InputError(f"{part}: unknown format (expected one of {', '.join(READABLE_SUFFIXES)})")
-            root, paths = os.path.dirname(part) or ".", [part]
+            else:
+                root, paths = os.path.dirname(part) or ".", [part]
+        elif glob.has_magic(part):
+            root, paths, walked = _glob_root(part), [], []
+            for m in _glob(part):
+                if os.path.isdir(m):
+                    if not any(m.startswith(w + os.sep) for w in walked):  # a folder under one walked: walked
+                        walked.append(m)
+                        paths += _files_under(m)
+                elif is_readable(m):
+                    paths.append(m)
         else:
             raise InputError(f"{part}: no such file or directory")
         if not paths:
             raise InputError(f"{part}: matches no readable file ({', '.join(READABLE_SUFFIXES)})")
-        for path in paths:
-            _check_regular(path)
-            files.setdefault(os.path.abspath(path), InputFile(os.path.abspath(path), os.path.relpath(path, root)))
-    if not files:
+        named += [(path, root) for path in paths]
+    if not named:
         raise InputError("--input is empty")
+    base = os.path.commonpath([os.path.abspath(root) for _, root in named])
+    files: dict[str, InputFile] = {}
+    for path, _ in sorted(named, key=lambda pair: os.path.abspath(pair[0])):
+        _check_regular(path)
+        absolute = os.path.abspath(path)
+        files.setdefault(os.path.realpath(path), InputFile(absolute, os.path.relpath(absolute, base)))
     return sorted(files.values())
 
 
@@ -115,12 +200,10 @@ def all_files(sources: Sources) -> list[InputFile]:
     return [f for files in sources.values() for f in files]
 
 
-def input_roots(spec: str) -> list[str]:
-    """The folders and files `spec` names (a glob's matches), for checking that an output stays apart."""
-    roots = []
-    for part in filter(None, (p.strip() for p in spec.split(","))):
-        roots += sorted(glob.glob(part, recursive=True)) if glob.has_magic(part) else [part]
-    return roots
+def input_roots(spec: str | Sequence[str]) -> list[str]:
+    """The folders and files `spec` names (a glob's fixed folder), for checking that an output stays apart."""
+    return [part if os.path.lexists(part) or not glob.has_magic(part) else _glob_root(part)
+            for part in input_parts(spec)]
 
 
 def name_problem(name: str, reserved: tuple[str, ...] = RESERVED_NAMES) -> str | None:
@@ -154,7 +237,7 @@ def named_inputs(values: list[str]) -> dict[str, str] | None:
     return named
 
 
-def expand_sources(named: dict[str, str]) -> Sources:
+def expand_sources(named: dict[str, str | Sequence[str]]) -> Sources:
     """expand_inputs of each source; errors name the source (but the one input without a name)."""
     sources = {}
     for name, spec in named.items():

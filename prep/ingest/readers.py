@@ -21,6 +21,9 @@ from prep.ingest.streams import CHUNK_BYTES, StreamDamaged, decompressed_chunks,
 from schemas.trust import valid_unicode
 
 UTF8_BOM = b"\xef\xbb\xbf"
+# A record is a value in an Arrow string column, of 2 GiB a batch, and a row of Spark's (2 GiB): with the
+# readers' batches of RECORDS_BATCH_BYTES (prep/ingest/records.py), 512 MiB keeps every batch within both.
+MAX_RECORD_BYTES = 512 << 20
 RESERVED_FIELDS = ("id", "text", "source", "metadata")
 
 
@@ -37,6 +40,9 @@ class ReaderConfig:
             raise ValueError(f"reader: max_record_bytes, parquet_batch_rows, parquet_batch_bytes and read_bytes must "
                              f"be at least 1, got {self.max_record_bytes}, {self.parquet_batch_rows}, "
                              f"{self.parquet_batch_bytes}, {self.read_bytes}")
+        if self.max_record_bytes > MAX_RECORD_BYTES:
+            raise ValueError(f"reader: max_record_bytes is at most {MAX_RECORD_BYTES} (a record is one value of an "
+                             f"Arrow column and a Spark row), got {self.max_record_bytes}")
 
 
 @dataclass

@@ -123,6 +123,20 @@ def test_a_crawl_without_a_page_gives_empty_outputs_on_either_template_count(spa
         assert pq.read_table(out / "docs").num_rows == 0 and stats["file_errors"] == []
 
 
+def test_pages_without_a_host_are_no_site_and_keep_their_lines(spark, crawl, tmp_path):
+    """Found by review: pages whose URL has no host were pooled as one site, so lines unrelated pages share were
+    cut from all of them as that site's template."""
+    _, bodies, _ = crawl
+    folder = tmp_path / "hostless"
+    folder.mkdir()
+    write_warc(folder / "a.warc.gz", [Response(f"urn:page:{i}", BIG.page(f"Article {i}", body).encode())
+                                      for i, body in enumerate(bodies[:6])], crawl_records=False)
+    stats = run(spark, single_source(str(folder)), Config(), str(tmp_path / "out"))
+    docs = pq.read_table(tmp_path / "out" / "docs").to_pylist()
+    assert len(docs) == 6 and {d["host"] for d in docs} == {""} and stats["templates"]["lines_removed"] == 0
+    assert all(BIG.template_lines()[1] in d["text"] for d in docs)
+
+
 def test_pages_that_share_a_record_id_keep_their_own_text(spark, crawl, tmp_path):
     """The same WARC file twice (a crawl fetched again): the template step cuts each page on its own;
     it once joined the cut lines back by record id, giving both copies the lines of both."""

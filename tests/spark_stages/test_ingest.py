@@ -77,6 +77,20 @@ def test_a_damaged_parquet_file_first_in_the_input_is_quarantined_not_a_crash(sp
     assert [(q["file"], q["error"].split(":")[0]) for q in quarantine.collect()] == [("a.parquet", "damaged file")]
 
 
+def test_parquet_files_of_other_schemas_are_read_record_by_record_not_a_crash(spark, tmp_path):
+    """Found by review: only the first file's schema was looked at; a later file with an int64 text failed the
+    dedup, decontamination and shards jobs in a task (PARQUET_COLUMN_DATA_TYPE_MISMATCH, a Java traceback)."""
+    pq.write_table(pa.table({"id": ["a"], "text": ["some text"]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"id": ["b"], "text": [42]}), tmp_path / "b.parquet")
+    files = expand_inputs(str(tmp_path))
+    assert not document_parquet(files)
+    docs, quarantine = load_documents(spark, files)
+    assert [r["id"] for r in docs.collect()] == ["a"]
+    assert [(q["file"], q["error"]) for q in quarantine.collect()] == [("b.parquet", "text is int, not a string")]
+    pq.write_table(pa.table({"id": ["b"], "text": ["more text"]}), tmp_path / "b.parquet")  # alike: as it is
+    assert document_parquet(expand_inputs(str(tmp_path)))
+
+
 def test_a_parquet_document_over_the_record_limit_is_quarantined_with_its_reason(spark, tmp_path):
     """Parquet that is already a tokenmill output is read by Spark as it is; a value of any size passed
     (the readers quarantine records over max_record_bytes, and docs/trust.md said Parquet rows were bounded)."""

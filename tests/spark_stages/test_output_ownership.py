@@ -148,3 +148,25 @@ def test_an_ownership_file_that_is_a_fifo_or_a_link_is_damage_not_waited_on_or_f
     (tmp_path / OWNER_FILE).symlink_to(tmp_path / "theirs.json")
     with pytest.raises(OutputError, match="is damaged"):
         written_names(tmp_path)
+
+
+def test_an_output_that_is_a_url_is_one_line_before_spark_and_a_relative_one_is_made_absolute(
+        tmp_path, tiny, monkeypatch, capsys):
+    """Found by review: `--output s3://bucket/out` started Spark, failed in a task (pyarrow: Missing bucket name)
+    and left ./s3:/bucket/out behind; `--output run:1`, relative, was read by pyarrow as a URL in the tasks."""
+    from spark_stages import clean
+    from spark_stages.runner import local_output, run_stage
+
+    monkeypatch.chdir(tmp_path)
+    assert run_stage(clean.STAGE, ["--input", str(tiny), "--output", "s3://bucket/out"]) == 2
+    assert "not a URL" in capsys.readouterr().err and sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+    assert local_output("run:1") == str(tmp_path / "run:1")
+
+
+def test_the_extract_job_refuses_files_that_are_no_crawl(tmp_path, tiny, capsys):
+    """Found by review: a JSON Lines file of 1,000 documents was one record quarantined as no WARC record, exit 0."""
+    from spark_stages import extract
+    from spark_stages.runner import run_stage
+
+    assert run_stage(extract.STAGE, ["--input", str(tiny.parent), "--output", str(tmp_path / "out")]) == 2
+    assert "tiny.jsonl: not a web crawl" in capsys.readouterr().err and not (tmp_path / "out").exists()

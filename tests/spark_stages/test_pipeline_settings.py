@@ -108,3 +108,31 @@ def test_a_clean_classifier_writing_a_column_of_the_quality_classifier_is_one_li
     error = capsys.readouterr().err
     assert code == 2 and "label_score_quality" in error and error.count("\n") == 1, error
     assert not (tmp_path / "out").exists()
+
+
+def test_a_record_limit_the_stages_after_clean_do_not_share_is_one_line_before_spark(tmp_path, capsys):
+    """Found by review: clean kept a 12 MB document under --clean.reader.max_record_bytes 30000000 and dedup,
+    which reads documents to the readers' default limit, quarantined it."""
+    data = write_lines(tmp_path / "in" / "a.jsonl", [{"text": "x"}], mkdir=True)
+    for args, where in ((["--clean.reader.max_record_bytes", "30000000"], "clean.reader"),
+                        (["--input", f"code={data}", "--sources.code.clean.reader.max_record_bytes", "30000000"],
+                         "sources.code.clean.reader")):
+        code = run_stage(pipeline.STAGE, ["--input", f"web={data}", "--output", str(tmp_path / "out"), *args])
+        error = capsys.readouterr().err
+        assert code == 2 and f"{where}.max_record_bytes 30000000: the stages after clean" in error, error
+    assert not (tmp_path / "out").exists()
+
+
+def test_settings_of_stages_the_run_does_not_run_are_named(tmp_path):
+    """Found by review: extract settings for documents, decontamination settings without a benchmark, tokenizer
+    settings beside a given tokenizer, quality.train without quality.positive and sources.dedup for one source
+    did nothing, and the report listed them among the run's settings."""
+    from prep.ingest.inputs import expand_sources
+
+    data = write_lines(tmp_path / "in" / "a.jsonl", [{"text": "x"}], mkdir=True)
+    sources = expand_sources({"default": str(data)})
+    assert pipeline._settings_not_used(parse([]), sources) == []
+    cfg = parse(["--extract.partitions", "7", "--decontaminate.cut.window", "50", "--tokenizer.vocab_size", "1000",
+                 "--shards.tokenizer", "t.json", "--quality.train.train.epoch", "50", "--sources.dedup", "per-source"])
+    assert [line.split(" (")[0] for line in pipeline._settings_not_used(cfg, sources)] == [
+        "extract", "decontaminate", "tokenizer", "quality.train", "sources.dedup"]

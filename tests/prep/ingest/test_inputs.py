@@ -20,7 +20,58 @@ def test_directories_globs_and_commas(tmp_path):
     make(tmp_path, "a/one.jsonl", "a/sub/two.jsonl.zst", "b/three.parquet", "a/_SUCCESS", "a/.hidden.jsonl",
          "a/notes.md")
     files = expand_inputs(f"{tmp_path / 'a'},{tmp_path / 'b'}/*.parquet")
-    assert [f.relative for f in files] == ["one.jsonl", "sub/two.jsonl.zst", "three.parquet"]
+    # relative to the folder the parts share
+    assert [f.relative for f in files] == ["a/one.jsonl", "a/sub/two.jsonl.zst", "b/three.parquet"]
+    assert [f.relative for f in expand_inputs(str(tmp_path / "a"))] == ["one.jsonl", "sub/two.jsonl.zst"]
+
+
+def test_two_folders_files_of_one_name_are_two_files_with_ids_apart(tmp_path):
+    """Found by review: dump1/part-0.jsonl and dump2/part-0.jsonl were both part-0.jsonl, their documents both
+    part-0.jsonl:1, their quarantined records both of file part-0.jsonl."""
+    from prep.ingest.readers import read_file
+
+    make(tmp_path, "dump1/part-0.jsonl", "dump2/part-0.jsonl")
+    files = expand_inputs(f"{tmp_path / 'dump1'},{tmp_path / 'dump2'}")
+    assert [r.id for f in files for r in read_file(f)] == ["dump1/part-0.jsonl:1", "dump2/part-0.jsonl:1"]
+    assert expand_inputs([str(tmp_path / "dump1"), str(tmp_path / "dump2")]) == files  # --input given twice
+
+
+def test_a_glob_through_links_back_to_its_folder_ends_and_reads_each_file_once(tmp_path):
+    """Found by review: with two links to '.', glob's ** made 2**40 paths (never ended); with one, each file was
+    read 41 times under 41 ids."""
+    make(tmp_path, "crawl/a.jsonl", "crawl/sub/b.jsonl")
+    for i in range(3):
+        os.symlink(".", tmp_path / "crawl" / f"loop{i}")
+    os.symlink("..", tmp_path / "crawl" / "sub" / "up")
+    os.symlink(tmp_path / "crawl" / "a.jsonl", tmp_path / "crawl" / "sub" / "link.jsonl")  # a link to a file read
+    files = expand_inputs(f"{tmp_path}/crawl/**/*.jsonl")
+    assert [f.relative for f in files] == ["a.jsonl", "sub/b.jsonl"]
+    assert [f.relative for f in expand_inputs(f"{tmp_path}/crawl/**")] == ["a.jsonl", "sub/b.jsonl"]
+    assert [f.relative for f in expand_inputs(f"{tmp_path}/c*/s?b/[b]*.jsonl")] == ["crawl/sub/b.jsonl"]
+
+
+def test_a_path_is_itself_whatever_it_holds(tmp_path):
+    """Found by review: data[1].jsonl read data1.jsonl (a glob), a folder crawl[2024] could not be read, and a
+    file 'smith, john.jsonl' was split at its comma (reading smith/ and john.jsonl where they existed)."""
+    make(tmp_path, "data[1].jsonl", "data1.jsonl", "crawl[2024]/a.jsonl", "smith, john.jsonl", "smith/x.jsonl",
+         "john.jsonl")
+    assert [f.path for f in expand_inputs(str(tmp_path / "data[1].jsonl"))] == [str(tmp_path / "data[1].jsonl")]
+    assert [f.relative for f in expand_inputs(str(tmp_path / "crawl[2024]"))] == ["a.jsonl"]
+    assert [f.path for f in expand_inputs(str(tmp_path / "smith, john.jsonl"))] == [str(tmp_path / "smith, john.jsonl")]
+    # a value that names no file is still split at its commas, and a pattern where nothing has its name
+    assert len(expand_inputs(f"{tmp_path / 'smith'},{tmp_path / 'john.jsonl'}")) == 2
+    assert [f.relative for f in expand_inputs(str(tmp_path / "data[0-9].jsonl"))] == ["data1.jsonl"]
+
+
+def test_a_folders_documents_in_formats_not_read_are_named_in_a_warning(tmp_path, caplog):
+    """Found by review: of a folder's 12 files of documents only a.jsonl was read, without a word."""
+    make(tmp_path, "a.jsonl", "b.json", "c.ndjson", "d.JSONL", "e.jsonl.bz2", "_part-1.jsonl", "notes.md",
+         "_SUCCESS", "stats.json", "part-0.parquet.crc")
+    with caplog.at_level("WARNING", logger="prep.ingest.inputs"):
+        assert [f.relative for f in expand_inputs(str(tmp_path))] == ["a.jsonl"]
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "5 file(s) passed over" in warning
+    assert all(name in warning for name in ("b.json", "c.ndjson", "d.JSONL", "e.jsonl.bz2", "_part-1.jsonl"))
 
 
 def test_same_file_named_twice_is_read_once(tmp_path):
@@ -85,7 +136,9 @@ def test_a_fifo_or_a_device_under_a_readable_name_is_an_error_naming_it(tmp_path
     with pytest.raises(InputError, match="zero.warc: not a regular file"):
         expand_inputs(str(tmp_path / "crawl" / "*.warc*"))
     os.unlink(tmp_path / "crawl" / "zero.warc")
-    os.symlink(tmp_path / "crawl" / "good.warc.gz", tmp_path / "crawl" / "linked.warc.gz")  # a link to a file: read
+    make(tmp_path, "elsewhere/other.warc.gz")
+    os.symlink(tmp_path / "elsewhere" / "other.warc.gz", tmp_path / "crawl" / "linked.warc.gz")  # a link: read
+    os.symlink(tmp_path / "crawl" / "good.warc.gz", tmp_path / "crawl" / "same.warc.gz")  # a file read once
     assert [f.relative for f in expand_inputs(str(tmp_path / "crawl"))] == ["good.warc.gz", "linked.warc.gz"]
     os.symlink(tmp_path / "crawl" / "moved.warc.gz", tmp_path / "crawl" / "dangling.warc.gz")  # says what it is
     with pytest.raises(InputError, match="dangling.warc.gz: a link to nothing .*moved.warc.gz"):

@@ -95,9 +95,10 @@ def test_what_a_damaged_chunk_decodes_to_before_its_damage_is_recovered_in_bound
     def block(last: int, kind: int, size: int) -> bytes:
         return (last | kind << 1 | size << 3).to_bytes(3, "little")
 
-    # 4,000 zstd blocks of 4 bytes that each repeat one byte 128 KiB times (500 MB from 16 KB), then a block of
-    # the reserved type: the damage is in the first chunk read, and what comes before it is a line too long
-    frame = b"\x28\xb5\x2f\xfd\x00" + bytes([7 << 3]) + (block(0, 1, 128 << 10) + b"a") * 4000 + block(1, 3, 1) + b"x"
+    # 400 zstd blocks of 4 bytes that each repeat one byte 128 KiB times (50 MB from 1.6 KB: under the size past
+    # which such an expansion is a bomb, streams.EXPANSION_FLOOR), then a block of the reserved type: the damage
+    # is in the first chunk read, and what comes before it is a line too long
+    frame = b"\x28\xb5\x2f\xfd\x00" + bytes([7 << 3]) + (block(0, 1, 128 << 10) + b"a") * 400 + block(1, 3, 1) + b"x"
     path = tmp_path / "in.jsonl.zst"
     path.write_bytes(frame)
     tracemalloc.start()
@@ -106,8 +107,8 @@ def test_what_a_damaged_chunk_decodes_to_before_its_damage_is_recovered_in_bound
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert isinstance(records[-1], FileError) and "corrupt at byte 16008" in records[-1].error
-    assert peak < 128 << 20, peak  # 65 MB whatever the size (16,000 blocks: 2 GB); it once held all 500 MB, twice
+    assert isinstance(records[-1], FileError) and "corrupt at byte 1608" in records[-1].error
+    assert peak < 128 << 20, peak  # it once held all of it, twice
 
 
 @pytest.mark.parametrize("compress", ["gz", "zst"])
@@ -236,3 +237,18 @@ def test_a_value_no_rule_foresaw_quarantines_its_record_instead_of_raising(tmp_p
     mixed_keys = {"text": PROSE, "metadata": {1: "a", "b": 2}}  # json.dumps(sort_keys=True) raises TypeError
     reason = to_document(mixed_keys, file, 3)
     assert isinstance(reason, str) and reason.startswith("unreadable record: TypeError")
+
+
+def test_a_batch_of_read_records_is_sized_by_bytes_too(tmp_path):
+    """Found by review: batches were 512 records whatever their size (512 of 4 MB made a batch past the 2 GiB an
+    Arrow string column holds: a TypeError in the task); documents and quarantined lines count alike."""
+    from prep.ingest.records import read_records
+
+    big = "w" * 300_000
+    path = write_lines(tmp_path / "in.jsonl", [{"text": f"{big} {i}"} for i in range(9)], None)
+    path.write_bytes(path.read_bytes() + b'{"text": "' + b"q" * 300_000 + b"\n" + b'{"text": "last"}\n')
+    batches = list(read_records([(0, InputFile(str(path), path.name))], ReaderConfig(), batch_bytes=1 << 20))
+    assert [b.num_rows for b in batches] == [4, 4, 3]  # each until past 1 MiB (4 x 300 KB), in order
+    assert [s for b in batches for s in b.column("status").to_pylist()] == ["doc"] * 9 + ["quarantined", "doc"]
+    with pytest.raises(ValueError, match="max_record_bytes is at most"):
+        ReaderConfig(max_record_bytes=3 << 30)

@@ -8,6 +8,8 @@ import zstandard
 
 from prep.ingest.streams import (
     CHUNK_BYTES,
+    EXPANSION_FLOOR,
+    MAX_EXPANSION,
     MAX_PIECE_BYTES,
     RAW_KEEP_BYTES,
     StreamDamaged,
@@ -152,26 +154,53 @@ def test_a_cut_file_keeps_everything_before_the_cut(tmp_path, sample_bytes, kind
     assert out == sample_bytes[:len(out)] and len(out) >= len(cli_output(kind, path)) > cut
 
 
-@pytest.mark.parametrize("kind", ["gz", "zst"])
-def test_a_decompression_bomb_comes_out_in_bounded_pieces(tmp_path, kind):
-    # 256 MiB of zeros in a few KB (zstd: one 4-byte block per 128 KB; gzip ~1,000:1): no piece may be the
-    # whole of it, or one small read of a hostile file would take an executor's memory (1 TiB the same way).
-    path = tmp_path / f"bomb.jsonl.{kind}"
+def zeros(path, kind: str, mib: int) -> None:
     zero = bytes(1 << 20)
     with open(path, "wb") as raw:
         if kind == "zst":
             with zstandard.ZstdCompressor().stream_writer(raw) as writer:
-                for _ in range(256):
+                for _ in range(mib):
                     writer.write(zero)
         else:
             with gzip.GzipFile(fileobj=raw, mode="wb") as writer:
-                for _ in range(256):
+                for _ in range(mib):
                     writer.write(zero)
-    assert path.stat().st_size < 2 * CHUNK_BYTES
-    total = largest = 0
-    for chunk in decompressed_chunks(str(path)):
-        total, largest = total + len(chunk), max(largest, len(chunk))
-    assert total == 256 << 20 and largest <= MAX_PIECE_BYTES < total
+
+
+@pytest.mark.parametrize("kind", ["gz", "zst"])
+def test_a_highly_compressed_file_comes_out_in_bounded_pieces(tmp_path, kind):
+    # 48 MiB of zeros in a few KB (zstd: one 4-byte block per 128 KB; gzip ~1,000:1): no piece may be the
+    # whole of it, or one small read of a hostile file would take an executor's memory.
+    path = tmp_path / f"zeros.jsonl.{kind}"
+    zeros(path, kind, 48)
+    assert path.stat().st_size < CHUNK_BYTES
+    pieces = list(map(len, decompressed_chunks(str(path))))
+    assert sum(pieces) == 48 << 20 and max(pieces) <= MAX_PIECE_BYTES < sum(pieces)
+
+
+def test_a_decompression_bomb_is_stopped_past_the_floor(tmp_path):
+    # found by review: 5 KB of zstd made 160 MB of blank lines, read in minutes (1 MB: 32 GB, hours; lines of
+    # {} a quarantined record each). Stopped once past EXPANSION_FLOOR, no piece over MAX_PIECE_BYTES before.
+    path = tmp_path / "bomb.jsonl.zst"
+    zeros(path, "zst", 256)
+    pieces = []
+    with pytest.raises(StreamDamaged, match="times as many: a decompression bomb"):
+        for chunk in decompressed_chunks(str(path)):
+            pieces.append(len(chunk))
+    assert EXPANSION_FLOOR - MAX_PIECE_BYTES <= sum(pieces) <= EXPANSION_FLOOR and max(pieces) <= MAX_PIECE_BYTES
+
+
+def test_text_that_expands_less_than_a_bomb_is_read_whole(tmp_path):
+    path = tmp_path / "dump.jsonl.zst"
+    text = b"".join(b'{"text": "record %d of a repetitive dump"}\n' % i for i in range(2_000_000))  # 95 MB, 76:1
+    path.write_bytes(zstandard.ZstdCompressor(level=3).compress(text))
+    assert len(text) > EXPANSION_FLOOR and len(text) < MAX_EXPANSION * path.stat().st_size
+    assert sum(map(len, decompressed_chunks(str(path)))) == len(text)
+
+
+def test_runs_of_empty_lines_are_counted_not_yielded():
+    chunks = [b"a\n\n\n", b"\n\nb\n", b"\n" * 100_000, b"c", b"\n\n", b" \n"]
+    assert lines_of(chunks) == [(1, b"a", False), (6, b"b", False), (100_007, b"c", False), (100_009, b" ", False)]
 
 
 @pytest.mark.parametrize("kind", ["gz", "zst"])
