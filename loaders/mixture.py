@@ -77,9 +77,9 @@ def picks(weights: list[int], counts: list[int], rows: int):
 
 
 def allocate(weights: list[int], counts: list[int], rows: int) -> list[int]:
-    """Rows each source gets of the next `rows` (see picks): whole periods of sum(weights) rows at once (in
-    one, every source gets its weight, wherever it starts: Schedule), the rest row by row. A stretch of
-    4e12 rows skipped had been picked row by row."""
+    """Rows each source gets of the next `rows` (see picks), from `counts` the schedule reached: whole periods of
+    sum(weights) rows at once (in one, every source gets its weight: Schedule), the rest row by row, so at most
+    a period's rows (a stretch of 4e12 rows skipped had been picked row by row)."""
     periods, rows = divmod(rows, sum(weights))
     given = [periods * weight for weight in weights]
     for source in picks(weights, counts, rows):
@@ -108,6 +108,17 @@ class Schedule:
     def _counts(self, served: int) -> np.ndarray:
         periods, within = divmod(served, self.period)
         return periods * np.asarray(self.weights, np.int64) + self._table[within]
+
+    def reaches(self, counts: list[int]) -> bool:
+        """Whether the schedule gives each source `counts` rows of the first sum(counts): exactly, by the table;
+        untabled, within the quota method's bounds (each within a row of its exact share), which it always is."""
+        if len(self.weights) == 1:
+            return True
+        served = sum(counts)
+        if self._table is not None:
+            return self._counts(served).tolist() == list(counts)
+        return all(served * w // self.period <= c <= -(-served * w // self.period)
+                   for w, c in zip(self.weights, counts))
 
     def rows(self, counts: list[int], rows: int) -> list[int]:
         """Rows each source gets of the next `rows`, each having had `counts` since the weights took effect."""

@@ -138,10 +138,10 @@ class ShardLoader:
         batches there are passed over as if trained on, so every later batch is the one it would have
         been. Part of the state: the order stays a function of the seed, the position and the skips."""
         batch = self.global_batch_size
-        if start % batch or end % batch or not self.position <= start < end:
+        if not (_is_stretch(start, end, batch) and self.position <= start):
             raise ValueError(f"a skip is whole global batches of {batch} rows from the position {self.position} "
                              f"on, got [{start}, {end})")
-        self._set_skips([*self._skips, (start, end)])
+        self._set_skips([*self._skips, (int(start), int(end))])
         self._restart(self.position, self._consumed)
 
     def _set_skips(self, skips) -> None:
@@ -225,6 +225,10 @@ class ShardLoader:
         if not same_weights and not allow_new_weights:
             raise ValueError(f"cannot resume: the weights were {state['weights']}, this loader has "
                              f"{mine['weights']} (allow_new_weights=True continues with the new ones)")
+        if same_weights and not self._schedule.reaches([r - b for r, b in zip(rows, since[1])]):
+            # rows 0 and 800 at 800 of weights 1:1 had loaded, every later batch 800 rows off the shares
+            raise ValueError(f"cannot resume: the loader state's rows {rows} are not what its weights "
+                             f"{state['weights']} give from {since}")
         self._origin = since if same_weights else (position, list(rows))
         kept = [stretch for stretch in self._skips if stretch[0] >= position] if keep_skips else []
         self._set_skips(set(_skips_of(state.get("skips", []), self.global_batch_size)) | set(kept))
@@ -256,6 +260,11 @@ def _whole(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= value < 2**62
 
 
+def _is_stretch(start, end, batch: int) -> bool:
+    """Whether [start, end) is a skipped stretch: whole numbers (_whole), whole global batches, not empty."""
+    return _whole(start) and _whole(end) and start % batch == 0 and end % batch == 0 and start < end
+
+
 def _progress(state: dict, batch: int) -> tuple[int, list[int], tuple[int, list[int]]]:
     """(position, each source's rows, where the weights took effect) of a saved state, checked to agree: a
     state from elsewhere that did not (rows=3 at position 8) had served rows again under another position."""
@@ -282,7 +291,7 @@ def _skips_of(saved, batch: int) -> list[tuple[int, int]]:
                                               and all(map(_whole, pair)) for pair in saved):
         raise ValueError(f"cannot resume: the loader state's skips are not [start, end] pairs: {str(saved)[:200]}")
     skips = [(int(a), int(b)) for a, b in saved]
-    if any(a % batch or b % batch or not 0 <= a < b for a, b in skips) or skips != sorted(skips):
+    if not all(_is_stretch(a, b, batch) for a, b in skips) or skips != sorted(skips):
         raise ValueError(f"cannot resume: the loader state's skips {skips} are not sorted whole global batches")
     return skips
 

@@ -84,8 +84,6 @@ def validate(folder: Path, quick: bool = False, notes: list[str] | None = None) 
         return [f"{path}: not JSON: {e}"]
     if problems := index_problems(index, counts=False):
         return [f"{path}: {p}" for p in problems]
-    if not index["shards"] and notes is not None:  # what the shards job writes of an input without documents
-        notes.append(f"{path}: lists no shards (no document was packed): valid, but nothing a loader can train on")
     typed, problems = ShardIndex.from_json(index, counts=False), []
     for entry, written in zip(typed.shards, index["shards"]):  # what the files hold first: it says more
         found = shard_problems(folder, entry, typed, quick) or entry_count_problems(written, typed.seq_len)
@@ -99,6 +97,8 @@ def validate(folder: Path, quick: bool = False, notes: list[str] | None = None) 
     listed = {e.get("file") for e in index["shards"]}
     problems += [f"{p.name}: a shard file not in the index" for p in sorted(folder.glob("shard-*.arrow"))
                  if p.name not in listed]
+    if not index["shards"] and not problems and notes is not None:  # the shards job's output of no documents
+        notes.append(f"{path}: lists no shards (no document was packed): valid, but nothing a loader can train on")
     return problems
 
 
@@ -122,6 +122,10 @@ def validate_mixture(path: Path, quick: bool = False, unchecked: list[str] | Non
             continue
         with open_regular_file(folder / INDEX_FILE) as file:  # (validate read it a moment ago)
             index = ShardIndex.from_json(read_index_json(file))
+        if not index.shards:  # valid alone (validate's note), but the loader refuses a mixture with it
+            problems.append(f"source {name!r} ({entry.path}): its index lists no shards: a mixture's source needs "
+                            f"rows to give")
+            continue
         for key in ("rows", "tokens"):
             if getattr(entry, key) != getattr(index.totals, key):
                 problems.append(f"source {name!r}: {key} {getattr(entry, key)} in {path.name}, its index says "

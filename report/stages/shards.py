@@ -6,7 +6,7 @@ from pathlib import Path
 
 from report.documents import clipped
 from report.layout import HELDOUT, StageDir, mixture
-from report.model import Bars, FunnelRow, Histogram, Note, Section, StageView, Table
+from report.model import Bars, FunnelRow, Histogram, Note, Section, StageView, Table, whole
 from report.run import Run
 from report.stages.common import capped
 from schemas.index import read_index_json
@@ -35,22 +35,19 @@ def gather(run: Run, stage: StageDir) -> StageView:
                                            ("seq_len", "vocab_size", "embedding_size", "compression",
                                             "compression_level", "tokenizer_sha256")])
     sections = [Section("Tokens", [table, facts, _fill(index)])]
-    documents, heldout = _int(totals.get("documents")), _int(held.get("documents"))
-    into = documents + heldout if documents is not None and heldout is not None else documents
-    row = FunnelRow("Shards", stage.source or "", into, documents, None, _int(totals.get("quarantined")),
-                    tokens=_int(totals.get("real_tokens")))
+    documents, heldout = whole(totals.get("documents")), whole(held.get("documents"))
+    into = whole(documents + heldout) if documents is not None and heldout is not None else documents
+    row = FunnelRow("Shards", stage.source or "", into, documents, None, whole(totals.get("quarantined")),
+                    tokens=whole(totals.get("real_tokens")))
     key = f"shards/{stage.source}" if stage.source else "shards"
     return StageView(key, "Shards", str(stage.folder.relative_to(run.out)) if stage.folder != run.out else ".",
                      [row], sections)
 
 
-def _int(value) -> int | None:
-    return value if isinstance(value, int) else None
-
-
 def _fill(index: dict):
     """Each shard's real tokens over its tokens: what padding leaves of its rows."""
-    shards = [s for s in index.get("shards") or [] if isinstance(s, dict) and _int(s.get("tokens"))]
+    shards = [s for s in index.get("shards") or [] if isinstance(s, dict) and whole(s.get("tokens"))
+              and whole(s.get("real_tokens", 0)) is not None]
     fills = {str(s.get("file")): s.get("real_tokens", 0) / s["tokens"] for s in shards}
     if not fills:
         return Note("no shard")

@@ -386,6 +386,19 @@ def test_a_state_that_contradicts_itself_is_refused(shards, change, message):
         make(path, 1)[0].load_state_dict(change(loader.state_dict()))
 
 
+def test_a_skip_the_state_could_not_hold_is_refused(shards):
+    """Found by the second review (2026-12-07): skip(8.0, 16.0) was taken and the next batch failed (an
+    IndexError), and the loader's own state with it, or with skip(0, 2**62), was refused at resume."""
+    path, _ = shards
+    loader = make(path, 1)[0]
+    for start, end in ((float(GLOBAL_BATCH), 2.0 * GLOBAL_BATCH), (0, 2**62), (GLOBAL_BATCH, GLOBAL_BATCH)):
+        with pytest.raises(ValueError, match="a skip is whole global batches"):
+            loader.skip(start, end)
+    loader.skip(GLOBAL_BATCH, 2 * GLOBAL_BATCH)
+    stream([loader], 1)
+    make(path, 1)[0].load_state_dict(loader.state_dict())
+
+
 @pytest.mark.parametrize("settings", [{"batch_size": 4.0}, {"rank": 0.0}, {"seed": -1}, {"batch_size": True},
                                       {"world_size": 2.0}])
 def test_arguments_that_are_not_whole_numbers_in_range_are_refused_at_once(shards, settings):

@@ -300,3 +300,17 @@ def test_a_documents_cuts_are_computed_once_whatever_its_spans_shown(tmp_path, m
     page = read_page(write_report(out).read_text())
     assert calls == [spans]  # once, over all of them
     assert len(page.by_class["item"]) == 30  # 30 items, 3 spans of each shown
+
+
+def test_a_shards_index_of_odd_numbers_costs_those_numbers_not_the_stage(tmp_path):
+    """Found by the second review (2026-12-07): the shards stage took True for a count and a shard whose
+    real_tokens was text failed its fill chart."""
+    run = tmp_path / "run"
+    (run / "shards").mkdir(parents=True)
+    (run / "shards" / "index.json").write_text(json.dumps({
+        "totals": {"documents": True, "quarantined": -3, "real_tokens": 10},
+        "shards": [{"file": "a.arrow", "tokens": 128, "real_tokens": "x"},
+                   {"file": "b.arrow", "tokens": 128, "real_tokens": 64}]}))
+    owned(run, ["shards"])
+    html = write_report(run).read_text()
+    assert "not as tokenmill writes them" not in html and "b.arrow" in html and "a.arrow" not in html

@@ -9,8 +9,9 @@ import pytest
 import xxhash
 
 from schemas.index import ShardEntry
+from schemas.mixture import new_mixture
 from schemas.shards import SHARD_SCHEMA, ShardFileError, checked_shard_mapping, file_checksum, shard_name
-from schemas.validate import main, validate
+from schemas.validate import main, validate, validate_mixture
 from tests.shard_fixtures import write_shards
 
 
@@ -184,6 +185,13 @@ def test_an_index_of_no_shards_is_noted_and_a_folder_named_json_is_a_folder(tmp_
         shards=0, rows=0, tokens=0, real_tokens=0, bytes=0)))
     assert validate(folder) == [] and main([str(folder)]) == 0
     assert f"note: {folder / 'index.json'}: lists no shards (no document was packed)" in capsys.readouterr().out
+    # found by the second review: a mixture with such a source agreed, and the loader refused it
+    (tmp_path / "mixture.json").write_text(json.dumps(new_mixture({"web": ("web.json", 1.0, 0, 0)}).to_json()))
+    assert validate_mixture(tmp_path / "mixture.json") == [
+        "source 'web' (web.json): its index lists no shards: a mixture's source needs rows to give"]
+    # and an index of no shards whose totals count some is not said to be valid beside its problems
+    rewrite_index(folder, lambda index: (index["totals"].update(rows=8), index))
+    assert main([str(folder)]) == 1 and "valid" not in capsys.readouterr().out
 
 
 def test_a_shard_that_is_a_fifo_is_said_to_be_no_regular_file_not_missing(tmp_path):
