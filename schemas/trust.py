@@ -68,6 +68,19 @@ def check_private(path: Path, what: str, *, folder: bool = True) -> os.stat_resu
     return info
 
 
+def check_ancestors(path: Path, what: str) -> None:
+    """UntrustedPath where a folder above `path` (its real path) can be written by every user without the
+    sticky bit (/tmp and /dev/shm have it: there others cannot rename what is not theirs): anyone could then
+    put a folder or a link of theirs where `path` was checked. A folder another user owns, or one a group may
+    write (a team's project folder), is a trust the system's owner gave, and is taken."""
+    for folder in Path(os.path.realpath(path)).parents:
+        mode = os.stat(folder).st_mode
+        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+            raise UntrustedPath(f"{what} {path} lies in {folder}, which every user can write (mode "
+                                f"{stat.S_IMODE(mode):o}, not sticky): another user could replace it (chmod o-w "
+                                f"{folder}, or choose a folder of your own)")
+
+
 def private_folder(path: Path, what: str) -> Path:
     """`path` as a folder of this user's alone: created 0700 (with its parents) when absent, else checked
     (check_private). Returns it."""

@@ -10,6 +10,7 @@ dashboards/grafana.json is a Grafana dashboard of them. The endpoint listens on 
 answers /metrics only (prometheus_client's own server answers every path).
 """
 
+import contextlib
 import logging
 import math
 import socket
@@ -42,10 +43,14 @@ class DashboardConfig:
     def __post_init__(self):
         if not 0 <= self.prometheus_port < 65536:
             raise ValueError(f"prometheus_port must be a port number, got {self.prometheus_port}")
+        if not self.prometheus_addr.strip():
+            raise ValueError("prometheus_addr must be an address (127.0.0.1, 0.0.0.0, a host name), got ''")
 
 
 class _MetricsHandler(BaseHTTPRequestHandler):
-    """GET /metrics: the registry's figures in Prometheus' text format; any other path: 404."""
+    """GET /metrics: the registry's figures in Prometheus' text format; any other path: 404. A connection
+    silent for `timeout` seconds is closed (an idle one had held a thread and a file of the run for good)."""
+    timeout = 10
 
     def do_GET(self):  # the name http.server calls
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -65,14 +70,36 @@ class _MetricsHandler(BaseHTTPRequestHandler):
 
 
 class MetricsServer(ThreadingHTTPServer):
-    """A registry served on addr:port from a daemon thread, until shutdown()."""
+    """A registry served on addr:port from a daemon thread, until shutdown(). Anyone on the node can connect:
+    at most MAX_CONNECTIONS at once (each a thread; more are closed at once), none longer than the handler's
+    timeout in silence, and a client that goes away is no traceback in the run's log."""
     daemon_threads = True  # a scrape in progress never holds up the run's exit
+    MAX_CONNECTIONS = 8  # a Prometheus server scrapes with one; a few of them, and a person with curl
 
     def __init__(self, registry, addr: str, port: int):
         self.registry = registry
-        self.address_family = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM)[0][0]  # IPv4, IPv6 or a name
-        super().__init__((addr, port), _MetricsHandler)
+        self._slots = threading.BoundedSemaphore(self.MAX_CONNECTIONS)
+        try:
+            self.address_family = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM)[0][0]  # IPv4, IPv6, a name
+            super().__init__((addr, port), _MetricsHandler)
+        except OSError as e:  # "[Errno 98] Address already in use" had named neither
+            raise OSError(f"the Prometheus endpoint on {addr}:{port}: {e.strerror or e}") from None
         threading.Thread(target=self.serve_forever, name="prometheus-endpoint", daemon=True).start()
+
+    def process_request(self, request, client_address):
+        if not self._slots.acquire(blocking=False):  # 1,600 idle connections had been 1,600 threads and files
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, _request, client_address):  # a reset or a timeout: the client's, not the run's
+        log.debug("Prometheus endpoint: a request from %s failed", client_address, exc_info=True)
 
 
 class Dashboards:
@@ -86,8 +113,9 @@ class Dashboards:
         if cfg.prometheus_port:
             from prometheus_client import CollectorRegistry, Counter, Gauge
 
-            registry = CollectorRegistry()  # the run's own: no process-wide default collectors
-            self.gauges = {key: Gauge(name, text, registry=registry) for key, (name, text) in STEP_FIGURES.items()}
+            self.registry = registry = CollectorRegistry()  # the run's own: no process-wide default collectors
+            # each made at its first value: made at once, one never set (MFU off CUDA) was served as 0
+            self.gauges = dict.fromkeys(STEP_FIGURES)
             self.step_gauge = Gauge("tokenmill_step", "the last step done", registry=registry)
             self.heldout_gauges = {
                 "loss": Gauge("tokenmill_heldout_loss", "held-out loss per token", ["source"], registry=registry),
@@ -111,15 +139,31 @@ class Dashboards:
             self.server = MetricsServer(registry, cfg.prometheus_addr, cfg.prometheus_port)
             log.info("Prometheus metrics on http://%s:%d/metrics", cfg.prometheus_addr, cfg.prometheus_port)
 
+    def _scalar(self, tag: str, value: float, step: int) -> None:
+        """A TensorBoard scalar; TensorBoard off, with a warning, once its files cannot be written (a full disk
+        had stopped the run with a traceback from its writer's thread)."""
+        if self.writer is None:
+            return
+        try:
+            self.writer.add_scalar(tag, value, step)
+        except OSError as e:
+            log.warning("TensorBoard off from step %d: its event file cannot be written (%s)", step, e)
+            writer, self.writer = self.writer, None
+            with contextlib.suppress(OSError):
+                writer.close()
+
     def step(self, record: dict) -> None:
         step = record["step"]
         for key in STEP_FIGURES:
             value = record.get(key)
             if value is None or not isinstance(value, int | float) or not math.isfinite(value):
                 continue
-            if self.writer is not None:
-                self.writer.add_scalar(f"train/{key}", value, step)
+            self._scalar(f"train/{key}", value, step)
             if key in self.gauges:
+                if self.gauges[key] is None:
+                    from prometheus_client import Gauge
+
+                    self.gauges[key] = Gauge(*STEP_FIGURES[key], registry=self.registry)
                 self.gauges[key].set(value)
         if self.gauges:
             self.step_gauge.set(step)
@@ -129,8 +173,7 @@ class Dashboards:
             for key in ("loss", "bits_per_byte"):
                 if key not in f or not math.isfinite(f[key]):
                     continue
-                if self.writer is not None:
-                    self.writer.add_scalar(f"heldout/{source}/{key}", f[key], step)
+                self._scalar(f"heldout/{source}/{key}", f[key], step)
                 if self.heldout_gauges:
                     self.heldout_gauges[key].labels(source=source).set(f[key])
 
@@ -141,8 +184,7 @@ class Dashboards:
                     value = f[measure + suffix]
                     if not math.isfinite(value):
                         continue
-                    if self.writer is not None:
-                        self.writer.add_scalar(f"benchmarks/{name}/{measure}{suffix}", value, step)
+                    self._scalar(f"benchmarks/{name}/{measure}{suffix}", value, step)
                     if self.benchmark_gauges:
                         self.benchmark_gauges[suffix].labels(benchmark=name, measure=measure).set(value)
 
@@ -151,22 +193,19 @@ class Dashboards:
             figures = {"busy_s": compared["busy_s"][rank], "data_wait_s": compared["data_wait_s"][rank],
                        "slow": float(rank in compared["slow"])}
             for key, value in figures.items():
-                if self.writer is not None:
-                    self.writer.add_scalar(f"ranks/{key}/rank{rank}", value, step)
+                self._scalar(f"ranks/{key}/rank{rank}", value, step)
                 if self.rank_gauges:
                     self.rank_gauges[key].labels(rank=str(rank), host=host).set(value)
 
     def event(self, kind: str, step: int) -> None:
-        if self.writer is not None:
-            self.writer.add_scalar(f"guard/{kind}", 1, step)
+        self._scalar(f"guard/{kind}", 1, step)
         if self.events is not None:
             self.events.labels(kind=kind).inc()
 
     def loader(self, stats: dict, step: int) -> None:
         numbers = {k: v for k, v in stats.items() if isinstance(v, int | float) and not isinstance(v, bool)}
         for key, value in numbers.items():
-            if self.writer is not None:
-                self.writer.add_scalar(f"loader/{key}", value, step)
+            self._scalar(f"loader/{key}", value, step)
             if self.loader_gauge is not None:
                 self.loader_gauge.labels(counter=key).set(value)
 
@@ -175,4 +214,5 @@ class Dashboards:
             self.server.shutdown()
             self.server.server_close()
         if self.writer is not None:
-            self.writer.close()
+            with contextlib.suppress(OSError):  # a full disk: what was written stays
+                self.writer.close()

@@ -38,6 +38,9 @@ def train(cfg: TrainConfig) -> None:
     # What the run writes is the user's alone, whatever their umask (002, where each user has a group of their
     # own, made checkpoints that --resume then refused as writable by others: trainer/checkpoints.py)
     os.umask(os.umask(0o022) | 0o022)
+    if problem := launch_problem(os.environ):
+        print(f"jobs.train: error: {problem}", file=sys.stderr, flush=True)
+        raise SystemExit(2)
     cuda = torch.cuda.is_available()
     nccl.apply(cfg.nccl)  # read by torch and NCCL when the process group starts
     dist.init_process_group(backend="nccl" if cuda else "gloo", timeout=datetime.timedelta(seconds=cfg.nccl.timeout_s))
@@ -51,6 +54,26 @@ def train(cfg: TrainConfig) -> None:
         raise SystemExit(e.code) from None
     finally:
         dist.destroy_process_group()
+
+
+def launch_problem(environ) -> str | None:
+    """What is wrong with the variables torchrun (or jobs/train.py alone) sets, or None: torch had failed on
+    them with a traceback (MASTER_PORT=abc, 70000, a WORLD_SIZE that is no number, RANK without MASTER_ADDR)."""
+    numbers = {}
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT"):
+        value = environ.get(name)
+        if value is None and name != "LOCAL_RANK":
+            return f"{name} is not set (launch with torchrun, or without RANK for one process)"
+        if value is not None and not (value.isascii() and value.isdigit() and len(value) <= 9):
+            return f"{name}={value[:40]!r} is not a whole number"
+        numbers[name] = int(value or 0)
+    if not environ.get("MASTER_ADDR", "").strip():
+        return "MASTER_ADDR is not set (launch with torchrun, or without RANK for one process)"
+    if not 1 <= numbers["MASTER_PORT"] < 65536:
+        return f"MASTER_PORT={numbers['MASTER_PORT']} is not a port"
+    if not numbers["RANK"] < numbers["WORLD_SIZE"]:
+        return f"RANK={numbers['RANK']} is not below WORLD_SIZE={numbers['WORLD_SIZE']}"
+    return None
 
 
 def _train(cfg: TrainConfig, device: torch.device) -> None:

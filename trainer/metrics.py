@@ -7,7 +7,10 @@ and settings, host, driver); `heldout_at_step`, `benchmarks_at_step` and `ranks_
 time and data wait) with their figures.
 """
 
+import contextlib
 import logging
+import os
+import stat
 from pathlib import Path
 
 from schemas import strict_json
@@ -19,6 +22,25 @@ log = logging.getLogger(__name__)
 DASHBOARD_EVENTS = ("nonfinite", "spike", "rollback", "stopped", "checkpoint_damaged", "empty_batch")
 
 
+def _open_log(path: Path):
+    """metrics.jsonl opened to append: a regular file, not through a link (one had its target appended to), never
+    waited on (a FIFO there had hung rank 0 before its first step); RunStopped otherwise."""
+    if os.path.islink(path):
+        raise RunStopped(f"{path}: a symbolic link: refusing to follow it (remove it)", 2)
+    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+        raise RunStopped(f"{path}: not a regular file (remove it)", 2)
+    try:  # (and as opened, not by name: nothing swapped in between)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     0o644)
+    except OSError as e:
+        raise RunStopped(f"{path}: {e.strerror}", 2) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunStopped(f"{path}: not a regular file (remove it)", 2)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
 class Metrics:
     def __init__(self, path: Path | None, flops_per_token: float, peak: float | None, world: int,
                  dashboards: DashboardConfig | None = None):
@@ -27,7 +49,7 @@ class Metrics:
 
     def __enter__(self) -> "Metrics":
         if self.path is not None:
-            self.file = open(self.path, "a", encoding="utf-8")
+            self.file = _open_log(self.path)
             if self.dashboard_cfg is not None:
                 try:
                     self.dashboards = Dashboards(self.dashboard_cfg, self.path.parent)
@@ -37,15 +59,22 @@ class Metrics:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.file is not None:
-            self.file.close()
-        if self.dashboards is not None:
-            self.dashboards.close()
+        try:
+            if self.file is not None:
+                with contextlib.suppress(OSError):  # a full disk: the run's end is said already
+                    self.file.close()
+        finally:
+            if self.dashboards is not None:
+                self.dashboards.close()
 
     def _line(self, record: dict) -> None:
         if self.file is not None:
-            self.file.write(strict_json.dumps(record) + "\n")
-            self.file.flush()
+            try:
+                self.file.write(strict_json.dumps(record) + "\n")
+                self.file.flush()
+            except OSError as e:  # a full disk had ended the run with a traceback, the dashboards left open
+                raise RunStopped(f"{self.path}: cannot be written ({e.strerror or e}): the run stops at its last "
+                                 f"checkpoint", 2) from None
 
     def start(self, ranks: list[dict], warnings: list[str]) -> None:
         """Every rank's start checks, and what was warned of."""

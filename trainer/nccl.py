@@ -52,6 +52,10 @@ class NcclConfig:
                              f"{self.async_error_handling}, {self.timeout_s}")
         if bad := [name for name in self.env if not SETTING.fullmatch(name)]:
             raise ValueError(f"env: {', '.join(bad)} is not an NCCL setting (NCCL_* or TORCH_NCCL_*)")
+        if ASYNC_ERROR_HANDLING in self.env:  # it had silently won over async_error_handling, the run's record
+            raise ValueError(f"env: {ASYNC_ERROR_HANDLING} is set by async_error_handling")
+        if bad := [name for name, value in self.env.items() if "\x00" in str(value)]:  # a traceback at start
+            raise ValueError(f"env: {', '.join(bad)}'s value holds a NUL byte")
 
 
 def apply(cfg: NcclConfig) -> None:

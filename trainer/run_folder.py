@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch.distributed as dist
 
-from schemas.trust import UntrustedPath, check_private, owner_name
+from schemas.trust import UntrustedPath, check_ancestors, check_private, owner_name
 
 log = logging.getLogger(__name__)
 LOCK_FILE = ".run.lock"
@@ -65,13 +65,13 @@ def run_folder(run_dir: Path, rank: int, wait: bool) -> Iterator[str | None]:
     lock, untrusted = _open_lock(run_dir) if rank == 0 else (None, None)
     try:
         while True:
-            outcome = [(untrusted or _take(lock, run_dir)) if rank == 0 else None]
+            outcome = [(untrusted, False) if untrusted else _take(lock, run_dir)] if rank == 0 else [None]
             dist.broadcast_object_list(outcome, src=0)
-            if outcome[0] is None or not wait or untrusted:
+            if outcome[0][0] is None or not wait or not outcome[0][1]:
                 break
             log.info("%s: waiting for the run that holds it", outcome[0].split(":")[0])
             time.sleep(WAIT_SECONDS)
-        yield outcome[0]
+        yield outcome[0][0]
     finally:
         if lock is not None:
             os.close(lock)
@@ -83,6 +83,7 @@ def _open_lock(run_dir: Path) -> tuple[int | None, str | None]:
     try:
         run_dir.mkdir(mode=0o755, parents=True, exist_ok=True)  # readable, like the user's other outputs
         check_private(run_dir, "the run folder")
+        check_ancestors(run_dir, "the run folder")
         lock = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except UntrustedPath as e:
         return None, str(e)
@@ -110,14 +111,20 @@ def _shared(info: os.stat_result) -> str | None:
     return None
 
 
-def _take(lock: int, run_dir: Path) -> str | None:
-    """None once this process holds the lock; else why not."""
+def _take(lock: int, run_dir: Path) -> tuple[str | None, bool]:
+    """(None, _) once this process holds the lock; else (why not, whether waiting for another run may help)."""
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return (f"{run_dir} is in use by another run ({_holder(lock)}): wait for it, choose another "
-                "--run-dir, or --wait-for-run-dir")
+                "--run-dir, or --wait-for-run-dir"), True
+    except OSError as e:  # ENOLCK (NFS without a lock manager), ENOSYS (Lustre without -o flock): a traceback
+        return (f"{run_dir / LOCK_FILE} cannot be locked ({e.strerror}): a run folder needs a file system with "
+                "flock (Lustre: mount with -o flock), or choose a local --run-dir"), False
     holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S")})
-    os.ftruncate(lock, 0)
-    os.pwrite(lock, holder.encode(), 0)
-    return None
+    try:
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, holder.encode(), 0)
+    except OSError as e:  # a full disk
+        return f"{run_dir / LOCK_FILE} cannot be written ({e.strerror})", False
+    return None, False

@@ -44,6 +44,9 @@ def slower_than_the_others(busy: list[float], share: float) -> list[bool]:
     return [seconds > others * (1 + share) for seconds, others in zip(busy, others_medians(busy))]
 
 
+MAX_PENDING_EVENTS = 1024  # CUDA event pairs held before the finished ones are summed
+
+
 class ForwardTimer:
     """The forward compute of the model's blocks, summed while `recording`."""
 
@@ -67,9 +70,19 @@ class ForwardTimer:
             end = torch.cuda.Event(enable_timing=True)
             end.record()
             self.events.append((self.started, end))
+            if len(self.events) > MAX_PENDING_EVENTS:  # held to the next comparison, a run of 16k steps of
+                self._fold_finished()                   # 16 blocks between two had held 256k pairs
         else:
             self.seconds += time.perf_counter() - self.started
         self.started = None
+
+    def _fold_finished(self) -> None:
+        """The pairs whose end the device has reached, summed into `seconds` and let go (no wait)."""
+        done = 0
+        while done < len(self.events) and self.events[done][1].query():
+            done += 1
+        self.seconds += sum(start.elapsed_time(end) for start, end in self.events[:done]) / 1000
+        del self.events[:done]
 
     def take(self) -> float:
         """The seconds recorded since the last take (on CUDA: waits for the events)."""

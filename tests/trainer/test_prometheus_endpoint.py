@@ -81,3 +81,54 @@ def test_prometheus_addr_chooses_the_address(tmp_path):
             socket.create_connection(("127.0.0.1", port), timeout=30).close()
     finally:
         dashboards.close()
+
+
+def test_idle_connections_are_bounded_and_a_gone_client_is_no_traceback(tmp_path, capfd, monkeypatch):
+    """Found by review (2026-12-07): each idle connection held a thread and a file of the run for good (1,600
+    connections: 1,600 threads, then the run's own open() failed, EMFILE), and each client that went away
+    printed a traceback of 23 lines into rank 0's log."""
+    import threading
+    import time
+
+    from trainer.dashboards import MetricsServer, _MetricsHandler
+
+    monkeypatch.setattr(_MetricsHandler, "timeout", 1)
+    port = free_port()
+    dashboards = Dashboards(DashboardConfig(tensorboard=False, prometheus_port=port), tmp_path)
+    try:
+        before = threading.active_count()
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(40)]
+        time.sleep(0.3)  # the server has accepted what it takes
+        assert threading.active_count() - before <= MetricsServer.MAX_CONNECTIONS
+        refused = [s.recv(1) for s in idle[MetricsServer.MAX_CONNECTIONS:]]
+        assert refused == [b""] * (40 - MetricsServer.MAX_CONNECTIONS)  # closed at once
+        assert [s.recv(1) for s in idle[:MetricsServer.MAX_CONNECTIONS]] == [b""] * MetricsServer.MAX_CONNECTIONS
+        for s in idle:  # the silent ones closed after the timeout; a scrape is answered again
+            s.close()
+        assert get(f"http://127.0.0.1:{port}/metrics")[0] == 200
+        for _ in range(5):  # a client that sends a request and resets the connection
+            s = socket.create_connection(("127.0.0.1", port), timeout=30)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.close()
+        assert get(f"http://127.0.0.1:{port}/metrics")[0] == 200
+    finally:
+        dashboards.close()
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_taken_port_names_the_address_and_an_empty_address_is_refused(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError, match=f"the Prometheus endpoint on 127.0.0.1:{port}: Address already in use"):
+            Dashboards(DashboardConfig(tensorboard=False, prometheus_port=port), tmp_path)
+    with pytest.raises(ValueError, match="prometheus_addr must be an address"):
+        DashboardConfig(prometheus_port=port, prometheus_addr=" ")
+
+
+def test_a_figure_never_given_is_not_served_as_zero(endpoint):
+    """Found by review: MFU (none off CUDA) read 0 in Grafana for the whole run, while metrics.jsonl said null."""
+    text = get(f"http://127.0.0.1:{endpoint}/metrics")[1]
+    assert "tokenmill_loss 2.5" in text and "tokenmill_mfu" not in text

@@ -118,3 +118,26 @@ def test_the_run_is_stopped_with_one_line_and_exit_code_2(tmp_path):
                           capture_output=True, text=True, timeout=300)
     errors = [line for line in done.stderr.splitlines() if line.startswith("jobs.train: error:")]
     assert done.returncode == 2 and len(errors) == 1 and str(run_dir) in errors[0], done.stderr[-3000:]
+
+
+@pytest.mark.usefixtures("world_of_one", "never_waits")
+def test_a_run_folder_in_a_folder_everyone_can_write_is_refused_and_flock_failing_is_one_line(tmp_path,
+                                                                                                monkeypatch):
+    """Found by review (2026-12-07): only the run folder was checked; in a folder every user can write without
+    the sticky bit (a /tmp/runs made 0777 by another), they could swap the checked folder for one of theirs.
+    A file system without flock (ENOLCK, ENOSYS) was a traceback."""
+    import errno
+    import fcntl
+
+    squatted = tmp_path / "runs"
+    squatted.mkdir()
+    squatted.chmod(0o777)
+    assert_refused(outcome(squatted / "run"), str(squatted), "every user can write")
+    squatted.chmod(0o1777)  # sticky, as /tmp: others cannot rename what is not theirs
+    assert outcome(squatted / "run") is None
+
+    def no_flock(*_):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    assert_refused(outcome(tmp_path / "nfs"), "cannot be locked", "flock")
