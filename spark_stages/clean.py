@@ -219,8 +219,11 @@ def summary(stats: dict) -> str:
     return "\n".join(lines)
 
 
-def check(cfg: Config, _sources) -> None:
-    Classifiers(cfg.classifiers)  # a model that cannot be read, or a label it lacks: one line, before Spark starts
+def check(cfg: Config, _sources=None) -> None:
+    """One line before Spark starts: a model that cannot be read, or a label it lacks; a blocklist that cannot be
+    read (a bad entry had failed the job after Spark started)."""
+    Classifiers(cfg.classifiers)
+    UrlFilter(cfg.url_filter)
 
 
 STAGE = Stage("clean", "Clean raw text: normalization, language, PII, quality rules; rejections and quarantine kept.",

@@ -30,6 +30,7 @@ from prep.classify.scoring import ClassifierConfig, Classifiers, bucket_column, 
 from prep.config import override
 from prep.ingest.inputs import InputError, InputFile, Sources, all_files, expand_inputs, is_named, is_warc
 from prep.ingest.readers import ReaderConfig
+from prep.quality.url_filter import UrlFilter
 from schemas.mixture import MIXTURE_FILE, MixtureError, new_mixture, parse_weights
 from spark_stages import clean as clean_stage
 from spark_stages import decontaminate as decontaminate_stage
@@ -194,6 +195,7 @@ def _settings_not_used(cfg: Config, sources: Sources) -> list[str]:
 
 def check(cfg: Config, sources: Sources) -> None:
     for name in sources:  # the stages after clean read documents up to the readers' default limit
+        UrlFilter(clean_settings(cfg, name).url_filter)  # its lists read: a bad one is one line, before Spark
         reader = clean_settings(cfg, name).reader
         if reader.max_record_bytes > ReaderConfig().max_record_bytes:
             where = "clean" if reader == cfg.clean.reader else f"sources.{name}.clean"

@@ -12,6 +12,7 @@ from itertools import compress
 
 import numpy as np
 
+from prep.config import check_ranges
 from prep.quality.text_units import TERMINAL_PUNCTUATION, count_sentences, line_words
 
 CITATION = re.compile(r"\[\d*\]|\[edit\]|\[citation needed\]")
@@ -31,6 +32,11 @@ class C4Config:
     filter_lorem_ipsum: bool = True  # drop documents with placeholder text
     filter_curly_bracket: bool = False  # drop documents containing '{'
     min_num_sentences: int = 5  # drop documents with fewer sentences left; 0 disables
+
+    def __post_init__(self):
+        check_ranges(self, min_words_per_line=0, max_word_length=1, min_num_sentences=0)
+        if any(not phrase.strip() for phrase in self.policy_phrases):  # "" is in every line: every line dropped
+            raise ValueError("policy_phrases: an empty phrase is in every line")
 
 
 def _keep_line(line: str, cfg: C4Config, phrases: bool) -> bool:

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+from prep.config import check_ranges
 from prep.quality.reflow import reflowed
 from prep.quality.text_units import TERMINAL_PUNCTUATION, has_words, lines, word_stats
 
@@ -18,6 +19,10 @@ class FineWebConfig:
     reflow: bool = False
     # a line of no letter or digit (a table's border, a rule) is not counted as a repeated line
     skip_layout_lines: bool = False
+
+    def __post_init__(self):
+        check_ranges(self, ("line_punct_thr", "short_line_thr", "char_duplicates_ratio"), short_line_length=0,
+                     new_line_ratio=0)
 
 
 def fineweb(text: str, cfg: FineWebConfig, char_based: bool) -> str | None:

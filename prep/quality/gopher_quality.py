@@ -4,6 +4,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from prep.config import check_ranges
 from prep.quality.text_units import first_words, lines, word_stats, words
 
 ENGLISH_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
@@ -25,6 +26,13 @@ class GopherQualityConfig:
     # list markers and section numbers opening a line ("•", "□", "2.2.1", "(3)") are not counted as words
     # without a letter: a manual's table of contents is made of them
     skip_line_markers: bool = False
+
+    def __post_init__(self):
+        check_ranges(self, ("max_bullet_lines_ratio", "max_ellipsis_lines_ratio", "max_non_alpha_words_ratio"),
+                     min_doc_words=0, max_doc_words=max(self.min_doc_words, 0), min_avg_word_length=0,
+                     max_avg_word_length=max(self.min_avg_word_length, 0), max_symbol_word_ratio=0, min_stop_words=0)
+        # words are compared lowercased: "The" in the list had matched none, and every document was rejected
+        self.stop_words = tuple(word.strip().lower() for word in self.stop_words)
 
 
 STOP_WORD_WINDOW = 100

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from prep.compiled import kernel
+from prep.config import check_ranges
 from prep.quality.text_units import has_words, lines, paragraphs, word_stats
 
 
@@ -25,6 +26,10 @@ class GopherRepetitionConfig:
     skip_layout_lines: bool = False
 
     def __post_init__(self):
+        check_ranges(self, ("dup_line_frac", "dup_para_frac", "dup_line_char_frac", "dup_para_char_frac"))
+        if not all(0 <= share <= 1 for _, share in self.top_n_grams + self.dup_n_grams):
+            raise ValueError(f"n-gram shares must be in [0, 1], got top_n_grams {self.top_n_grams}, dup_n_grams "
+                             f"{self.dup_n_grams}")
         if any(int(n) != n or n < 1 for n, _ in self.top_n_grams + self.dup_n_grams):
             raise ValueError(f"n-gram sizes must be whole numbers of at least 1, got top_n_grams {self.top_n_grams}, "
                              f"dup_n_grams {self.dup_n_grams}")

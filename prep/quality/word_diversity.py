@@ -7,6 +7,7 @@ stop-word check is only possible where a list exists); tokenmill's own addition,
 from dataclasses import dataclass
 from itertools import repeat
 
+from prep.config import check_ranges
 from prep.quality.text_units import first_words
 
 
@@ -18,6 +19,7 @@ class WordDiversityConfig:
     min_distinct_ratio: float = 0.1  # prose is at 0.3-0.6 here; stuffing at 0.01-0.08
 
     def __post_init__(self):
+        check_ranges(self, ("min_distinct_ratio",), min_words=0)
         if self.window_words < 1:
             raise ValueError(f"window_words must be at least 1, got {self.window_words}")
 

@@ -62,3 +62,28 @@ def test_a_text_the_language_model_refuses_gets_its_error_and_the_others_their_l
     cleaned = clean_texts([ENGLISH, f"{refusing_language_model} text", CHINESE], CleanConfig())
     assert isinstance(cleaned[1], ValueError) and "no word or character n-gram" in str(cleaned[1])
     assert (cleaned[0], cleaned[2]) == (english, chinese) and (english.lang, chinese.lang) == ("en", "zh")
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"language": {"sample_chars": 0}}, "sample_chars must be at least 1"),
+    ({"language": {"min_score": 7}}, r"min_score must be in \[0, 1\]"),
+    ({"en": {"c4": {"max_word_length": -1}}}, "max_word_length must be at least 1"),
+    ({"en": {"c4": {"policy_phrases": [""]}}}, "an empty phrase"),
+    ({"en": {"fineweb": {"short_line_thr": -0.5}}}, r"short_line_thr must be in \[0, 1\]"),
+    ({"en": {"gopher_quality": {"max_doc_words": -1}}}, "max_doc_words must be at least 50"),
+    ({"en": {"gopher_repetition": {"top_n_grams": [[2, 1.5]]}}}, r"n-gram shares must be in \[0, 1\]"),
+    ({"en": {"word_diversity": {"min_distinct_ratio": 2}}}, r"min_distinct_ratio must be in \[0, 1\]"),
+])
+def test_a_rule_setting_out_of_its_range_is_refused_naming_it(settings, message):
+    """Found by review (2026-12-07): each of these had been taken, and rejected every English document (or made
+    every text "other", so no language's rules ran), while the run succeeded."""
+    with pytest.raises(ValueError, match=message):
+        override(CleanConfig(), settings)
+
+
+def test_stop_words_are_compared_as_the_words_are_lowercased():
+    """Found by review: stop words written [The, Of] matched no word (the words are lowercased) and every English
+    document was rejected for min_stop_words."""
+    cfg = override(CleanConfig(), {"en": {"gopher_quality": {"stop_words": ["The", " Of", "AND"]}}})
+    assert cfg.en.gopher_quality.stop_words == ("the", "of", "and")
+    assert clean_text(ENGLISH, cfg).reason is None

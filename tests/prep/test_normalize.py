@@ -71,3 +71,38 @@ def test_ipv4_inside_ipv6_is_one_address_judged_by_its_ipv4():
     assert redact("64:ff9b::8.8.8.8 and 2001:db8::1.", cfg) == "192.0.2.1 and 2001:db8::1."  # NAT64; documentation
     assert redact("ends with 2001:4860:4860::8888.", cfg) == "ends with 192.0.2.1."
     assert redact("ip ::ffff:8.8.4.4.5 is no address", cfg) == "ip ::ffff:8.8.4.4.5 is no address"
+
+
+def test_the_email_replacement_is_written_as_it_is_and_redaction_is_linear_as_the_pattern_was():
+    """Found by review (2026-12-07): the replacement was a re.sub template ("\\0" wrote a NUL byte into kept text,
+    "\\e" failed every document with an address, "\\g<0>" redacted nothing), and EMAIL, tried from every word
+    boundary of a run, took 169 s on a run of 160,000 "a." in a document holding an "@"."""
+    import random
+
+    from prep.pii import EMAIL, _sub_emails
+
+    for replacement in ("\\0", "\\g<0>", "redacted\\email@x.org"):
+        assert redact("write to jane@corp.example.net now", PiiConfig(email_replacement=replacement)) == \
+            f"write to {replacement} now"
+    rng = random.Random(0)
+    alphabet = [*"a.b-_1@ %+xZ\u00e9\n", "co", ".org", "@x.com", "\u00df"]
+    for _ in range(20_000):  # the same matches as the pattern's own sub, from the same starts
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        assert _sub_emails(text, "R") == EMAIL.sub(lambda _: "R", text), text
+    run = "a." * 500_000
+    assert redact(f"{run} @ b", PiiConfig()) == f"{run} @ b"
+    assert redact(f"{run}@mail.example.org", PiiConfig()) == "email@example.com"
+
+
+def test_trailing_spaces_go_as_before_and_a_long_run_of_spaces_is_linear():
+    import random
+    import re
+
+    from prep.normalize import TRAILING_SPACE
+
+    before = re.compile(r"[ \t]+\n")  # tried inside every run of spaces: 160,000 spaces took 31 s
+    rng = random.Random(0)
+    for _ in range(20_000):
+        text = "".join(rng.choice([" ", "\t", "\n", "a", "  \n"]) for _ in range(rng.randint(0, 25)))
+        assert TRAILING_SPACE.sub("\n", text) == before.sub("\n", text), repr(text)
+    assert normalize("a" + " " * 1_000_000 + "b \nc", NormalizeConfig()) == "a" + " " * 1_000_000 + "b\nc"

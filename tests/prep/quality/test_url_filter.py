@@ -62,3 +62,57 @@ def test_clean_batch_rejects_by_url_before_the_text_rules(lists):
     reasons = out.column("reason").to_pylist()
     assert reasons[0] == "url_filter:domain" and not (reasons[1] or "").startswith("url_filter")
     assert not (reasons[2] or "").startswith("url_filter")  # no URL: passes the filter
+
+
+def test_a_url_that_does_not_parse_or_is_a_megabyte_long_is_no_crash(lists):
+    """Found by review (2026-12-07): http://[oops/page failed the whole clean job (urlsplit's ValueError), and a
+    URL's path of 64 KB took 1 GB to look up (every prefix at once; a 1 MB one would have asked for 250 GB)."""
+    blocked = UrlFilter(UrlFilterConfig(blocklists=[str(lists / "plain.txt")], banned_words=["casino"]))
+    assert blocked.reason("http://[oops/page") is None
+    assert blocked.reason("http://[oops/casino") == "url_filter:banned_word"  # the words are still looked for
+    long_path = "/a" * 500_000
+    assert blocked.reason(f"http://news.example.org/ads{long_path}") == "url_filter:url"
+    assert blocked.reason(f"http://news.example.org{long_path}") is None
+    assert blocked.reason("http://" + "x." * 400_000 + "spam.example.com/") is None  # past what is looked at
+    assert blocked.reason("http://" + "x." * 1_000 + "spam.example.com/") == "url_filter:domain"
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: (d / "bad.txt").write_text("fine.example\n[2001:db8::1\n"), r"bad.txt:2: '\[2001:db8::1' is no domain"),
+    (lambda d: (d / "bad.txt").write_bytes(b"caf\xe9.example\n"), "bad.txt: not UTF-8 text"),
+    (lambda d: __import__("os").mkfifo(d / "bad.txt"), "bad.txt: not a regular file"),
+    (lambda d: ((d / "bad.txt").mkdir(), (d / "bad.txt" / "list").write_text("x.example\n")), "without the UT1 layout"),
+])
+def test_a_list_that_cannot_be_read_as_written_is_an_error_naming_it(tmp_path, make, message):
+    """Found by review: a bad entry failed the job after Spark started; a list not in UTF-8 was read with
+    replacement characters, a FIFO hung or failed, and a folder of another layout blocked nothing unsaid."""
+    make(tmp_path)
+    with pytest.raises(ValueError, match=message):
+        UrlFilter(UrlFilterConfig(blocklists=[str(tmp_path / "bad.txt")]))
+
+
+def test_categories_and_words_that_would_match_nothing_are_errors_and_words_are_trimmed(lists):
+    with pytest.raises(ValueError, match="has no category adlt"):
+        UrlFilter(UrlFilterConfig(blocklists=[str(lists / "ut1")], categories=["adlt"]))
+    with pytest.raises(ValueError, match="no blocklist is a folder"):
+        UrlFilter(UrlFilterConfig(blocklists=[str(lists / "plain.txt")], categories=["adult"]))
+    with pytest.raises(ValueError, match="an empty word"):
+        UrlFilter(UrlFilterConfig(banned_words=["casino", " "]))
+    assert UrlFilter(UrlFilterConfig(banned_words=[" casino "])).reason("http://x.example/casino") == \
+        "url_filter:banned_word"
+
+
+def test_a_blocklist_that_cannot_be_read_stops_the_clean_job_and_the_pipeline_before_spark(tmp_path, capsys):
+    """Found by review: it failed in the job's run, after Spark had started (a traceback, exit 1)."""
+    from spark_stages import clean, pipeline
+    from spark_stages.runner import run_stage
+    from tests.conftest import write_lines
+
+    data = write_lines(tmp_path / "in" / "a.jsonl", [{"text": "x"}], mkdir=True)
+    (tmp_path / "bad.txt").write_text("[2001:db8::1\n")
+    for stage, flag in ((clean.STAGE, "--url_filter.blocklists"), (pipeline.STAGE, "--clean.url_filter.blocklists")):
+        code = run_stage(stage, ["--input", str(data), "--output", str(tmp_path / "out"), flag,
+                                 f"[{tmp_path / 'bad.txt'}]"])
+        error = capsys.readouterr().err
+        assert code == 2 and "bad.txt:1: '[2001:db8::1' is no domain or URL" in error and error.count("\n") == 1
+    assert not (tmp_path / "out").exists()
