@@ -194,9 +194,13 @@ def _settings_not_used(cfg: Config, sources: Sources) -> list[str]:
 
 
 def check(cfg: Config, sources: Sources) -> None:
-    for name in sources:  # the stages after clean read documents up to the readers' default limit
-        UrlFilter(clean_settings(cfg, name).url_filter)  # its lists read: a bad one is one line, before Spark
-        reader = clean_settings(cfg, name).reader
+    url_filters = set()
+    for name in sources:
+        settings = clean_settings(cfg, name)
+        if repr(settings.url_filter) not in url_filters:  # its lists read: a bad one is one line, before Spark
+            url_filters.add(repr(settings.url_filter))
+            UrlFilter(settings.url_filter)
+        reader = settings.reader  # the stages after clean read documents up to the readers' default limit
         if reader.max_record_bytes > ReaderConfig().max_record_bytes:
             where = "clean" if reader == cfg.clean.reader else f"sources.{name}.clean"
             raise ValueError(f"{where}.reader.max_record_bytes {reader.max_record_bytes}: the stages after clean "

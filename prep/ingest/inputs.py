@@ -84,8 +84,9 @@ def _glob(pattern: str) -> list[str]:
                 if entry.is_dir() and not entry.name.startswith("."):
                     expand(entry.path, at)
         elif not glob.has_magic(part):
-            if os.path.lexists(path := os.path.join(folder, part)):
-                expand(path, at + 1) if at + 1 == len(parts) or os.path.isdir(path) else None
+            path = os.path.join(folder, part)
+            if os.path.lexists(path) and (at + 1 == len(parts) or os.path.isdir(path)):
+                expand(path, at + 1)
         else:
             for entry in _entries(folder):
                 if fnmatch.fnmatchcase(entry.name, part) and _visible(entry.name, part) and (
@@ -201,9 +202,11 @@ def all_files(sources: Sources) -> list[InputFile]:
 
 
 def input_roots(spec: str | Sequence[str]) -> list[str]:
-    """The folders and files `spec` names (a glob's fixed folder), for checking that an output stays apart."""
-    return [part if os.path.lexists(part) or not glob.has_magic(part) else _glob_root(part)
-            for part in input_parts(spec)]
+    """The folders and files `spec` names (a glob's matches), for checking that an output stays apart."""
+    roots = []
+    for part in input_parts(spec):
+        roots += [part] if os.path.lexists(part) or not glob.has_magic(part) else _glob(part)
+    return roots
 
 
 def name_problem(name: str, reserved: tuple[str, ...] = RESERVED_NAMES) -> str | None:

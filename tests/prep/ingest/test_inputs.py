@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from prep.ingest.inputs import RESERVED_NAMES, InputError, expand_inputs, expand_sources, named_inputs
+from prep.ingest.inputs import RESERVED_NAMES, InputError, expand_inputs, expand_sources, input_roots, named_inputs
 from report.run import RUN_FILE, SETTINGS_FILE
 from report.write import COMPARE_FILE, REPORT_FILE
 from schemas.mixture import MIXTURE_FILE
@@ -48,6 +48,8 @@ def test_a_glob_through_links_back_to_its_folder_ends_and_reads_each_file_once(t
     assert [f.relative for f in files] == ["a.jsonl", "sub/b.jsonl"]
     assert [f.relative for f in expand_inputs(f"{tmp_path}/crawl/**")] == ["a.jsonl", "sub/b.jsonl"]
     assert [f.relative for f in expand_inputs(f"{tmp_path}/c*/s?b/[b]*.jsonl")] == ["crawl/sub/b.jsonl"]
+    # what an output is kept apart from: a glob's matches (an output beside them, in their folder, is fine)
+    assert input_roots(f"{tmp_path}/crawl/*.jsonl") == [str(tmp_path / "crawl" / "a.jsonl")]
 
 
 def test_a_path_is_itself_whatever_it_holds(tmp_path):
