@@ -189,13 +189,20 @@ def parse_yaml(text):
         raise ConfigError(f"not YAML that can be read: {e}") from None
 
 
+MAX_CONFIG_BYTES = 16 << 20  # a config of 64k banned words is 1 MB; 180 MB of YAML had taken 6.5 GB and minutes
+
+
 def load_yaml(path: str) -> dict:
-    """A YAML file's mapping; ConfigError (without the path, which the caller adds) otherwise."""
+    """A YAML file's mapping; ConfigError (without the path, which the caller adds) otherwise. Read as a stream
+    (`--config <(...)` is a pipe), to MAX_CONFIG_BYTES."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = parse_yaml(f) or {}
+        with open(path, "rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         raise ConfigError(e.strerror or str(e)) from e
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"over {MAX_CONFIG_BYTES} bytes, more than any configuration holds")
+    data = parse_yaml(data) or {}
     if not isinstance(data, dict):
         raise ConfigError("the top level must be a mapping")
     return data

@@ -104,6 +104,8 @@ def test_a_bad_flag_is_one_line_and_exit_code_2(capsys, argv, message):
     ("threshold: " + "9" * 5000 + "\n", "c.yaml: not YAML that can be read: Exceeds the limit"),
     (b"name: caf\xe9\n", "c.yaml: not YAML"),
     ("tags: " + "[" * 20_000 + "]" * 20_000 + "\n", "exceeded maximum nesting depth"),
+    # found by review (2026-12-07): 180 MB of YAML took 6.5 GB and minutes
+    ("tags: [" + "x, " * 6_000_000 + "x]\n", "c.yaml: over 16777216 bytes"),
 ])
 def test_a_bad_file_names_the_key(tmp_path, capsys, text, message):
     config = tmp_path / "c.yaml"
@@ -111,6 +113,20 @@ def test_a_bad_file_names_the_key(tmp_path, capsys, text, message):
     with pytest.raises(SystemExit) as exit_:
         parse(["--config", str(config)])
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_config_from_a_pipe_is_read():
+    import os
+    import threading
+
+    read_end, write_end = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(write_end, b"threshold: 0.25\n"), os.close(write_end)))
+    writer.start()
+    try:
+        assert parse(["--config", f"/dev/fd/{read_end}"]).threshold == 0.25  # as --config <(...) gives it
+    finally:
+        writer.join()
+        os.close(read_end)
 
 
 def test_a_yaml_merge_key_may_be_overridden_and_a_flag_value_is_checked_alike(tmp_path, capsys):
