@@ -69,13 +69,15 @@ def check_private(path: Path, what: str, *, folder: bool = True) -> os.stat_resu
 
 
 def check_ancestors(path: Path, what: str) -> None:
-    """UntrustedPath where a folder above `path` (its real path) can be written by every user without the
-    sticky bit (/tmp and /dev/shm have it: there others cannot rename what is not theirs): anyone could then
-    put a folder or a link of theirs where `path` was checked. A folder another user owns, or one a group may
-    write (a team's project folder), is a trust the system's owner gave, and is taken."""
+    """UntrustedPath where a folder above `path` (its real path) that another user (not root) owns can be written
+    by every user without the sticky bit (/tmp and /dev/shm have it: there others cannot rename what is not
+    theirs): it had been made so, and they could put a folder or a link of theirs where `path` was checked. A
+    folder a group may write (a team's project folder), another user's not writable by all, or root's open to
+    all (a container's volume: Kubernetes' emptyDir is 0777) is a trust the system's owner gave, and is taken."""
     for folder in Path(os.path.realpath(path)).parents:
-        mode = os.stat(folder).st_mode
-        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+        info = os.stat(folder)
+        mode = info.st_mode
+        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX and info.st_uid not in (0, os.getuid()):
             raise UntrustedPath(f"{what} {path} lies in {folder}, which every user can write (mode "
                                 f"{stat.S_IMODE(mode):o}, not sticky): another user could replace it (chmod o-w "
                                 f"{folder}, or choose a folder of your own)")

@@ -100,10 +100,12 @@ class Config(ExtractConfig):
 
 
 def check(cfg: Config, sources: Sources) -> None:
-    if documents := [f.relative for f in all_files(sources) if not is_warc(f.path)]:
-        # a file of 1,000 documents had been one record quarantined as "not a WARC record", the job's exit 0
-        raise InputError(f"{documents[0]}{f' and {len(documents) - 1} more' if len(documents) > 1 else ''}: not "
-                         f"a web crawl ({', '.join(WARC_SUFFIXES)}); documents go to jobs.clean")
+    files = all_files(sources)
+    if not any(is_warc(f.path) for f in files):
+        # a file of 1,000 documents had been one record quarantined as "not a WARC record", the job's exit 0; a
+        # file beside crawls (a collection's pages.jsonl, seeds.txt) is still one quarantined record, named
+        raise InputError(f"{files[0].relative}{f' and {len(files) - 1} more' if len(files) > 1 else ''}: no web "
+                         f"crawl ({', '.join(WARC_SUFFIXES)}); documents go to jobs.clean")
     if cfg.extractor in NEEDS_TRAFILATURA:
         import importlib.util
 

@@ -69,7 +69,7 @@ def run_folder(run_dir: Path, rank: int, wait: bool) -> Iterator[str | None]:
             dist.broadcast_object_list(outcome, src=0)
             if outcome[0][0] is None or not wait or not outcome[0][1]:
                 break
-            log.info("%s: waiting for the run that holds it", outcome[0].split(":")[0])
+            log.info("%s: waiting for the run that holds it", run_dir)
             time.sleep(WAIT_SECONDS)
         yield outcome[0][0]
     finally:

@@ -68,6 +68,7 @@ def _glob(pattern: str) -> list[str]:
     2**40 paths; one read every file 41 times)."""
     root = _glob_root(pattern)
     parts = [p for p in os.path.relpath(pattern, root).split(os.sep) if p] if pattern != root else []
+    folders_only = pattern.endswith(os.sep)  # "corpus/*/": its folders, as glob gives them
     found, seen = [], set()
 
     def expand(folder: str, at: int) -> None:
@@ -75,14 +76,19 @@ def _glob(pattern: str) -> list[str]:
             return
         seen.add(key)
         if at == len(parts):
-            found.append(folder)
+            if not folders_only or os.path.isdir(folder):
+                found.append(folder)
             return
         part = parts[at]
-        if part == "**":  # this folder, and every folder under it
+        if part == "**":  # this folder, and every folder under it; ending the pattern, every file too
             expand(folder, at + 1)
             for entry in _entries(folder):
-                if entry.is_dir() and not entry.name.startswith("."):
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir():
                     expand(entry.path, at)
+                elif at + 1 == len(parts) and not folders_only:
+                    found.append(entry.path)
         elif not glob.has_magic(part):
             path = os.path.join(folder, part)
             if os.path.lexists(path) and (at + 1 == len(parts) or os.path.isdir(path)):
@@ -161,12 +167,11 @@ def expand_inputs(spec: str | Sequence[str]) -> list[InputFile]:
         elif glob.has_magic(part):
             root, paths, walked = _glob_root(part), [], []
             for m in _glob(part):
-                if os.path.isdir(m):
-                    if not any(m.startswith(w + os.sep) for w in walked):  # a folder under one walked: walked
-                        walked.append(m)
-                        paths += _files_under(m)
-                elif is_readable(m):
-                    paths.append(m)
+                if not os.path.isdir(m):
+                    paths += [m] if is_readable(m) else []
+                elif not part.endswith("**") and not any(m.startswith(w + os.sep) for w in walked):
+                    walked.append(m)  # a folder under one walked is walked (a trailing ** matches its files itself)
+                    paths += _files_under(m)
         else:
             raise InputError(f"{part}: no such file or directory")
         if not paths:

@@ -9,12 +9,15 @@ files), of which `categories` chooses some (all when empty). A blocked domain bl
 lists are read once, on the driver, and shipped to the tasks with the job.
 """
 
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from schemas.trust import is_regular_file, not_regular_why
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -35,11 +38,16 @@ def _entries(path: Path) -> list[tuple[int, str]]:
     """(line number, entry) of a list file; ValueError naming the file where it cannot be read as text."""
     if not is_regular_file(path):
         raise ValueError(f"blocklists: {path}: {not_regular_why(path)}")
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as e:  # read with replacement, café.example had become caf\ufffd.example
-        raise ValueError(f"blocklists: {path}: not UTF-8 text (byte {e.start})") from None
-    entries = ((number, line.split("#", 1)[0].strip().lower()) for number, line in enumerate(lines, 1))
+    lines, undecoded = [], []
+    for number, raw in enumerate(path.read_bytes().splitlines(), 1):
+        try:
+            lines.append((number, raw.decode("utf-8")))
+        except UnicodeDecodeError:  # read with replacement, café.example had become caf\ufffd.example, unsaid
+            undecoded.append(number)
+    if undecoded:
+        log.warning("blocklists: %s: %d line(s) not UTF-8 passed over (line %s)", path, len(undecoded),
+                    ", ".join(map(str, undecoded[:5])) + (", ..." if len(undecoded) > 5 else ""))
+    entries = ((number, line.split("#", 1)[0].strip().lower()) for number, line in lines)
     return [(number, entry) for number, entry in entries if entry]
 
 

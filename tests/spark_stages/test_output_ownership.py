@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from prep.ingest.inputs import expand_inputs
 from spark_stages import outputs
 from spark_stages.outputs import OWNER_FILE, OutputError, check_apart, claimed_output, commit, staging_dir
 from tests.conftest import REPO, write_lines
@@ -164,9 +165,13 @@ def test_an_output_that_is_a_url_is_one_line_before_spark_and_a_relative_one_is_
 
 
 def test_the_extract_job_refuses_files_that_are_no_crawl(tmp_path, tiny, capsys):
-    """Found by review: a JSON Lines file of 1,000 documents was one record quarantined as no WARC record, exit 0."""
+    """Found by review: a JSON Lines file of 1,000 documents was one record quarantined as no WARC record, exit 0.
+    A file beside crawls (a collection's pages.jsonl) is one quarantined record, as before (second review)."""
     from spark_stages import extract
     from spark_stages.runner import run_stage
+    from tests.web_fixtures import write_warc
 
     assert run_stage(extract.STAGE, ["--input", str(tiny.parent), "--output", str(tmp_path / "out")]) == 2
-    assert "tiny.jsonl: not a web crawl" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    assert "tiny.jsonl: no web crawl" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    write_warc(tiny.parent / "crawl.warc.gz", [])
+    extract.check(extract.Config(), {"default": expand_inputs(str(tiny.parent))})  # taken

@@ -132,12 +132,35 @@ def test_a_run_folder_in_a_folder_everyone_can_write_is_refused_and_flock_failin
     squatted = tmp_path / "runs"
     squatted.mkdir()
     squatted.chmod(0o777)
-    assert_refused(outcome(squatted / "run"), str(squatted), "every user can write")
-    squatted.chmod(0o1777)  # sticky, as /tmp: others cannot rename what is not theirs
-    assert outcome(squatted / "run") is None
+    assert outcome(squatted / "mine") is None  # root's or the user's own open to all: a container's volume
+    if os.getuid() == 0:
+        os.chown(squatted, 54321, 54321)  # made by another user (as root: a user cannot give a folder away)
+        assert_refused(outcome(squatted / "run"), str(squatted), "every user can write")
+        squatted.chmod(0o1777)  # sticky, as /tmp: others cannot rename what is not theirs
+        assert outcome(squatted / "run") is None
 
     def no_flock(*_):
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
 
     monkeypatch.setattr(fcntl, "flock", no_flock)
     assert_refused(outcome(tmp_path / "nfs"), "cannot be locked", "flock")
+
+
+@pytest.mark.usefixtures("world_of_one")
+def test_a_run_waiting_for_its_folder_starts_once_the_other_run_lets_go(tmp_path, monkeypatch):
+    """Found by the day's second review: the waiting branch still read the outcome as a line (an
+    AttributeError once the outcome held whether to wait)."""
+    import fcntl
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    holder = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)  # another run's open lock
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    waits = []
+
+    def the_other_run_ends(seconds):
+        waits.append(seconds)
+        os.close(holder)
+
+    monkeypatch.setattr(run_folder_module.time, "sleep", the_other_run_ends)
+    assert outcome(run_dir, wait=True) is None and len(waits) == 1

@@ -145,3 +145,20 @@ def test_a_fifo_or_a_device_under_a_readable_name_is_an_error_naming_it(tmp_path
     os.symlink(tmp_path / "crawl" / "moved.warc.gz", tmp_path / "crawl" / "dangling.warc.gz")  # says what it is
     with pytest.raises(InputError, match="dangling.warc.gz: a link to nothing .*moved.warc.gz"):
         expand_inputs(str(tmp_path / "crawl"))
+
+
+def test_globs_match_what_pythons_glob_matches_on_a_tree_without_loops(tmp_path):
+    """Found by the day's second review: a pattern ending in / matched files too, and a trailing ** matched no
+    file (glob's gives every file under it: _tmp/z.jsonl and _part.jsonl had been read)."""
+    import glob
+
+    from prep.ingest.inputs import _glob
+
+    make(tmp_path, "c/a.jsonl", "c/b/x.jsonl", "c/b/_part.jsonl", "c/_tmp/z.jsonl", "c/.h/y.jsonl", "c/notes.txt",
+         "c/b/d/e.txt", "c/[x]/w.jsonl")
+    for pattern in ("c/*", "c/*/", "c/**", "c/**/", "c/**/*.jsonl", "c/b/**", "c/*/*.jsonl", "c/?/x.jsonl",
+                    "c/**/d/*.txt", "c/[ab]*", "**/x.jsonl", "c/[[]x]/*"):
+        matched = sorted(map(os.path.normpath, glob.glob(str(tmp_path / pattern), recursive=True)))  # c/ is c
+        assert _glob(str(tmp_path / pattern)) == matched, pattern
+    assert [f.relative for f in expand_inputs(str(tmp_path / "c" / "**"))] == [
+        "[x]/w.jsonl", "_tmp/z.jsonl", "a.jsonl", "b/_part.jsonl", "b/d/e.txt", "b/x.jsonl", "notes.txt"]

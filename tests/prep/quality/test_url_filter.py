@@ -79,16 +79,24 @@ def test_a_url_that_does_not_parse_or_is_a_megabyte_long_is_no_crash(lists):
 
 @pytest.mark.parametrize("make, message", [
     (lambda d: (d / "bad.txt").write_text("fine.example\n[2001:db8::1\n"), r"bad.txt:2: '\[2001:db8::1' is no domain"),
-    (lambda d: (d / "bad.txt").write_bytes(b"caf\xe9.example\n"), "bad.txt: not UTF-8 text"),
     (lambda d: __import__("os").mkfifo(d / "bad.txt"), "bad.txt: not a regular file"),
     (lambda d: ((d / "bad.txt").mkdir(), (d / "bad.txt" / "list").write_text("x.example\n")), "without the UT1 layout"),
 ])
 def test_a_list_that_cannot_be_read_as_written_is_an_error_naming_it(tmp_path, make, message):
-    """Found by review: a bad entry failed the job after Spark started; a list not in UTF-8 was read with
-    replacement characters, a FIFO hung or failed, and a folder of another layout blocked nothing unsaid."""
+    """Found by review: a bad entry failed the job after Spark started, a FIFO hung or failed, and a folder of
+    another layout blocked nothing unsaid."""
     make(tmp_path)
     with pytest.raises(ValueError, match=message):
         UrlFilter(UrlFilterConfig(blocklists=[str(tmp_path / "bad.txt")]))
+
+
+def test_a_list_line_not_in_utf8_is_passed_over_with_a_warning(tmp_path, caplog):
+    """Found by review: read with replacement characters, caf\xe9.example had become caf\ufffd.example unsaid."""
+    (tmp_path / "list.txt").write_bytes(b"caf\xe9.example\nspam.example\n")
+    with caplog.at_level("WARNING", logger="prep.quality.url_filter"):
+        blocked = UrlFilter(UrlFilterConfig(blocklists=[str(tmp_path / "list.txt")]))
+    assert blocked.domains == {"spam.example"}
+    assert [r.getMessage().split(": ", 2)[2] for r in caplog.records] == ["1 line(s) not UTF-8 passed over (line 1)"]
 
 
 def test_categories_and_words_that_would_match_nothing_are_errors_and_words_are_trimmed(lists):
