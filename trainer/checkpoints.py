@@ -93,13 +93,14 @@ class Checkpoints:
             return []
         return [ours] + [p for p in self.complete() if step_of(p) < step_of(ours) and self.lineage_of(p) == lineage]
 
-    def save(self, state: dict, step: int, lineage: str) -> None:
+    def save(self, state: dict, step: int, lineage: str, data: str) -> None:
+        """Saves `state` as step `step` of `lineage`; the manifest names `data`, the shards' identity."""
         self.wait()
         target = self.folder / f"step-{step:07d}"
         partial = target.with_name(target.name + ".partial")
         future = dcp.async_save(state, checkpoint_id=str(partial), process_group=self.group)
         part = self.hasher.submit(self._digests, future, partial)
-        self.pending = (part, target, {"format": MANIFEST_FORMAT, "step": step, "lineage": lineage})
+        self.pending = (part, target, {"format": MANIFEST_FORMAT, "step": step, "lineage": lineage, "data": data})
 
     def _digests(self, future, partial: Path) -> dict[str, dict]:
         """The files this rank wrote (DCP names them __RANK_N; rank 0 also writes .metadata), once written."""

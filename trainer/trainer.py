@@ -9,6 +9,7 @@ clipping; the guard (trainer/guard.py) applies nothing for a non-finite loss or 
 past a loss spike (roll_back: data skipped, or the learning rate lowered).
 """
 
+import hashlib
 import json
 import logging
 import secrets
@@ -28,7 +29,7 @@ from schemas.mixture import MixtureError
 from schemas.trust import UntrustedPath
 from trainer import contamination
 from trainer.benchmarks import Benchmarks
-from trainer.checkpoints import DAMAGED, Checkpoints, Unfit, rng_state, set_rng_state
+from trainer.checkpoints import DAMAGED, Checkpoints, Unfit, read_manifest, rng_state, set_rng_state
 from trainer.config import TrainConfig
 from trainer.errors import RunStopped
 from trainer.guard import Guard, TooManyRollbacks
@@ -75,6 +76,13 @@ class Trainer:
         self.metrics = Metrics(run_dir / "metrics.jsonl" if self.rank == 0 else None,
                                self.model.flops_per_token(loader.seq_len), peak_flops(device), self.world,
                                cfg.dashboards)
+
+    def data_identity(self) -> str:
+        """What the loader reads, by content: each source's name and its shards' checksums (the same shards
+        copied elsewhere, or written again from the same input, are the same data)."""
+        sources = [[name, s.source.index.checksum_algorithm, [e.checksum for e in s.source.entries]]
+                   for name, s in zip(self.loader.sources, self.loader.sets)]
+        return hashlib.sha256(json.dumps(sources).encode()).hexdigest()
 
     def check(self) -> StartChecks:
         checks = check_ranks(self.model, self.optimizer, self.loader, self.cfg)
@@ -309,7 +317,7 @@ class Trainer:
         """A checkpoint of this step, unless a weight is not finite: saved, it rotated the sound checkpoints away
         and left none that --resume or a rollback could load. Broken weights at the last step stop the run."""
         if self.weights_finite():
-            self.checkpoints.save(self.state_dict(), self.step, self.lineage)
+            self.checkpoints.save(self.state_dict(), self.step, self.lineage, self.data_identity())
             return
         newest = self.checkpoints.ours.name if self.checkpoints.ours else None
         if self.step == self.cfg.steps:
@@ -348,12 +356,26 @@ class Trainer:
             except (UntrustedPath, Unfit) as e:
                 raise RunStopped(str(e), 3 if rollback else 2) from None
             if problem is None:
+                if not rollback:
+                    self._check_data(checkpoint)
                 self._apply(checkpoint, state, rollback)
                 return checkpoint
             aside = self.checkpoints.move_aside(checkpoint, problem)
             self.metrics.event("checkpoint_damaged", self.step, checkpoint=checkpoint.name, problem=problem,
                                moved_to=str(aside), then="the one before" if checkpoint != candidates[-1] else None)
         return None
+
+    def _check_data(self, checkpoint: Path) -> None:
+        """RunStopped unless `checkpoint` was saved by a run on these shards: a state of other shards with the
+        same sources, epoch sizes and rows had loaded, and the run went on at positions of another order.
+        (A checkpoint saved before the manifest named its data is taken, as before.)"""
+        try:
+            saved = read_manifest(checkpoint).get("data")
+        except (OSError, ValueError) as e:  # read a moment ago to load it: changed since
+            raise RunStopped(f"{checkpoint}: {e}", 2) from None
+        if saved is not None and saved != self.data_identity():
+            raise RunStopped(f"{checkpoint} was saved by a run on other shards (their checksums differ from these): "
+                             "resume it on the shards it was trained on, or start a new --run-dir", 2)
 
     def _apply(self, checkpoint: Path, state: dict, rollback: bool) -> None:
         """A loaded checkpoint's state into the components. A rollback keeps this run's counts, skips and

@@ -60,7 +60,7 @@ def saved(tmp_path):
     dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
     checkpoints = Checkpoints(tmp_path / "run", keep=3, rank=0, world=1, device=torch.device("cpu"), checksums=True)
     state = {"model": {"w": torch.arange(4096, dtype=torch.float32)}, "loader": {"position": 12, "skips": [[4, 8]]}}
-    checkpoints.save(state, 10, "lineage")
+    checkpoints.save(state, 10, "lineage", "data")
     checkpoints.wait()
     yield checkpoints, state, checkpoints.ours
     checkpoints.hasher.shutdown()

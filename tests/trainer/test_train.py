@@ -254,3 +254,25 @@ def test_a_run_folder_that_is_the_shards_folder_or_inside_it_is_refused(shards):
     for run_dir in (shards, shards / "train"):
         assert "is the shards folder" in stopped(shards, run_dir)
     assert not (shards / "checkpoints").exists() and not (shards / ".run.lock").exists()
+
+
+def test_a_checkpoint_of_other_shards_of_the_same_shape_is_not_resumed(shards, uninterrupted, tmp_path):
+    """Noticed in review (2026-12-07): a loader state holds positions, not what they are of; shards of the same
+    sources, epoch sizes and rows but other content resumed, the run going on at positions of another order.
+    The manifest names the shards by their checksums: the same shards copied elsewhere resume."""
+    def one_token_changed(tokens, *_):
+        tokens[0][1] = (int(tokens[0][1]) + 1) % 1024
+
+    other = tmp_path / "other"
+    write_text_shards(other, seq_len=256, edit_rows=one_token_changed)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    shutil.copytree(uninterrupted / "checkpoints", run_dir / "checkpoints")
+    assert "was saved by a run on other shards" in stopped(other, run_dir, "--resume")
+    copy = tmp_path / "copy"
+    shutil.copytree(shards, copy)
+    launch = command(1, copy, run_dir, "--resume")
+    done = subprocess.run([sys.executable, *launch[launch.index(str(REPO / "jobs" / "train.py")):]], cwd=REPO,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0 and f"resumed from {run_dir / 'checkpoints' / f'step-{STEPS:07d}'}" in done.stderr, \
+        done.stderr[-3000:]
