@@ -9,6 +9,7 @@ clipping; the guard (trainer/guard.py) applies nothing for a non-finite loss or 
 past a loss spike (roll_back: data skipped, or the learning rate lowered).
 """
 
+import functools
 import hashlib
 import json
 import logging
@@ -77,6 +78,7 @@ class Trainer:
                                self.model.flops_per_token(loader.seq_len), peak_flops(device), self.world,
                                cfg.dashboards)
 
+    @functools.cached_property
     def data_identity(self) -> str:
         """What the loader reads, by content: each source's name and its shards' checksums (the same shards
         copied elsewhere, or written again from the same input, are the same data)."""
@@ -317,7 +319,7 @@ class Trainer:
         """A checkpoint of this step, unless a weight is not finite: saved, it rotated the sound checkpoints away
         and left none that --resume or a rollback could load. Broken weights at the last step stop the run."""
         if self.weights_finite():
-            self.checkpoints.save(self.state_dict(), self.step, self.lineage, self.data_identity())
+            self.checkpoints.save(self.state_dict(), self.step, self.lineage, self.data_identity)
             return
         newest = self.checkpoints.ours.name if self.checkpoints.ours else None
         if self.step == self.cfg.steps:
@@ -373,7 +375,7 @@ class Trainer:
             saved = read_manifest(checkpoint).get("data")
         except (OSError, ValueError) as e:  # read a moment ago to load it: changed since
             raise RunStopped(f"{checkpoint}: {e}", 2) from None
-        if saved is not None and saved != self.data_identity():
+        if saved is not None and saved != self.data_identity:
             raise RunStopped(f"{checkpoint} was saved by a run on other shards (their checksums differ from these): "
                              "resume it on the shards it was trained on, or start a new --run-dir", 2)
 
