@@ -1,12 +1,14 @@
 """Documents as the report shows them: an excerpt of bounded length around what is marked, and a few
 fields, each cut to a bounded length. The text stays text: report/html.py escapes it when written."""
 
+import itertools
 import json
 import re
 
 from report.config import ReportConfig
 from report.model import Document, Mark
 
+MAX_MARKS = 50  # PII replacements marked in a document, at most
 SHOWN_FIELDS = ("lang", "source", "url", "error", "file", "line", "offset")  # a reason is said by its group
 
 
@@ -38,7 +40,8 @@ def document(row: dict, cfg: ReportConfig, fields: tuple[str, ...] = SHOWN_FIELD
     shown, moved, note = excerpt(text, sorted(marks, key=lambda m: m.start), cfg.example_chars)
     values = {name: clipped(row[name], cfg.field_chars) for name in fields if row.get(name) not in (None, "")}
     values.update(_scores(row))
-    values.update(extra or {})
+    # a span's kind and score come from a matches/ file from elsewhere: a 1 MB kind made a page of 60 MB
+    values.update({name: clipped(value, cfg.field_chars) for name, value in (extra or {}).items()})
     return Document(clipped(row.get("id"), cfg.field_chars), shown, values, moved, note)
 
 
@@ -55,10 +58,11 @@ def _scores(row: dict) -> dict[str, str]:
 def replacement_marks(text: str, replacements: list[str]) -> list[Mark]:
     """Where the PII replacements stand in a cleaned text: what redaction put there (or the same string
     written by the author: the report cannot tell them apart)."""
-    marks = []
-    for replacement in filter(None, replacements):
-        marks += [Mark(m.start(), m.end(), "pii", "PII replaced") for m in re.finditer(re.escape(replacement), text)]
-    return marks[:50]
+    marks: list[Mark] = []
+    for replacement in filter(None, replacements):  # the first MAX_MARKS found, not all made first (a million)
+        found = itertools.islice(re.finditer(re.escape(replacement), text), MAX_MARKS - len(marks))
+        marks += [Mark(m.start(), m.end(), "pii", "PII replaced") for m in found]
+    return marks
 
 
 def raw_text(raw: bytes | None, limit: int) -> str:

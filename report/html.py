@@ -7,14 +7,27 @@ Untrusted text goes into element content only, never into an attribute, a URL, a
 import base64
 import hashlib
 import html
+import itertools
 import re
+import reprlib
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CELL_CHARS = 4_000  # characters of a table cell's text at most: a stats.json value from elsewhere held 20 MB
+
+# a value that is not a string (a list or mapping of a stats.json from elsewhere) shown to a bounded depth and
+# length: a list nested 980 deep raised RecursionError in str() and no report was written
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict, _SHOWN.maxstring, _SHOWN.maxother = 3, 20, 20, 200, 200
+
+
+def plain(value) -> str:
+    """Any value as a string: a string as it is, anything else bounded in depth and length."""
+    return "" if value is None else value if isinstance(value, str) else _SHOWN.repr(value)
 
 
 def text(value) -> str:
     """Any value as escaped HTML text; C0 controls (but tab and newlines) as their visible symbols."""
-    s = "" if value is None else value if isinstance(value, str) else str(value)
+    s = plain(value)
     s = CONTROL.sub(lambda m: chr(0x2400 + ord(m.group()) if ord(m.group()) < 0x20 else 0x2421), s)
     return html.escape(s, quote=True)
 
@@ -28,8 +41,9 @@ def number(value) -> str:
     if isinstance(value, float):
         return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
     if isinstance(value, dict):
-        return text(", ".join(f"{k}: {v}" for k, v in list(value.items())[:20]))
-    return text(value)
+        value = ", ".join(f"{plain(k)[:200]}: {plain(v)[:200]}" for k, v in itertools.islice(value.items(), 20))
+    value = plain(value)
+    return text(value if len(value) <= CELL_CHARS else value[:CELL_CHARS] + "…")
 
 
 def element(tag: str, inner: str, cls: str | None = None) -> str:

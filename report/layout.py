@@ -78,9 +78,23 @@ def kind_of(folder: Path) -> str | None:
             return "tokenizer"
         if "labels" in report:
             return "classifier"
-    if (folder / "index.json").is_file():
+    if _is_regular(folder / "index.json"):
         return "shards"
     return None
+
+
+def _is_regular(path: Path) -> bool:
+    """Whether `path` is a regular file itself, not a link (a folder from elsewhere: see regular_file_text)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _folder(path: Path) -> bool:
+    """Whether `path` is a folder of the run itself: a stage or source folder that is a link is not read (its
+    files are someone else's, outside the run)."""
+    return path.is_dir() and not path.is_symlink()
 
 
 def stage_dirs(out: Path) -> list[StageDir]:
@@ -91,17 +105,17 @@ def stage_dirs(out: Path) -> list[StageDir]:
         return [StageDir(kind, out, None)]
     if mixture(out) is not None:  # the shards job's split (shards.split_by): a shards folder per value
         return [StageDir("shards", child, child.name) for child in sorted(out.iterdir())
-                if child.is_dir() and kind_of(child) == "shards"]
+                if _folder(child) and kind_of(child) == "shards"]
     found = []
     for name in PIPELINE_ORDER:
         folder = out / name
-        if not folder.is_dir():
+        if not _folder(folder):
             continue
         if kind := kind_of(folder):
             found.append(StageDir(kind, folder, None))
             continue
         before = len(found)
-        for child in sorted(p for p in folder.iterdir() if p.is_dir() and p.name != HELDOUT):
+        for child in sorted(p for p in folder.iterdir() if _folder(p) and p.name != HELDOUT):
             if kind := kind_of(child):
                 found.append(StageDir(kind, child, child.name))
         if len(found) == before and any((folder / name).is_file() for name in ("stats.json", "report.json")):

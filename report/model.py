@@ -12,6 +12,11 @@ def whole(value, limit: int = 2**63) -> int | None:
     return value if type(value) is int and 0 <= value < limit else None
 
 
+def mapping(value) -> dict:
+    """A mapping of a file from elsewhere, else an empty one ("held_out": [1] hid the tokenizer's stage)."""
+    return value if isinstance(value, dict) else {}
+
+
 def finite(value) -> float | None:
     """A number of a file from elsewhere as a finite float, else None (an int of 400 digits is no float)."""
     if not isinstance(value, int | float) or isinstance(value, bool):

@@ -36,8 +36,10 @@ class Piece:
 
 
 def files(folder: Path) -> list[Path]:
-    """The Parquet part files of an output, in order (partition folders included)."""
-    return sorted(folder.rglob(PARTS)) if folder.is_dir() else []
+    """The Parquet part files of an output, in order (partition folders included). An output folder that is a
+    link is not read: a folder from elsewhere with `docs` linked to the reader's own Parquet files put their
+    text into the page (rglob itself enters no linked folder below it)."""
+    return sorted(folder.rglob(PARTS)) if folder.is_dir() and not folder.is_symlink() else []
 
 
 # what reading a part file that is damaged (cut short, overwritten) raises: that file is passed over

@@ -1,12 +1,14 @@
 """Plots as inline SVG: horizontal bars of named values, and histograms with one series or several side by
 side. Labels are escaped text; sizes are computed here, never taken from the data as markup."""
 
+import itertools
 import math
 
 from report.html import number, text
 
 COLORS = ("#3b6ea8", "#d0813a", "#5a9e6f", "#9a5ea8", "#a85e5e")
 ROW, LABEL, BAR, PAD = 18, 230, 300, 170
+MAX_BARS = 100  # bars drawn of one plot, at most: a stats.json from elsewhere of 200,000 sizes drew 66 MB
 
 
 def _label(value: str, limit: int = 38) -> str:
@@ -14,12 +16,15 @@ def _label(value: str, limit: int = 38) -> str:
 
 
 def bars(values: dict[str, float], unit: str = "") -> str:
-    """One bar per name, scaled to the largest value (a value that is not a finite number is left out)."""
+    """One bar per name, scaled to the largest value (a value that is not a finite number is left out); the
+    first MAX_BARS, and a line counting the rest."""
     values = {name: value for name, value in values.items() if math.isfinite(value)}
     if not values:
         return ""
     top = max(max(values.values()), 1e-12)
-    height = ROW * len(values) + 4
+    left_out = len(values) - MAX_BARS
+    values = dict(itertools.islice(values.items(), MAX_BARS))
+    height = ROW * (len(values) + (left_out > 0)) + 4
     parts = [f'<svg class="plot" width="{LABEL + BAR + PAD}" height="{height}" role="img">']
     for i, (name, value) in enumerate(values.items()):
         y = i * ROW + 2
@@ -27,6 +32,8 @@ def bars(values: dict[str, float], unit: str = "") -> str:
         parts.append(f'<text x="{LABEL - 6}" y="{y + 12}" text-anchor="end">{_label(name)}</text>'
                      f'<rect x="{LABEL}" y="{y + 2}" width="{width:.1f}" height="{ROW - 5}" fill="{COLORS[0]}"/>'
                      f'<text x="{LABEL + width + 4:.1f}" y="{y + 12}">{number(value)} {text(unit)}</text>')
+    if left_out > 0:
+        parts.append(f'<text x="{LABEL}" y="{len(values) * ROW + 14}">{left_out:,} more not drawn</text>')
     parts.append("</svg>")
     return "".join(parts)
 

@@ -21,6 +21,7 @@ from report.stages.common import (
     distributions,
     quarantine,
     read_note,
+    reason_sample,
     reasons,
     seconds,
     stream,
@@ -41,7 +42,8 @@ def gather(run: Run, stage: StageDir) -> StageView:
 
     extra = classifier_columns(folder / "docs")
     kept, removed = Distributions(), Distributions()
-    kept_sample, by_reason = Smallest(cfg.kept_examples, shown), Smallest(cfg.examples_per_reason, shown)
+    kept_sample = Smallest(cfg.kept_examples, shown)
+    by_reason = reason_sample(stats.get("rejected_by_reason"), cfg, shown)
     kept_plan = stream(folder / "docs", DOCUMENT_COLUMNS + extra, cfg, kept_sample, kept)
     removed_plan = stream(folder / "rejected", DOCUMENT_COLUMNS + extra + ["reason"], cfg, by_reason, removed,
                           key="reason")

@@ -32,11 +32,17 @@ def stream(folder: Path, columns: list[str], cfg: ReportConfig, sample: Smallest
     return chosen
 
 
+MAX_DAMAGED_NAMED = 10  # damaged files of an output named one by one; the rest counted
+
+
 def read_note(plan: Plan, what: str) -> list[Note]:
     """A note when examples and distributions come from part of an output, and one per damaged file passed
-    over."""
-    notes = [Note(f"{name} is damaged ({clipped(why, 200)}): passed over, its rows are not shown")
-             for name, why in plan.damaged]
+    over (the first MAX_DAMAGED_NAMED: 20,000 empty part files from elsewhere made 6.8 MB of notes)."""
+    notes = [Note(f"{clipped(name, 200)} is damaged ({clipped(why, 200)}): passed over, its rows are not shown")
+             for name, why in plan.damaged[:MAX_DAMAGED_NAMED]]
+    if len(plan.damaged) > MAX_DAMAGED_NAMED:
+        notes.append(Note(f"{others(len(plan.damaged) - MAX_DAMAGED_NAMED, 'damaged files')} of {what}: passed "
+                          "over as well"))
     if plan.whole:
         return notes
     return notes + [Note(f"{what}: examples and distributions from {plan.rows_read:,} of {plan.rows:,} rows "
@@ -72,7 +78,7 @@ def _counts(counts) -> list[tuple[str, int]]:
 
 def reason_table(counts: dict, total: int, what: str, cfg: ReportConfig) -> list:
     """Reasons whose records are not written (nothing to show but their count): a bar chart and a table."""
-    counted = sorted(_counts(counts), key=lambda kv: (-kv[1], kv[0]))
+    counted = _ordered(counts)
     shown = [(clipped(k, cfg.field_chars), v) for k, v in counted[:cfg.max_reasons]]  # a 48 MB reason: 50 MB
     if len(counted) > len(shown):
         shown.append((others(len(counted) - len(shown), "reasons"), sum(v for _, v in counted[cfg.max_reasons:])))
@@ -83,9 +89,19 @@ def reason_table(counts: dict, total: int, what: str, cfg: ReportConfig) -> list
                                                           for k, v in shown])]
 
 
+def _ordered(counts) -> list[tuple[str, int]]:
+    """The reasons of a stats.json's counts, the most counted first, ties by name."""
+    return sorted(_counts(counts), key=lambda kv: (-kv[1], kv[0]))
+
+
+def reason_sample(counts, cfg: ReportConfig, make) -> Smallest:
+    """The sample of examples for the reasons `reasons` lists (the largest cfg.max_reasons of `counts`)."""
+    return Smallest(cfg.examples_per_reason, make, keys={name for name, _ in _ordered(counts)[:cfg.max_reasons]})
+
+
 def reasons(counts: dict, total: int, sample: Smallest | None, cfg: ReportConfig) -> list[Reason]:
     """Every reason (the largest cfg.max_reasons, the rest as one) with its share of `total` and examples."""
-    ordered = sorted(_counts(counts), key=lambda kv: (-kv[1], kv[0]))
+    ordered = _ordered(counts)
     shown = [Reason(clipped(name, cfg.field_chars), n, n / total if total else 0.0, sample.get(name) if sample else [])
              for name, n in ordered[:cfg.max_reasons]]  # a reason's name clipped: a 48 MB one made 50 MB of report
     rest = ordered[cfg.max_reasons:]

@@ -13,7 +13,7 @@ from report.layout import StageDir, read_json
 from report.lookup import documents_by_id, names_within, shared_note
 from report.model import FunnelRow, Mark, Match, Note, Section, StageView, Table
 from report.run import Run
-from report.sample import Distributions, Smallest
+from report.sample import Distributions
 from report.scan import id_hash, scanned
 from report.stages.common import (
     DOCUMENT_COLUMNS,
@@ -21,6 +21,7 @@ from report.stages.common import (
     distributions,
     outside_note,
     read_note,
+    reason_sample,
     reasons,
     seconds,
     stream,
@@ -44,7 +45,7 @@ def gather(run: Run, stage: StageDir) -> StageView:
                                                ("input", "kept", "modified", "chars_removed", "spans", "dropped",
                                                 "quarantined", "fuzzy_over_budget")])
     sections = [Section("Benchmarks", [facts, table]), _matches(run, stage)]
-    by_reason = Smallest(cfg.examples_per_reason, lambda row: document(row, cfg))
+    by_reason = reason_sample(stats.get("dropped_by_reason"), cfg, lambda row: document(row, cfg))
     dropped_plan = stream(folder / "dropped", DOCUMENT_COLUMNS + ["reason"], cfg, by_reason, None, key="reason")
     dropped = reasons(stats.get("dropped_by_reason"), whole(stats.get("input")) or 0, by_reason, cfg)
     sections.append(Section("Dropped, by reason", [*read_note(dropped_plan, "dropped"), *dropped] or
@@ -101,7 +102,8 @@ def _matches(run: Run, stage: StageDir) -> Section:
     for key in items:
         docs = [_span_document(row, before.get(row["id"]), all_spans.get(row["id"], []), window, run, cuts)
                 for row in shown[key]]
-        blocks.append(Match(key[0], clipped(key[1], cfg.field_chars), texts.get(key), docs, found[key]))
+        blocks.append(Match(clipped(key[0], cfg.field_chars), clipped(key[1], cfg.field_chars), texts.get(key), docs,
+                            found[key]))
     if not items:
         blocks.append(Note("no benchmark item was found in the documents"))
     return Section("Matched spans, beside the items they matched", blocks)

@@ -12,7 +12,7 @@ from report.layout import StageDir, read_json
 from report.lookup import documents_by_id, shared_note
 from report.model import Cluster, FunnelRow, Mark, Note, Section, StageView, Table
 from report.run import Run
-from report.sample import Distributions, Smallest
+from report.sample import Distributions
 from report.scan import id_hash, scanned
 from report.stages.common import (
     DOCUMENT_COLUMNS,
@@ -23,6 +23,7 @@ from report.stages.common import (
     others,
     outside_note,
     read_note,
+    reason_sample,
     reasons,
     seconds,
     stream,
@@ -112,9 +113,9 @@ def _paragraphs(run: Run, stage: StageDir, step: dict, total: int) -> Section:
                     clipped(r["text"] or "(not kept)", cfg.example_chars // 4)] for r in top]
                   ) if top else Note(f"no {step.get('unit', 'paragraph')} was in more than "
                                      f"{step.get('max_documents', 'the allowed number of')} documents")
-    dropped = Smallest(cfg.examples_per_reason, lambda row: document(row, cfg))
-    dropped_plan = stream(stage.folder / "dropped", DOCUMENT_COLUMNS + ["reason"], cfg, dropped, None, key="reason")
     counts = {"paragraphs:too_short": step["documents_dropped"]} if step.get("documents_dropped") else {}
+    dropped = reason_sample(counts, cfg, lambda row: document(row, cfg))
+    dropped_plan = stream(stage.folder / "dropped", DOCUMENT_COLUMNS + ["reason"], cfg, dropped, None, key="reason")
     return Section("Shared paragraphs", [facts, *read_note(units_plan, "shared paragraphs"), units,
                                          *read_note(dropped_plan, "dropped"),
                                          *reasons(counts, total, dropped, cfg)])
@@ -180,7 +181,9 @@ def _members(folder, heads: set[str], run: Run) -> dict[str, list[tuple[str, boo
     found: dict[str, list[tuple[str, bool]]] = {h: [] for h in heads}
     _, tables = scanned(folder, COLUMNS, cfg.read_bytes, cfg.max_files)
     for table in tables:
-        for doc_id, head, kept in zip(*(table.column(c).to_pylist() for c in ("id", "cluster_id", "kept"))):
+        # clusters/ of an older layout, without `kept`: the survivor is not known, its members are shown
+        kept_values = table.column("kept").to_pylist() if "kept" in table.column_names else [False] * table.num_rows
+        for doc_id, head, kept in zip(*(table.column(c).to_pylist() for c in ("id", "cluster_id")), kept_values):
             if head in found:
                 found[head].append((doc_id, bool(kept)))
     return {h: sorted(rows, key=lambda r: (not r[1], id_hash(r[0])))[:cfg.cluster_members + 1]

@@ -8,7 +8,7 @@ from pathlib import Path
 from report.config import ReportConfig
 from report.documents import clipped, document
 from report.layout import StageDir, read_json
-from report.model import FunnelRow, Note, Section, StageView, Table
+from report.model import FunnelRow, Note, Section, StageView, Table, mapping, whole
 from report.run import Run
 from report.sample import Distributions, Smallest
 from report.scan import id_hash, scanned
@@ -24,7 +24,7 @@ NOT_DOCUMENTS = ("warcinfo", "request", "metadata")
 def gather(run: Run, stage: StageDir) -> StageView:
     cfg, folder = run.cfg, stage.folder
     stats = read_json(folder / "stats.json") or {}
-    templates = stats.get("templates") or {}
+    templates = mapping(stats.get("templates"))
     facts = Table("Records", ["", "value"], [
         ["WARC files", stats.get("files")], ["records", stats.get("records")], ["HTML pages", stats.get("pages")],
         ["pages with text", stats.get("extracted")], ["empty after extraction", stats.get("empty_after_extraction")],
@@ -54,7 +54,7 @@ def gather(run: Run, stage: StageDir) -> StageView:
     into = None if count(stats, "records") is None else records - sum(count(skipped, k) or 0 for k in NOT_DOCUMENTS)
     removed = into - (written or 0) - (quarantined or 0) if written is not None and into is not None else None
     row = FunnelRow("Extract", stage.source or "", into, written, removed, quarantined,
-                    stats.get("bytes_out") if isinstance(stats.get("bytes_out"), int) else None,
+                    whole(stats.get("bytes_out")),
                     seconds=seconds(stats.get("seconds")))
     key = f"extract/{stage.source}" if stage.source else "extract"
     return StageView(key, "Extract", str(folder.relative_to(run.out)) if folder != run.out else ".", [row], sections)
@@ -94,4 +94,4 @@ def _template_lines(folder: Path, cfg: ReportConfig) -> Section:
 
 
 def _mb(value) -> str | None:
-    return f"{value / 1e6:,.1f}" if isinstance(value, int) else None
+    return None if whole(value) is None else f"{value / 1e6:,.1f}"

@@ -3,6 +3,9 @@ file outside it unless told to, says what it left out and why, names what is dam
 never ends in a traceback. Folders made here with pyarrow in the shapes the jobs write (no Spark)."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,8 +15,10 @@ from prep.decontam.cut import cut_ranges
 from report import ReportConfig, write_report
 from report.cli import main
 from report.compare import compare
-from report.layout import LayoutError, stage_dirs
+from report.html import number
+from report.layout import HELDOUT, LayoutError, stage_dirs
 from report.run import Run
+from report.stages.common import MAX_DAMAGED_NAMED, reason_sample
 from tests.report.page import read_page, table_rows
 from tests.report.test_bounds import MARKUP, clean_output
 from tests.report.test_shared_ids import dedup_output
@@ -314,3 +319,107 @@ def test_a_shards_index_of_odd_numbers_costs_those_numbers_not_the_stage(tmp_pat
     owned(run, ["shards"])
     html = write_report(run).read_text()
     assert "not as tokenmill writes them" not in html and "b.arrow" in html and "a.arrow" not in html
+
+
+def test_links_and_fifos_in_a_folder_from_elsewhere_are_not_read(tmp_path):
+    """Found by the third review (2026-12-07): an output folder linked to the reader's own Parquet files put
+    their text into the page, and a FIFO at heldout/index.json hung the report for ever."""
+    private = tmp_path / "home" / "private"
+    private.mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["row-7"], "text": [PRIVATE], "lang": ["en"]}), private / "part-00000.parquet")
+    out = clean_output(tmp_path / "clean", 8)
+    for part in (out / "docs").iterdir():
+        part.unlink()
+    (out / "docs").rmdir()
+    (out / "docs").symlink_to(private)
+    assert "4111" not in write_report(out).read_text()
+
+    run = tmp_path / "pipeline"
+    run.mkdir()
+    (run / "clean").symlink_to(clean_output(tmp_path / "elsewhere", 8))  # a stage folder linked out of the run
+    shards = run / "shards"
+    (shards / HELDOUT).mkdir(parents=True)
+    (shards / "index.json").write_text(json.dumps({"totals": {"documents": 3, "rows": 1, "tokens": 128}}))
+    os.mkfifo(shards / HELDOUT / "index.json")
+    owned(run, ["clean", "shards"])
+    done = subprocess.run([sys.executable, "-m", "jobs.report", str(run)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    page = read_page((run / "report.html").read_text())
+    assert "elsewhere" not in page.text and "Shards" in page.text
+
+
+def test_reasons_not_listed_hold_no_examples():
+    """Found by the third review: a heap and an example per distinct reason read (400,000 reasons from
+    elsewhere: 700 MB), of which the page lists cfg.max_reasons."""
+    cfg = ReportConfig(max_reasons=5)
+    counts = {f"rule:{i}": 1_000 - i for i in range(1_000)}
+    sample = reason_sample(counts, cfg, lambda row: row["id"])
+    reasons = [f"rule:{i}" for i in range(1_000)]
+    sample.offer(pa.table({"id": [f"d{i}" for i in range(1_000)], "reason": reasons}), reasons)
+    assert sorted(sample.heaps) == [f"rule:{i}" for i in range(5)] and sample.get("rule:0") == ["d0"]
+
+
+def test_values_from_elsewhere_are_bounded_in_the_page_and_in_depth(tmp_path):
+    """Found by the third review: a value nested 980 deep left no report at all (RecursionError where it was
+    shown); a 20 MB string, 200,000 cluster sizes, 5,000 kinds of text, a benchmark's name or a span's kind of
+    1 MB each went into the page whole."""
+    (tmp_path / "in").mkdir()
+    dedup = dedup_output(tmp_path / "dedup", tmp_path / "in")
+    stats = json.loads((dedup / "stats.json").read_text())
+    stats.update(bands="b" * 2_000_000,
+                 cluster_size_histogram={str(size): 1 for size in range(2, 20_000)})
+    (dedup / "stats.json").write_text(json.dumps(stats))
+    html = write_report(dedup).read_text()
+    assert len(html) < 300_000 and "not as tokenmill writes them" not in html and "Cluster of 2" in html
+
+    tokenizer = tmp_path / "tokenizer"
+    tokenizer.mkdir()
+    kinds = {"k" * 1_000_000: {"bytes_per_token": 4.0}, **{f"kind{i}": {"bytes_per_token": 4.0} for i in range(5_000)}}
+    (tokenizer / "report.json").write_text(json.dumps({"algorithm": "a" * 2_000_000, "vocab_size": 256,
+                                                       "held_out": {"trained": kinds}}))
+    owned(tokenizer, ["report.json"])
+    html = write_report(tokenizer).read_text()
+    assert len(html) < 300_000 and len(table_rows(html, "Held-out documents")) == ReportConfig().max_reasons + 1
+
+    out = decontaminate_output(tmp_path / "decontaminate", tmp_path / "items.txt")
+    part = out / "matches" / "part-0.parquet"
+    pq.write_table(pq.read_table(part).drop_columns(["benchmark", "kind"]).append_column(
+        "benchmark", pa.array(["b" * 1_000_000])).append_column("kind", pa.array(["k" * 1_000_000])), part)
+    html = write_report(out).read_text()
+    assert len(html) < 300_000 and "bbbbbbbbbb" in html
+
+    nested: list = []
+    for _ in range(sys.getrecursionlimit() + 100):  # as deep as json reads, and deeper than str() can go
+        nested = [nested]
+    assert number(nested) == "[[[[...]]]]" and number({"a": nested}) == "a: [[[[...]]]]"
+
+
+def test_damaged_files_are_named_to_a_bound_and_the_rest_counted(tmp_path):
+    """Found by the third review: 20,000 empty part files from elsewhere made 6.8 MB of notes, one each."""
+    out = clean_output(tmp_path / "clean", 8)
+    for i in range(30):
+        (out / "docs" / f"part-9{i:04d}.parquet").write_bytes(b"")
+    page = read_page(write_report(out).read_text())
+    assert page.text.count("is damaged") == MAX_DAMAGED_NAMED and "20 other damaged files of kept" in page.text
+
+
+def test_a_value_of_the_wrong_type_costs_that_value_in_every_stage(tmp_path):
+    """Found by the third review: extract's "templates": [1] or a bytes_in past a float, the tokenizer's
+    "held_out": [1], and a dedup clusters/ of an older layout (no kept) each hid their whole stage."""
+    extract = tmp_path / "extract"
+    extract.mkdir()
+    (extract / "stats.json").write_text(json.dumps({"templates": [1], "records": 3, "written": 2,
+                                                    "bytes_in": 10**400, "bytes_out": 10**400}))
+    owned(extract, ["stats.json"])
+    tokenizer = tmp_path / "tokenizer"
+    tokenizer.mkdir()
+    (tokenizer / "report.json").write_text(json.dumps({"algorithm": "bpe", "held_out": [1],
+                                                       "peak_memory_bytes": 10**400}))
+    owned(tokenizer, ["report.json"])
+    (tmp_path / "in").mkdir()
+    dedup = dedup_output(tmp_path / "dedup", tmp_path / "in")
+    part = next((dedup / "clusters").glob("part-*.parquet"))
+    pq.write_table(pq.read_table(part).drop_columns(["kept"]), part)
+    for out in (extract, tokenizer, dedup):
+        assert "not as tokenmill writes them" not in write_report(out).read_text(), out.name
