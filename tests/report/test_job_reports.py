@@ -7,6 +7,8 @@ import json
 import re
 from collections import Counter
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import report
@@ -277,7 +279,9 @@ def test_a_stage_whose_outputs_were_edited_is_named_and_the_other_stages_are_sho
     (copy / "clean" / "web" / "stats.json").write_text(json.dumps(
         {"input": "many", "kept": [1], "rejected": {"a": 1}, "rejected_by_reason": {"x": "y"}}))
     (copy / "extract" / "web" / "stats.json").write_text(json.dumps(
-        {"records": 10, "skipped": {"request": "a"}, "written": 5, "templates": [1]}))
+        {"records": 10, "skipped": {"request": "a"}, "written": 5, "templates": [1]}))  # each costs its value
+    for part in (copy / "extract" / "web" / "docs").glob("part-*.parquet"):  # what the gatherer cannot read
+        pq.write_table(pa.table({"id": ["x"], "text": pa.array([[1, 2]])}), part)
     (copy / "dedup" / "stats.json").write_text("[" * 100_000 + "]" * 100_000)  # past Python's recursion limit
     assert main([str(copy)]) == 0
     html = html_of(copy)
