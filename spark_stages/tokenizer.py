@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from prep.ingest.inputs import InputError, Sources
 from prep.tokenizer.base import BOS, EOS, PAD
+from prep.tokenizer.encode import TokenizerFile
 from prep.tokenizer.lattice import expected_counts, trie
 from prep.tokenizer.pretokenize import from_symbols
 from prep.tokenizer.report import KINDS, evaluate, gain, table, text_kind
@@ -204,6 +205,16 @@ def held_out_report(tokenizer, baseline, held: list[str]) -> dict:
     return result
 
 
+def readable(tokenizer) -> None:
+    """InputError where the shards job would refuse the tokenizer trained (its pieces together past what it
+    reads: a vocabulary filled with reserved tokens to 300,032 had trained, and shards refused it)."""
+    try:
+        TokenizerFile.from_text(tokenizer.to_str(), "the tokenizer trained")
+    except ValueError as e:
+        raise InputError(f"{e}: not written, as the shards job would not read it (a smaller --vocab-size, or "
+                         "shorter pieces, --bpe.max-token-bytes)") from None
+
+
 def run(spark, sources: Sources, cfg: Config, out: str, weights: dict[str, Fraction | float] | None = None) -> dict:
     """Trains the tokenizer and its baseline on the sources' text, writes them; returns the report (also
     OUT/report.json). With `weights` ({name: weight}) the sources' text is taken in those shares (each
@@ -231,6 +242,7 @@ def run(spark, sources: Sources, cfg: Config, out: str, weights: dict[str, Fract
                         e_step=lambda: spark_e_step(spark, counts()), char_counts=lambda: count_characters(counts()))
         tokenizer, details = train(corpus, cfg)
         training_seconds = time.time() - started
+        readable(tokenizer)
         log.info("%s trained in %.1f s; now the plain BPE of the same size, for the report", cfg.algorithm,
                  training_seconds)
         baseline = bpe_of_size(corpus, cfg, cfg.vocab_size) if cfg.algorithm != "bpe" else None

@@ -13,6 +13,9 @@ from prep.tokenizer.pretokenize import decoder, pre_tokenizer
 
 BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"
 RESERVED = 16  # reserved special tokens beyond bos/eos/pad, for later use without resizing
+# the longest piece tokenmill reads (prep/tokenizer/encode.py) and so trains: its own are at most a few dozen
+# bytes (a run of spaces in code, 80); a 4,000-byte piece made a 400,000-letter document take 15 s to encode
+MAX_PIECE_BYTES = 1024
 
 
 def special_tokens() -> list[str]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from tokenizers import Tokenizer, models, trainers
 
-from prep.tokenizer.base import finish, new_tokenizer, special_tokens
+from prep.tokenizer.base import MAX_PIECE_BYTES, finish, new_tokenizer, special_tokens
 from prep.tokenizer.pretokenize import byte_alphabet, pre_tokenizer, training_pre_tokenizer
 
 
@@ -16,8 +16,9 @@ class BpeConfig:
     max_token_bytes: int = 16  # longer merges are rare and mostly memorized strings
 
     def __post_init__(self):
-        if self.min_frequency < 1 or self.max_token_bytes < 1:
-            raise ValueError(f"bpe: min_frequency and max_token_bytes must be at least 1, got {self.min_frequency}, "
+        if self.min_frequency < 1 or not 1 <= self.max_token_bytes <= MAX_PIECE_BYTES:
+            raise ValueError(f"bpe: min_frequency must be at least 1 and max_token_bytes from 1 to {MAX_PIECE_BYTES} "
+                             f"(the longest piece the shards job reads), got {self.min_frequency}, "
                              f"{self.max_token_bytes}")
 
 

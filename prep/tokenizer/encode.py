@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 from tokenizers import Tokenizer
 
-from prep.tokenizer.base import BOS, EOS, PAD, from_json
+from prep.tokenizer.base import BOS, EOS, MAX_PIECE_BYTES, PAD, from_json, special_tokens
 from prep.tokenizer.encoder import Encoder, UnsupportedTokenizer
 from prep.tokenizer.file_checks import check_tokenizer
 from schemas.index import MAX_VOCAB_SIZE
@@ -23,7 +23,8 @@ from schemas.trust import UntrustedPath, keys_once, open_regular_file
 
 _LOADED: dict[str, "BatchEncoder"] = {}
 MAX_TOKENIZER_BYTES = 1 << 28  # a tokenizer.json (tokenmill's of 131,072 pieces: ~5 MB; 256K-piece ones ~30 MB)
-MAX_PIECE_BYTES = 1024  # a piece (tokenmill's are at most a few dozen bytes; a run of spaces in code, 80)
+# the special tokens' spellings as a document may hold them: alone, after a space, inside words, twice, on a line
+PROBE_FORMS = ("{0}", " {0}", "a{0}b", "word {0} word", "{0}{0}", "\n{0}\n", "x {0}.")
 # All pieces together, in characters (a byte symbol is one): the `tokenizers` Unigram model holds a trie
 # node per character (some 350 bytes each), the compiled encoder another (120 at its peak), in every worker.
 # A BPE of 131,072 pieces trained on the sample holds 1.5 M (more than a larger corpus gives at that size);
@@ -44,9 +45,8 @@ class TokenizerFile:
     @classmethod
     def read(cls, path: str) -> "TokenizerFile":
         """The tokenizer in `path`, a file from elsewhere (beside shards, named by a config): ValueError naming
-        it where it is not a regular file of at most MAX_TOKENIZER_BYTES, not a tokenizers file, its
-        pieces are not within bounds (_check_pieces) or it is not fit to encode documents with
-        (prep/tokenizer/file_checks.py)."""
+        it where it is not a regular file of at most MAX_TOKENIZER_BYTES, or not one tokenmill encodes with
+        (from_text)."""
         try:
             with open_regular_file(path) as f:
                 data = f.read(MAX_TOKENIZER_BYTES + 1)
@@ -57,6 +57,17 @@ class TokenizerFile:
         try:
             # the newlines a text-mode read gave, so that its hash is the one shards already name
             text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        except ValueError as e:
+            raise ValueError(f"{path}: not a tokenizers file: {e}") from None
+        return cls.from_text(text, path)
+
+    @classmethod
+    def from_text(cls, text: str, path: str) -> "TokenizerFile":
+        """The tokenizer of a tokenizer.json's text (`path` names it in errors): ValueError where it is not a
+        tokenizers file, its pieces or merges are not within bounds (_check_pieces), it is not fit to encode
+        documents with (prep/tokenizer/file_checks.py), or its encoder fails or gives a special id for text
+        (_probe)."""
+        try:
             # a key given twice (two "model"s): this reader and the library's could take different ones
             config = json.loads(text, object_pairs_hook=keys_once)
         except (ValueError, RecursionError) as e:
@@ -64,16 +75,47 @@ class TokenizerFile:
         # before the library builds its own trie of them (a 3 MB file of long pieces: 1 GB)
         if (total := _piece_characters(config)) > MAX_PIECES_CHARACTERS:
             raise ValueError(f"{path}: pieces of {total} characters together (at most {MAX_PIECES_CHARACTERS})")
+        if problem := _merges_problem(config):
+            raise ValueError(f"{path}: {problem}")
         try:
             tokenizer = Tokenizer.from_str(text)
         except Exception as e:  # the Rust side raises plain Exceptions
             raise ValueError(f"{path}: not a tokenizers file: {e}") from e
+        except BaseException as e:  # and panics (pyo3's PanicException is no Exception): a bad Precompiled map
+            if type(e).__name__ != "PanicException":
+                raise
+            raise ValueError(f"{path}: not a tokenizers file: the library failed reading it ({e})") from None
         vocab_size = _check_pieces(tokenizer.get_vocab(with_added_tokens=True), path)
         ids = {t: tokenizer.token_to_id(t) for t in (BOS, EOS, PAD)}
         if None in ids.values():
             raise ValueError(f"{path}: the tokenizer lacks {', '.join(t for t, i in ids.items() if i is None)}")
-        check_tokenizer(json.loads(tokenizer.to_str()), path)  # as the library reads it
-        return cls(text, hashlib.sha256(text.encode()).hexdigest(), vocab_size, ids[BOS], ids[EOS], ids[PAD])
+        read = json.loads(tokenizer.to_str())  # as the library reads it
+        check_tokenizer(read, path)
+        found = cls(text, hashlib.sha256(text.encode()).hexdigest(), vocab_size, ids[BOS], ids[EOS], ids[PAD])
+        found._probe(tokenizer, _unknown_id(tokenizer, read["model"]), path)
+        return found
+
+    def _probe(self, tokenizer: Tokenizer, unknown: int | None, path: str) -> None:
+        """Encodes the special tokens' spellings, in the contexts a pre-tokenizer may keep them whole, with the
+        encoder the shards job will use: a ValueError where it fails (a FixedLength pre-tokenizer of length 0
+        panicked in every Spark task) or gives a special id for text (a model whose pieces spell "<|eos|>" put
+        the eos id inside a document quoting it)."""
+        specials = {tokenizer.token_to_id(t) for t in special_tokens()} | {self.bos_id, self.eos_id, self.pad_id}
+        specials |= {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
+        specials -= {None, unknown}  # a word outside a WordPiece's vocabulary is its [UNK], a special token
+        texts = [form.format(s) for s in (BOS, EOS, PAD, special_tokens()[-1]) for form in PROBE_FORMS]
+        try:
+            ids, _ = self.encoder()(texts)
+        except Exception as e:
+            raise ValueError(f"{path}: its encoder fails on a few words of text ({type(e).__name__}: {e})") from None
+        except BaseException as e:
+            if type(e).__name__ != "PanicException":
+                raise
+            raise ValueError(f"{path}: its encoder fails on a few words of text (the library panicked: {e})") \
+                from None
+        if found := sorted(specials.intersection(ids.tolist())):
+            raise ValueError(f"{path}: the text of a special token encodes to its id ({found[0]}): a document "
+                             "quoting it would hold a special token (its model's pieces spell it)")
 
     def encoder(self) -> "BatchEncoder":
         return batch_encoder(self.json, self.sha256)
@@ -97,6 +139,23 @@ def _check_pieces(vocab: dict[str, int], path: str) -> int:
         raise ValueError(f"{path}: a piece of {len(long.encode())} bytes ({long[:20]!r}...; at most "
                          f"{MAX_PIECE_BYTES})")
     return int(ids.max()) + 1
+
+
+def _unknown_id(tokenizer: Tokenizer, model: dict) -> int | None:
+    """The id of the model's unknown token, if it has one."""
+    if model.get("type") == "Unigram":
+        return model.get("unk_id")
+    return tokenizer.token_to_id(model["unk_token"]) if isinstance(model.get("unk_token"), str) else None
+
+
+def _merges_problem(config) -> str | None:
+    """Merges past the pieces' number (each makes one piece): 4 M repeated merges in 64 MB took 3 GB to read."""
+    model = config.get("model") if isinstance(config, dict) else None
+    merges = model.get("merges") if isinstance(model, dict) else None
+    vocab = model.get("vocab") if isinstance(model, dict) else None
+    if isinstance(merges, list) and len(merges) > max(len(vocab) if isinstance(vocab, dict | list) else 0, 1):
+        return f"{len(merges)} merges for {len(vocab or ())} pieces (a merge makes a piece: at most as many)"
+    return None
 
 
 def _piece_characters(config) -> int:

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from prep.tokenizer.base import is_special
+from prep.tokenizer.base import MAX_PIECE_BYTES, is_special
 from prep.tokenizer.bpe import BpeConfig, train_bpe
 from prep.tokenizer.pretokenize import piece_bytes, pre_tokenizer
 
@@ -41,9 +41,11 @@ class SuperwordConfig:
     superword_sample_bytes: int = 64_000_000
 
     def __post_init__(self):
-        if not 0 < self.superword_share <= 1 or self.max_superword_bytes < 2 or self.superword_sample_bytes < 1:
-            raise ValueError(f"superword_share must be in (0, 1], max_superword_bytes at least 2 and "
-                             f"superword_sample_bytes positive, got {self.superword_share}, "
+        if (not 0 < self.superword_share <= 1 or not 2 <= self.max_superword_bytes <= MAX_PIECE_BYTES
+                or self.superword_sample_bytes < 1):
+            raise ValueError(f"superword_share must be in (0, 1], max_superword_bytes from 2 to {MAX_PIECE_BYTES} (the "
+                             f"longest piece the shards job reads) and superword_sample_bytes positive, got "
+                             f"{self.superword_share}, "
                              f"{self.max_superword_bytes}, {self.superword_sample_bytes}")
 
 

@@ -38,6 +38,10 @@ from prep.tokenizer.unigram import (
 from schemas.index import MAX_VOCAB_SIZE
 
 ALGORITHMS = ("hybrid", "bpe", "unigram")
+# the largest vocabulary trained (Gemma's, the largest of a released model): past it, a tokenizer's pieces
+# together outgrow what the shards job reads (encode.MAX_PIECES_CHARACTERS; a small corpus filled to
+# 300,032 with reserved tokens did), and a million pieces took 2 GB to write; checked again after training
+MAX_TRAINED_VOCAB = 1 << 18
 log = logging.getLogger(__name__)
 
 
@@ -58,8 +62,8 @@ class TokenizerConfig:
             raise ValueError(f"vocab_size {self.vocab_size} cannot hold the 256 bytes and the special tokens")
         # past what every reader of tokenizers and shards accepts, training itself aborted the process
         # (a Rust allocation failure) rather than failing with a message
-        if self.vocab_size > MAX_VOCAB_SIZE:
-            raise ValueError(f"vocab_size {self.vocab_size} is over {MAX_VOCAB_SIZE}, the most tokenmill reads")
+        if self.vocab_size > MAX_TRAINED_VOCAB:
+            raise ValueError(f"vocab_size {self.vocab_size} is over {MAX_TRAINED_VOCAB}, the most tokenmill trains")
         if self.algorithm == "hybrid" and not self.unigram.seed_factor * self.vocab_size <= MAX_VOCAB_SIZE:
             raise ValueError(f"unigram.seed_factor {self.unigram.seed_factor} times vocab_size {self.vocab_size} "
                              f"is a seed of over {MAX_VOCAB_SIZE} pieces")

@@ -32,6 +32,8 @@ from prep.tokenizer.pretokenize import byte_alphabet, pre_tokenizer, to_symbols
 log = logging.getLogger(__name__)
 SMOOTHING = 0.1  # added to every count in the M-step, so an unused piece has a finite score
 SPECIAL_SCORE = -1e6  # specials sit in the model only to fix their ids; Viterbi never picks them
+MAX_LENGTH_PENALTY = 1_000.0  # a special's text in 16 pieces of -1,020 each stays far above SPECIAL_SCORE
+MAX_SHRINK = 0.99  # a pruning round keeps at most this share (from twice the target: 69 rounds)
 
 
 @dataclass(frozen=True)
@@ -44,13 +46,20 @@ class UnigramConfig:
     max_required_share: float = 0.1  # never let required characters take more of the target than this
 
     def __post_init__(self):
-        # shrink 1 (or 75, meant as a percent) pruned nothing: the training ran E-steps for ever
-        if not (self.seed_factor >= 1 and 0 < self.shrink < 1 and self.em_iterations >= 1
+        # shrink 1 (or 75, meant as a percent) pruned nothing: the training ran E-steps for ever; 0.9999 pruned
+        # a piece a round (1,026 rounds for 1,024 pieces, each two passes over the corpus)
+        if not (self.seed_factor >= 1 and 0 < self.shrink <= MAX_SHRINK and self.em_iterations >= 1
                 and 0 < self.character_coverage <= 1 and 0 <= self.max_required_share <= 1):
-            raise ValueError(f"unigram: seed_factor must be at least 1, shrink in (0, 1), em_iterations at least 1, "
-                             f"character_coverage in (0, 1] and max_required_share in [0, 1], got {self.seed_factor}, "
-                             f"{self.shrink}, {self.em_iterations}, {self.character_coverage}, "
+            raise ValueError(f"unigram: seed_factor must be at least 1, shrink in (0, {MAX_SHRINK}], em_iterations at "
+                             f"least 1, character_coverage in (0, 1] and max_required_share in [0, 1], got "
+                             f"{self.seed_factor}, {self.shrink}, {self.em_iterations}, {self.character_coverage}, "
                              f"{self.max_required_share}")
+        # a piece costs its log-probability (some -20) less the penalty; past MAX_LENGTH_PENALTY per piece, the
+        # special tokens' SPECIAL_SCORE became cheaper than spelling their text in pieces (a penalty of 1e6 put
+        # the eos id inside a document quoting "<|eos|>")
+        if not 0 <= self.length_penalty <= MAX_LENGTH_PENALTY:
+            raise ValueError(f"unigram: length_penalty must be from 0 to {MAX_LENGTH_PENALTY}, got "
+                             f"{self.length_penalty}")
 
 
 # (piece frequencies, total tokens) of one E-step over the whole table, for given pieces and scores

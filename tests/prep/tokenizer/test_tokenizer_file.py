@@ -5,7 +5,7 @@ import json
 import os
 
 import pytest
-from tokenizers import AddedToken, models
+from tokenizers import AddedToken, Tokenizer, models
 
 from prep.tokenizer import encode
 from prep.tokenizer.base import BOS, EOS, PAD, new_tokenizer
@@ -158,3 +158,59 @@ def test_added_tokens_that_are_not_special_are_refused(tmp_path):
         TokenizerFile.read(_bpe(tmp_path, not_special))
     with pytest.raises(ValueError, match=r"tokenizer.json: <\|eos\|> is not a special added token"):
         TokenizerFile.read(_bpe(tmp_path, not_added))
+
+
+def _saved(tmp_path, tokenizer) -> str:
+    tokenizer.add_special_tokens([AddedToken(t, special=True) for t in (BOS, EOS, PAD)])
+    path = tmp_path / "tokenizer.json"
+    path.write_text(tokenizer.to_str())
+    return str(path)
+
+
+def test_a_model_whose_pieces_spell_a_special_token_is_refused(tmp_path):
+    """Found by the review of 2026-12-07: a BPE whose merges spell "<|eos|>" into its eos piece (under the
+    superword pre-tokenizer, which keeps it whole) put the eos id inside a document quoting it."""
+    vocab = {s: i for i, s in enumerate(byte_alphabet())}
+    vocab.update({BOS: 256, EOS: 257, PAD: 258})
+    chain = ["<|", "<|e", "<|eo", "<|eos", "<|eos|"]
+    vocab.update({piece: 259 + i for i, piece in enumerate(chain)})
+    merges = list(zip(["<", *chain], ["|", "e", "o", "s", "|", ">"]))
+    with pytest.raises(ValueError, match="encodes to its id \\(257\\)"):
+        TokenizerFile.read(_saved(tmp_path, new_tokenizer(models.BPE(vocab, merges), superwords=True)))
+    assert TokenizerFile.read(_saved(tmp_path, new_tokenizer(models.BPE(vocab, merges[:-1]), superwords=True)))
+
+
+def test_a_file_the_library_panics_on_is_one_error_naming_it(tmp_path):
+    """Found by the review of 2026-12-07: a Precompiled normalizer of a bad map panicked in the library (a
+    PanicException is no Exception: a traceback), and a FixedLength pre-tokenizer of length 0 passed every check
+    and panicked in every Spark task."""
+    def precompiled(config):
+        config["normalizer"] = {"type": "Precompiled", "precompiled_charsmap": "AAAAAP////8="}
+
+    def fixed(config):
+        config["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "FixedLength", "length": 0},
+                                                                         config["pre_tokenizer"]]}
+
+    with pytest.raises(ValueError, match="tokenizer.json: not a tokenizers file: the library failed"):
+        TokenizerFile.read(_bpe(tmp_path, precompiled))
+    with pytest.raises(ValueError, match="tokenizer.json: its encoder fails on a few words of text"):
+        TokenizerFile.read(_bpe(tmp_path, fixed))
+
+
+def test_merges_past_the_pieces_and_wordpiece_words_past_the_bound_are_refused(tmp_path):
+    """Found by the review of 2026-12-07: 4 M repeated merges in 64 MB took 3 GB to read; a WordPiece of words
+    up to 1e12 characters with no pre-tokenizer took 128 s to encode 16,000 letters (its search is cubic)."""
+    def repeated(config):
+        config["model"]["merges"] = config["model"]["merges"] * 1_000
+
+    with pytest.raises(ValueError, match="1000 merges for 260 pieces"):
+        TokenizerFile.read(_bpe(tmp_path, repeated))
+    vocab = {"[UNK]": 0, **{c: 1 + i for i, c in enumerate("abcdefgh")}}  # the specials added: ids 9, 10, 11
+    for longest, read in ((10**12, False), (100, True)):
+        path = _saved(tmp_path, Tokenizer(models.WordPiece(vocab, unk_token="[UNK]",
+                                                           max_input_chars_per_word=longest)))
+        if read:
+            assert TokenizerFile.read(path).eos_id == 10
+        else:
+            with pytest.raises(ValueError, match="WordPiece of words up to"):
+                TokenizerFile.read(path)

@@ -108,6 +108,7 @@ def test_report_of_an_empty_held_out_set_has_no_gain_rather_than_a_crash(trained
 def test_a_vocabulary_or_seed_past_what_readers_accept_is_refused_before_training():
     # a vocab_size of 10**12 or a seed_factor of 1e12 passed, and training aborted the process (a Rust
     # allocation failure, SIGABRT) instead of the job's one-line error; over 2**24 every reader refused the file
+    from prep.tokenizer.train import MAX_TRAINED_VOCAB
     from schemas.index import MAX_VOCAB_SIZE
 
     with pytest.raises(ValueError, match="vocab_size"):
@@ -118,7 +119,38 @@ def test_a_vocabulary_or_seed_past_what_readers_accept_is_refused_before_trainin
         TokenizerConfig(vocab_size=1024, unigram=UnigramConfig(seed_factor=1e12))
     with pytest.raises(ValueError, match="seed_factor"):
         TokenizerConfig(vocab_size=1024, unigram=UnigramConfig(seed_factor=float("inf")))
-    assert TokenizerConfig(vocab_size=MAX_VOCAB_SIZE, algorithm="bpe").vocab_size == MAX_VOCAB_SIZE
+    assert TokenizerConfig(vocab_size=MAX_TRAINED_VOCAB, algorithm="bpe").vocab_size == MAX_TRAINED_VOCAB
+
+
+def test_settings_that_would_train_a_tokenizer_the_shards_job_refuses_are_refused(monkeypatch):
+    """Found by the review of 2026-12-07: a vocabulary of 300,032 (filled with reserved tokens), pieces of
+    2,048 bytes, a length penalty of 1e6 (the special tokens' score became the cheaper spelling of their text)
+    trained tokenizers the shards job refused or that put <|eos|> inside documents; a shrink of 0.9999 pruned
+    one piece a round."""
+    from prep.ingest.inputs import InputError
+    from prep.tokenizer import encode
+    from prep.tokenizer.base import MAX_PIECE_BYTES
+    from prep.tokenizer.bpe import BpeConfig
+    from prep.tokenizer.superwords import SuperwordConfig
+    from spark_stages.tokenizer import readable
+
+    with pytest.raises(ValueError, match="vocab_size"):
+        TokenizerConfig(vocab_size=300_032)
+    with pytest.raises(ValueError, match="max_token_bytes"):
+        BpeConfig(max_token_bytes=MAX_PIECE_BYTES + 1)
+    with pytest.raises(ValueError, match="max_superword_bytes"):
+        SuperwordConfig(max_superword_bytes=2048)
+    with pytest.raises(ValueError, match="length_penalty"):
+        UnigramConfig(length_penalty=1e6)
+    with pytest.raises(ValueError, match="shrink"):
+        UnigramConfig(shrink=0.9999)
+    assert UnigramConfig(shrink=0.99, length_penalty=1_000).shrink == 0.99
+
+    tokenizer, _ = train_local(["a few words of text"] * 5, TokenizerConfig(vocab_size=384, algorithm="bpe"))
+    readable(tokenizer)  # what it trains, it reads
+    monkeypatch.setattr(encode, "MAX_PIECES_CHARACTERS", 300)  # what a larger vocabulary's pieces pass
+    with pytest.raises(InputError, match="not written, as the shards job would not read it"):
+        readable(tokenizer)
 
 
 @pytest.mark.parametrize("sample", [[], [""]])
