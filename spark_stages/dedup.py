@@ -42,7 +42,7 @@ from prep.dedup.paragraphs import UNITS_SCHEMA, ParagraphConfig, removable_units
 from prep.ingest.inputs import Sources, all_files, is_named
 from schemas import FORMAT_VERSION
 from spark_stages.components import connected_components
-from spark_stages.ingest import SOURCE, default_partitions, load_sources, spread
+from spark_stages.ingest import INTERNAL, SOURCE, default_partitions, load_sources, spread
 from spark_stages.outputs import SCRATCH, checksums, commit, staging_dir
 from spark_stages.persisted import Persisted, persisted
 from spark_stages.reports import bar_chart
@@ -50,6 +50,12 @@ from spark_stages.runner import Stage
 from spark_stages.session import spark_schema
 
 log = logging.getLogger(__name__)
+ROW = INTERNAL + "row"  # a document's number in the frame read (its place: never a column of the input's)
+# what the decisions in memory collect to the driver, at most: 80,000 documents of 4,096 permutations (or long
+# ids) passed Spark's spark.driver.maxResultSize (1 GiB) in the collect, a traceback; such a corpus goes to the
+# Spark stages. Each row's fixed columns besides its id and signature: row, id hash, length, text hash, source
+COLLECTED_ROW_BYTES = 40
+IN_MEMORY_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,8 @@ class Config(DedupConfig):
     paragraphs: ParagraphConfig = field(default_factory=ParagraphConfig)
     partitions: int | None = None  # at least this many tasks after the read; output files (default: from input size)
     # A corpus of at most this many documents is decided in memory on the driver after the signatures
-    # (prep/dedup/in_memory.py: ~600 bytes per document), not by the Spark stages; 0: always on Spark
+    # (prep/dedup/in_memory.py: ~600 bytes per document), not by the Spark stages; 0: always on Spark. Also
+    # only where its ids and signatures come to at most IN_MEMORY_BYTES
     in_memory_documents: int = 200_000
 
     def __post_init__(self):
@@ -121,10 +128,10 @@ def _signatures(docs, cfg: DedupConfig, partitions: int, stages: Stages):
         return pa.RecordBatch.from_arrays([*features.columns, batch[SOURCE]], [*features.schema.names, SOURCE])
 
     schema = spark_schema(FEATURES_SCHEMA.append(pa.field(SOURCE, pa.int32())))
-    texts = spread(docs.select(F.col("_row").alias("row"), "id", "text", SOURCE), partitions)
+    texts = spread(docs.select(F.col(ROW).alias("row"), "id", "text", SOURCE), partitions)
     features = texts.mapInArrow(lambda batches: map(with_source, batches), schema)
-    return stages.done("signatures", features,
-                       shingles=F.sum("shingles"), signature_seconds=F.sum("signature_seconds"))
+    return stages.done("signatures", features, shingles=F.sum("shingles"), signature_seconds=F.sum("signature_seconds"),
+                       collected_bytes=F.sum(F.octet_length("id") + F.octet_length("signature") + COLLECTED_ROW_BYTES))
 
 
 def _ranked(features, stages: Stages):
@@ -200,11 +207,13 @@ def _write_outputs(docs, decided, quarantine, partitions: int, staging, sources:
         return frame.withColumn("source", F.element_at(F.array(*map(F.lit, names)), F.col(SOURCE) + 1)).drop(SOURCE)
 
     # Files by stable keys (a document's id hash, a cluster's head id), rows in survivor order inside.
-    kept_rows = decided.where("kept").select(F.col("row").alias("_row"), "rank", "id_hash")
+    rank, id_hash = INTERNAL + "rank", INTERNAL + "id_hash"  # beside the input's columns: none of theirs
+    kept_rows = decided.where("kept").select(F.col("row").alias(ROW), F.col("rank").alias(rank),
+                                             F.col("id_hash").alias(id_hash))
     if DROPPED in docs.columns:  # left too short by the paragraphs' step: OUT/dropped has them
         docs = docs.where(~F.col(DROPPED)).drop(DROPPED)
-    kept = named(docs.join(kept_rows, "_row").repartition(partitions, "id_hash").sortWithinPartitions("rank")
-                 .drop("_row", "rank", "id_hash")).write
+    kept = named(docs.join(kept_rows, ROW).repartition(partitions, id_hash).sortWithinPartitions(rank)
+                 .drop(ROW, rank, id_hash)).write
     (kept.partitionBy("source") if names else kept).parquet(str(staging / "docs"))
     heads = decided.where(F.col("rank") == F.col("cluster")).select(F.col("cluster"), F.col("id").alias("cluster_id"))
     clusters = (decided.where(F.col("cluster_size") >= 2).join(heads, "cluster")
@@ -219,7 +228,8 @@ def _write_outputs(docs, decided, quarantine, partitions: int, staging, sources:
     return outputs, quarantined
 
 
-DROPPED = "_dropped"  # the paragraphs' step: a document left too short
+DROPPED = INTERNAL + "dropped"  # the paragraphs' step: a document left too short
+UNITS_REMOVED, REMOVED, KEEPS = INTERNAL + "units_removed", INTERNAL + "removed", INTERNAL + "keeps"
 
 
 def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, staging: Path, stages: Stages,
@@ -233,11 +243,11 @@ def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, 
     network (a unit's text stays in its document), and Spark counts them: the driver holds EXAMPLES keys at
     most. Returns (the documents, the step's counts, the documents it dropped by source index)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
-    kept = docs.join(decided.where("kept").select(F.col("row").alias("_row")), "_row")
+    kept = docs.join(decided.where("kept").select(F.col("row").alias(ROW)), ROW)
     scope = (F.col(SOURCE) if per_source else F.lit(0)).cast("int").alias("scope")
-    units = stages.done("paragraph units", kept.select(F.col("_row").alias("row"), "id", "text", scope).mapInArrow(
+    units = stages.done("paragraph units", kept.select(F.col(ROW).alias("row"), "id", "text", scope).mapInArrow(
         lambda batches: (units_batch(b, cfg) for b in batches), spark_schema(UNITS_SCHEMA)))
     shared = stages.done("shared units", units.groupBy("scope", "key").agg(
         F.count(F.lit(1)).alias("documents"), F.min("doc_key").alias("first_doc")).where(
@@ -245,16 +255,19 @@ def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, 
     # per document: the shared units it loses, and those it is the first of (it keeps them whole, and is never
     # dropped: dropped, it took a unit's last copy out of the corpus)
     removals = (units.join(shared.select("scope", "key", "first_doc"), ["scope", "key"])
-                .groupBy(F.col("row").alias("_row"))
-                .agg(F.collect_list(F.when(F.col("doc_key") != F.col("first_doc"), F.col("key"))).alias("_removed"),
-                     F.collect_list(F.when(F.col("doc_key") == F.col("first_doc"), F.col("key"))).alias("_keeps")))
-    schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in docs.schema.fields]
-                       + [pa.field("_units_removed", pa.int64()), pa.field(DROPPED, pa.bool_())])
+                .groupBy(F.col("row").alias(ROW))
+                .agg(F.collect_list(F.when(F.col("doc_key") != F.col("first_doc"), F.col("key"))).alias(REMOVED),
+                     F.collect_list(F.when(F.col("doc_key") == F.col("first_doc"), F.col("key"))).alias(KEEPS)))
+    # the input's own columns keep the types Spark hands them over in (a timestamp with a time zone had no Arrow
+    # type of its own here: an AssertionError); the step's two added
+    schema = StructType([*docs.schema.fields, StructField(UNITS_REMOVED, LongType()),
+                         StructField(DROPPED, BooleanType())])
     names = docs.columns  # a name list for the tasks (the frame itself stays on the driver)
+    added = [UNITS_REMOVED, DROPPED]
 
     def cut(batches):
         for batch in batches:
-            removed, keeps = batch["_removed"].to_pylist(), batch["_keeps"].to_pylist()
+            removed, keeps = batch[REMOVED].to_pylist(), batch[KEEPS].to_pylist()
             done = [without(t, set(r), cfg, frozenset(k or ())) if r else (t, 0)
                     for t, r, k in zip(batch["text"].to_pylist(), removed, keeps)]
             columns = [pa.array([d[0] for d in done], pa.string()) if name == "text" else batch[name]
@@ -263,17 +276,17 @@ def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, 
             dropped = [d[1] > 0 and not k and (len(d[0]) < cfg.min_doc_chars or not d[0].strip())
                        for d, k in zip(done, keeps)]
             yield pa.RecordBatch.from_arrays(columns + [pa.array([d[1] for d in done], pa.int64()),
-                                                        pa.array(dropped)], schema=schema)
+                                                        pa.array(dropped, pa.bool_())], names=names + added)
 
-    result = stages.done("paragraphs cut", docs.join(removals, "_row", "left").mapInArrow(cut, spark_schema(schema)),
-                         units_removed=F.sum("_units_removed"), dropped=F.sum(F.col(DROPPED).cast("long")),
-                         changed=F.sum((F.col("_units_removed") > 0).cast("long")))
-    dropped = result.where(F.col(DROPPED)).drop(DROPPED, "_units_removed", "_row", SOURCE).withColumn(
+    result = stages.done("paragraphs cut", docs.join(removals, ROW, "left").mapInArrow(cut, schema),
+                         units_removed=F.sum(UNITS_REMOVED), dropped=F.sum(F.col(DROPPED).cast("long")),
+                         changed=F.sum((F.col(UNITS_REMOVED) > 0).cast("long")))
+    dropped = result.where(F.col(DROPPED)).drop(DROPPED, UNITS_REMOVED, ROW, SOURCE).withColumn(
         "reason", F.lit("paragraphs:too_short"))
     dropped.repartition(partitions, "id").sortWithinPartitions("id", F.xxhash64("text")).write.parquet(
         str(staging / "dropped"))
     # the documents kept with text cut, by id: what `jobs.report --compare` tells apart from the kept as they were
-    (result.where((F.col("_units_removed") > 0) & ~F.col(DROPPED)).select("id", F.col("_units_removed").alias(
+    (result.where((F.col(UNITS_REMOVED) > 0) & ~F.col(DROPPED)).select("id", F.col(UNITS_REMOVED).alias(
         "units_removed")).repartition(partitions, "id").sortWithinPartitions("id", "units_removed")
      .write.parquet(str(staging / "changed")))
     _shared_examples(shared, units, result, cfg, source_names if per_source else None).write.parquet(
@@ -284,7 +297,7 @@ def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, 
               "documents_changed": measured["changed"] or 0, "documents_dropped": measured["dropped"] or 0}
     by_source = dict(result.where(F.col(DROPPED)).groupBy(SOURCE).count().collect()) if counts["documents_dropped"] \
         else {}
-    return result.drop("_units_removed"), counts, by_source
+    return result.drop(UNITS_REMOVED), counts, by_source
 
 
 EXAMPLES = 200  # shared units whose text OUT/paragraphs holds: the most shared
@@ -300,7 +313,7 @@ def _shared_examples(shared, units, result, cfg: ParagraphConfig, source_names: 
     top = shared.orderBy(F.desc("documents"), "key", "scope").limit(EXAMPLES)
     wanted = {row["key"] for row in top.select("key").collect()}
     firsts = (units.join(top.select("scope", "key", F.col("first_doc").alias("doc_key")),
-                         ["scope", "key", "doc_key"]).select(F.col("row").alias("_row")).distinct())
+                         ["scope", "key", "doc_key"]).select(F.col("row").alias(ROW)).distinct())
 
     def texts(batches):
         for batch in batches:
@@ -311,7 +324,7 @@ def _shared_examples(shared, units, result, cfg: ParagraphConfig, source_names: 
                         found.setdefault(key, text[a:b])
             yield pa.RecordBatch.from_pylist([{"key": k, "text": t} for k, t in found.items()], schema=EXAMPLE_SCHEMA)
 
-    examples = (result.join(firsts, "_row").select("text").mapInArrow(texts, spark_schema(EXAMPLE_SCHEMA))
+    examples = (result.join(firsts, ROW).select("text").mapInArrow(texts, spark_schema(EXAMPLE_SCHEMA))
                 .groupBy("key").agg(F.min("text").alias("text")))
     source = [F.element_at(F.array(*map(F.lit, source_names)), F.col("scope") + 1).alias("source")] \
         if source_names else []
@@ -430,10 +443,12 @@ def _deduplicate(spark, sources: Sources, cfg: Config, out: str, per_source: boo
     # nothing (same partitions, same numbers): persisted only when some source is Parquet, which Spark
     # would read again.
     docs, quarantine = load_sources(spark, sources, stages.kept)
-    docs = stages.done("read", docs.withColumn("_row", F.monotonically_increasing_id()),
+    docs = stages.done("read", docs.withColumn(ROW, F.monotonically_increasing_id()),
                        persist=len(stages.kept) < len(sources))
     features = _signatures(docs, cfg, partitions, stages)
-    decided_by = _decided_in_memory if stages.measured["signatures"]["rows"] <= cfg.in_memory_documents else _decided
+    signed = stages.measured["signatures"]
+    in_memory = signed["rows"] <= cfg.in_memory_documents and (signed["collected_bytes"] or 0) <= IN_MEMORY_BYTES
+    decided_by = _decided_in_memory if in_memory else _decided
     decided = decided_by(features, cfg, per_source, len(sources), stages, staging / SCRATCH)
     if decided.graph.giant_buckets:
         log.warning("%d LSH buckets have more than %d documents (boilerplate); star edges keep them linear",

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from prep.ingest.inputs import InputFile
+from prep.ingest.inputs import DEFAULT_SOURCE, InputError, InputFile
 from prep.ingest.parquet_pages import row_group_pages
 from prep.ingest.readers import ReaderConfig, huge_rows, rows_per_batch
 from prep.ingest.records import READ_SCHEMA, read_records
@@ -16,7 +16,10 @@ from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
 from spark_stages.persisted import Persisted
 from spark_stages.session import column, session_conf, spark_schema
 
-SOURCE = "_source"  # the index of a document's source, in the order the sources were named
+# the jobs' own columns beside a document's: an input's column of that name is refused (load_sources), so that
+# one named `_row`, `rank` or `_dropped` can never be taken for theirs (an input's `_dropped` removed its rows)
+INTERNAL = "_tokenmill_"
+SOURCE = INTERNAL + "source"  # the index of a document's source, in the order the sources were named
 MAX_INPUT_PARTITIONS = 10_000
 MIN_PARTITIONS = 8  # enough to keep a few cores busy on a small input
 PARTITION_BYTES = 128 << 20  # about this much (uncompressed) input per task after the read
@@ -264,6 +267,10 @@ def load_sources(spark, sources: dict[str, list[InputFile]], kept: Persisted | N
     from pyspark.sql import functions as F
 
     loaded = [load_documents(spark, files, kept) for files in sources.values()]
+    for name, (docs, _) in zip(sources, loaded):
+        if clash := [column for column in docs.columns if column.startswith(INTERNAL)]:
+            raise InputError(f"{'the input' if name == DEFAULT_SOURCE else f'source {name}'} has a column "
+                             f"{clash[0]!r}: names starting {INTERNAL!r} are the jobs' own (rename it)")
     tagged = [(docs.withColumn(SOURCE, F.lit(i)), quarantine.withColumn(SOURCE, F.lit(i)))
               for i, (docs, quarantine) in enumerate(loaded)]
     docs = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), (d for d, _ in tagged))

@@ -26,6 +26,10 @@ from prep.dedup.shingles import CodePointTable
 UNIT_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: the polynomial over unit hashes loses no bits
 
 
+MAX_NUM_PERM = 16_384  # permutations (128 by default; FineWeb 112, RefinedWeb 20 bands of 450 = 9,000)
+MAX_NGRAM = 64  # units per shingle (5 by default; 13 in GPT-3's filter, 24 characters in NeMo's)
+
+
 @dataclass(frozen=True)
 class MinHashConfig:
     num_perm: int = 128  # signature length; LSH bands x rows come from it and the threshold
@@ -33,9 +37,12 @@ class MinHashConfig:
     seed: int = 1  # datasketch's default seed
 
     def __post_init__(self):
-        if self.num_perm < 2 or self.ngram < 1 or not 0 <= self.seed < 2**32:  # numpy's RandomState takes 32 bits
-            raise ValueError(f"num_perm must be at least 2, ngram at least 1 and seed in [0, 2**32), got "
-                             f"{self.num_perm}, {self.ngram}, {self.seed}")
+        # past MAX_NUM_PERM and MAX_NGRAM: a task's MemoryError (a traceback), or minutes (the LSH bands of
+        # 65,536 permutations took 65 s on the driver; a 50,000-gram 9.5 s a document of 100,000 words)
+        if (not 2 <= self.num_perm <= MAX_NUM_PERM or not 1 <= self.ngram <= MAX_NGRAM
+                or not 0 <= self.seed < 2**32):  # numpy's RandomState takes 32 bits
+            raise ValueError(f"num_perm must be from 2 to {MAX_NUM_PERM}, ngram from 1 to {MAX_NGRAM} and seed in "
+                             f"[0, 2**32), got {self.num_perm}, {self.ngram}, {self.seed}")
 
 
 def _fold32(h: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ estimates it (the MinHash signatures of the run's settings, computed here for th
 import numpy as np
 
 from prep.dedup.lsh import estimated_jaccard
-from prep.dedup.minhash import MinHashConfig, signatures
+from prep.dedup.minhash import MAX_NGRAM, MAX_NUM_PERM, MinHashConfig, signatures
 from prep.dedup.shingles import normalize_bytes
 from report.documents import clipped, document
 from report.layout import StageDir, read_json
@@ -31,7 +31,6 @@ from report.stages.common import (
 )
 
 COLUMNS = ["id", "cluster_id", "cluster_size", "kept", "source"]
-MAX_NUM_PERM = 4096  # a dedup run's permutations (128 by default): more is no setting but a stats.json made to stall
 
 
 def gather(run: Run, stage: StageDir) -> StageView:
@@ -151,7 +150,7 @@ def _clusters(run: Run, stage: StageDir, stats: dict) -> Section:
     num_perm, ngram = whole(stats.get("num_perm")), whole(stats.get("ngram"))
     seed = whole(run.setting(stage, "minhash", "seed", default=1), 2**32)
     minhash = MinHashConfig(num_perm=num_perm if num_perm is not None and 2 <= num_perm <= MAX_NUM_PERM else 128,
-                            ngram=ngram if ngram is not None and 1 <= ngram <= 64 else 5,
+                            ngram=ngram if ngram is not None and 1 <= ngram <= MAX_NGRAM else 5,
                             seed=1 if seed is None else seed)
     blocks: list = read_note(chosen_plan, "clusters")
     if run.inputs_left_out():

@@ -1,6 +1,7 @@
 """The dedup job on Spark: exact and near duplicates, survivors, outputs, determinism."""
 
 import json
+import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -202,3 +203,40 @@ def test_input_without_documents_gives_empty_outputs(spark, tmp_path):
     stats = run(spark, single_source(str(path)), Config(partitions=2), str(tmp_path / "out"))
     assert (stats["input"], stats["quarantined"], stats["kept"], stats["clusters"]) == (2, 2, 0, 0)
     assert pq.read_table(tmp_path / "out" / "docs").num_rows == 0
+
+
+def test_input_columns_named_like_the_jobs_own_are_kept_or_refused(spark, tmp_path, monkeypatch):
+    """Found by the review of 2026-12-07: a Parquet input's column `rank` or `id_hash` failed the job at its last
+    write, `_row` and `_source` were lost from OUT/docs, and a boolean `_dropped` removed its rows unsaid; a
+    timestamp with a time zone failed the paragraphs step. The jobs' own columns now start `_tokenmill_`, an
+    input's column that does is refused; and a corpus whose ids and signatures pass IN_MEMORY_BYTES is decided
+    by the Spark stages (80,000 documents of 4,096 permutations had passed Spark's maxResultSize)."""
+    import datetime
+
+    import spark_stages.dedup as dedup
+    from prep.ingest.inputs import InputError
+
+    rng = random.Random(7)
+    texts = [" ".join("".join(rng.choices("abcdefghij", k=6)) for _ in range(40)) for _ in range(6)]  # unlike
+    when = datetime.datetime(2026, 12, 7, tzinfo=datetime.timezone.utc)
+    table = pa.table({"id": [f"d{i}" for i in range(6)], "text": texts, "rank": list(range(6)),
+                      "id_hash": ["h"] * 6, "_row": ["r"] * 6, "_source": ["s"] * 6, "_dropped": [True] * 6,
+                      "fetched": pa.array([when] * 6, pa.timestamp("us", tz="UTC"))})
+    (tmp_path / "in").mkdir()
+    pq.write_table(table, tmp_path / "in" / "part-0.parquet")
+    monkeypatch.setattr(dedup, "IN_MEMORY_BYTES", 1)
+    monkeypatch.setattr(dedup, "_decided_in_memory", None)  # never called: the Spark stages decide
+    cfg = Config(partitions=2, paragraphs=dedup.ParagraphConfig(enabled=True))
+    stats = run(spark, single_source(str(tmp_path / "in")), cfg, str(tmp_path / "out"))
+    kept = pq.read_table(tmp_path / "out" / "docs")
+    assert stats["kept"] == kept.num_rows == 6 and "rank" in stats["seconds"]
+    kept = kept.sort_by("id")
+    assert kept.drop_columns(["fetched"]).to_pylist() == table.drop_columns(["fetched"]).to_pylist()
+    def instants(column):  # Spark writes its own unit; the instant is the input's
+        return column.cast(pa.timestamp("us")).cast(pa.int64()).to_pylist()
+
+    assert instants(kept["fetched"]) == instants(table["fetched"])
+
+    pq.write_table(table.append_column("_tokenmill_row", pa.array([1] * 6)), tmp_path / "in" / "part-0.parquet")
+    with pytest.raises(InputError, match="has a column '_tokenmill_row'"):
+        run(spark, single_source(str(tmp_path / "in")), Config(partitions=2), str(tmp_path / "refused"))

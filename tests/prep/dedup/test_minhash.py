@@ -83,3 +83,14 @@ def test_an_arrow_column_gives_what_python_strings_give():
     listed, arrow = minhash_batch(TEXTS, cfg), minhash_batch(pa.array(TEXTS), cfg)
     assert np.array_equal(listed.signatures, arrow.signatures) and listed.normalized == arrow.normalized
     assert arrow.lengths.tolist() == [len(t) for t in TEXTS]
+
+
+def test_permutations_and_ngrams_past_the_bounds_are_refused():
+    """Found by the review of 2026-12-07: num_perm 1e12 or ngram 1e12 failed every task with a MemoryError (a
+    traceback), 65,536 permutations took 65 s to band on the driver."""
+    from prep.dedup.minhash import MAX_NGRAM, MAX_NUM_PERM
+
+    assert MinHashConfig(num_perm=MAX_NUM_PERM, ngram=MAX_NGRAM).num_perm == MAX_NUM_PERM
+    for bad in ({"num_perm": MAX_NUM_PERM + 1}, {"ngram": MAX_NGRAM + 1}, {"num_perm": 10**12}):
+        with pytest.raises(ValueError, match="num_perm must be from 2"):
+            MinHashConfig(**bad)
