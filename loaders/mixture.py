@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schemas.mixture import MAX_WEIGHT_BITS, MixtureError, exact_weight, read_mixture_file
+from schemas.mixture import MAX_SOURCES, MAX_WEIGHT_BITS, MixtureError, exact_weight, read_mixture_file
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,6 @@ class Source:
     weight: int  # integers with the weights' ratios (see integer_weights)
 
 
-MAX_SOURCES = 1024  # a schedule costs its sources per row it computes
 MAX_TOTAL_BITS = 63  # the integer weights' sum, a schedule's period: an int64 (decimals of 18 digits fit)
 
 

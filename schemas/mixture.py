@@ -14,6 +14,7 @@ and its numbers are read within bounds (trust.bounded_json, trust.bounded_decima
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -41,6 +42,7 @@ SHARED_INDEX_KEYS = ("tokenizer_sha256", "vocab_size", "seq_len", "pad_id")
 MAX_MIXTURE_BYTES = 1 << 20  # a source's entry is about a hundred bytes: thousands of sources fit
 # An integer weight (Fraction or int): those a loader's state saves from bounded decimals stay under 2**400.
 MAX_WEIGHT_BITS = 512
+MAX_SOURCES = 1024  # sources of a mixture: a schedule costs its sources per row it computes
 
 
 class MixtureError(ValueError):
@@ -76,6 +78,17 @@ class Mixture:
 def new_mixture(sources: dict[str, tuple]) -> Mixture:
     """The mixture of {name: (relative path, weight, the source's rows, its tokens[, held-out path])}, in order."""
     return Mixture({name: MixtureSource(*entry) for name, entry in sources.items()})
+
+
+def written_weights(weights: dict[str, Fraction]) -> dict[str, float | int]:
+    """Weights as mixture.json holds them: the decimals given where each reads back exactly (0.7, 0.3), else
+    whole numbers of the same ratios (1/3 and 1/7 as 7 and 3: a float's 0.333... said other than was given)."""
+    if all(bounded_decimal(repr(float(w))) == w for w in weights.values()):
+        return {name: float(w) for name, w in weights.items()}
+    scale = math.lcm(*(w.denominator for w in weights.values()))
+    whole = {name: int(w * scale) for name, w in weights.items()}
+    common = math.gcd(*whole.values())
+    return {name: n // common for name, n in whole.items()}
 
 
 def exact_weight(name: str, weight) -> Fraction:

@@ -31,7 +31,7 @@ from prep.config import override
 from prep.ingest.inputs import InputError, InputFile, Sources, all_files, expand_inputs, is_named, is_warc
 from prep.ingest.readers import ReaderConfig
 from prep.quality.url_filter import UrlFilter
-from schemas.mixture import MIXTURE_FILE, MixtureError, new_mixture, parse_weights
+from schemas.mixture import MIXTURE_FILE, MixtureError, parse_weights
 from spark_stages import clean as clean_stage
 from spark_stages import decontaminate as decontaminate_stage
 from spark_stages import dedup as dedup_stage
@@ -126,6 +126,20 @@ def source_weights(cfg: SourcesConfig, names: list[str]) -> dict[str, Fraction] 
     return {name: weights[name] for name in names}
 
 
+def _check_quality_split(cfg: Config, quality_columns: set[str]) -> None:
+    """A split by the quality classifier's buckets needs them written, and --weights names their folders b0 ...
+    b{N-1}: both had been found only at the shards, after the whole run."""
+    if cfg.shards.split_by != bucket_column(QUALITY):
+        return
+    if cfg.shards.split_by not in quality_columns:
+        raise ValueError(f"shards.split_by {cfg.shards.split_by} needs quality.buckets (and quality.positive or "
+                         "quality.model): the column is the quality classifier's buckets")
+    folders = {f"b{i}" for i in range(cfg.quality.buckets)}
+    if (weights := parse_weights(cfg.sources.weights)) and set(weights) != folders:
+        raise ValueError(f"--weights names {', '.join(weights)}; the folders of {cfg.quality.buckets} quality buckets "
+                         f"are b0 ... b{cfg.quality.buckets - 1}")
+
+
 def _check_quality(cfg: Config, sources: Sources) -> set[str]:
     """The columns the quality classifier writes (none without one); ValueError if its settings cannot work."""
     quality = cfg.quality
@@ -208,7 +222,9 @@ def check(cfg: Config, sources: Sources) -> None:
                              f"a larger one, dedup quarantine it)")
     if unused := _settings_not_used(cfg, sources):
         log.warning("settings of stages this run does not run, not used: %s", "; ".join(unused))
-    _check_clean_columns(cfg, sources, _check_quality(cfg, sources))
+    quality_columns = _check_quality(cfg, sources)
+    _check_clean_columns(cfg, sources, quality_columns)
+    _check_quality_split(cfg, quality_columns)
     if cfg.shards.split_by and is_named(sources):
         raise ValueError("shards.split_by splits one source by a column: give one --input (the split's folders "
                          "are the mixture's sources)")
@@ -288,10 +304,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         decontaminate_stage.record_decontamination(cfg.decontaminate, [_folder(out_path, "shards", name, named)
                                                                        for name in deduplicated])
     if named:
-        mixture = new_mixture({name: (name, float(weights[name]) if weights else index["totals"]["rows"],
-                                      index["totals"]["rows"], index["totals"]["tokens"],
-                                      f"{name}/{shards_stage.HELDOUT}" if shards_stage.HELDOUT in index else None)
-                               for name, index in stats["shards"].items()}).to_json()
+        mixture = shards_stage.mixture_of(stats["shards"], weights, "source ")
         write_json(shards_out / MIXTURE_FILE, mixture)
         stats["mixture"] = mixture
     return stats

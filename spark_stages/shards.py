@@ -25,8 +25,11 @@ import dataclasses
 import logging
 import math
 import os
+import re
+import shutil
 import uuid
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +42,7 @@ from prep.packing import PackConfig, materialize, pack
 from prep.shard_writer import ShardConfig, ShardWriter
 from prep.tokenizer.encode import TokenizerFile, encode_flat
 from schemas.index import INDEX_FILE, ShardEntry, new_index
-from schemas.mixture import MIXTURE_FILE, new_mixture, parse_weights
+from schemas.mixture import MAX_SOURCES, MIXTURE_FILE, new_mixture, parse_weights, written_weights
 from schemas.shards import shard_name
 from spark_stages.ingest import (
     default_partitions,
@@ -50,7 +53,15 @@ from spark_stages.ingest import (
     spread,
 )
 from spark_stages.mapped_pages import release_pages, whole_mapping
-from spark_stages.outputs import SCRATCH, commit, content_checksum, record_written, staging_dir, write_json
+from spark_stages.outputs import (
+    SCRATCH,
+    claim_folder,
+    commit,
+    content_checksum,
+    record_written,
+    staging_dir,
+    write_json,
+)
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
 from spark_stages.session import column as quoted
@@ -114,6 +125,9 @@ def tokenizer_file(cfg: Config) -> TokenizerFile:
 
 def check(cfg: Config, _sources) -> None:
     tokenizer_file(cfg)
+    if getattr(cfg, "weights", "") and not cfg.split_by:  # written nowhere: a job that took them and did nothing
+        raise ValueError("--weights weighs the folders of --split-by: give --split-by COLUMN (named sources are "
+                         "weighted by the pipeline's --weights)")
 
 
 def encode(docs, tokenizer: TokenizerFile, spark, folder: Path, part: tuple[str, float] = ("all", 0.0)) -> list:
@@ -296,14 +310,38 @@ def _split(spark, sources: Sources, cfg: Config, out: str, weights: str) -> dict
     out_path = Path(out)
     record_written(out_path, [MIXTURE_FILE, *folders])  # a folder of tokenmill's holding the split's folders
     (out_path / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
+    _remove_unsplit(out_path, set(folders))
     parts = {name: _written(spark, sources, cfg, str(out_path / name), (cfg.split_by, value))
              for name, value in folders.items()}
-    mixture = new_mixture({name: (name, float(chosen[name]) if chosen else index["totals"]["rows"],
-                                  index["totals"]["rows"], index["totals"]["tokens"],
-                                  f"{name}/{HELDOUT}" if HELDOUT in index else None)
-                           for name, index in parts.items()}).to_json()
+    mixture = mixture_of(parts, chosen or None, f"split_by {cfg.split_by}: ")
     write_json(out_path / MIXTURE_FILE, mixture)
     return {"split_by": cfg.split_by, "parts": parts, "mixture": mixture}
+
+
+def _remove_unsplit(out_path: Path, folders: set[str]) -> None:
+    """The shards an earlier run wrote unsplit into the same folder: its index.json (a loader reads it before
+    mixture.json, and read the old shards), shard files, heldout/ and quarantine/, those tokenmill wrote."""
+    for name in sorted(claim_folder(out_path) - folders):
+        if name in ("index.json", HELDOUT, "quarantine") or re.fullmatch(r"shard-\d+\.arrow", name):
+            path = out_path / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                path.unlink()
+
+
+def mixture_of(indexes: dict[str, dict], weights: dict[str, Fraction] | None, what: str = "") -> dict:
+    """mixture.json's content for shards folders by name (their index.json), weighted by `weights` (else each
+    one's rows); InputError where one holds no training row (its documents all held out, or without text): the
+    loader refuses a source of none, and the job had written such a mixture and exited 0."""
+    if empty := [name for name, index in indexes.items() if not index["totals"]["rows"]]:
+        raise InputError(f"{what}{', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}: no training rows (its "
+                         "documents all held out, or without text): a mixture cannot draw from it (hold out fewer, "
+                         "heldout_share, or give more documents)")
+    written = written_weights(weights) if weights else None
+    return new_mixture({name: (name, written[name] if written else index["totals"]["rows"], index["totals"]["rows"],
+                               index["totals"]["tokens"], f"{name}/{HELDOUT}" if HELDOUT in index else None)
+                        for name, index in indexes.items()}).to_json()
 
 
 def split_values(spark, paths: list[str], column: str) -> list:
@@ -314,9 +352,17 @@ def split_values(spark, paths: list[str], column: str) -> list:
     if column not in frame.columns:
         raise InputError(f"split_by: the documents have no column {column!r} (they have {', '.join(frame.columns)})")
     counted = frame.groupBy(quoted(column)).agg(F.count("*").alias("n")).collect()  # "meta.label" as it is written
-    if nulls := sum(row["n"] for row in counted if row[column] is None):
-        raise InputError(f"split_by: {nulls} documents have no {column}")
+    # NaN is no value either: no document equals it, and its folder had been left empty, its documents in none
+    if nulls := sum(row["n"] for row in counted if row[column] is None or _is_nan(row[column])):
+        raise InputError(f"split_by: {nulls} documents have no {column} (null or NaN)")
+    if len(counted) > MAX_SOURCES:  # each value a pass over the input, and a mixture the loader refuses
+        raise InputError(f"split_by: {column} has {len(counted):,} values; a mixture has at most {MAX_SOURCES:,} "
+                         "sources (a column of buckets or labels, not of ids)")
     return sorted(row[column] for row in counted)
+
+
+def _is_nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def folder_name(value, column: str) -> str:

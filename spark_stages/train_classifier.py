@@ -138,8 +138,12 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
                          f"{len(trained)} label{'s' if len(trained) != 1 else ''}: a classifier needs two; add "
                          f"documents of {', '.join(sorted(set(labels) - set(trained)))[:200]} or lower --heldout")
     # a label whose documents were all held out is no label of the model: said, then counted, not scored
+    missing = sorted(set(labels) - set(trained))
     unlearned = [f"the label {label!r} is not in the model: all its {labels.count(label)} documents were held out"
-                 for label in sorted(set(labels) - set(trained))]
+                 for label in missing[:MAX_NAMED]]
+    if len(missing) > MAX_NAMED:
+        unlearned.append(f"{len(missing) - MAX_NAMED} other labels are not in the model: all their documents were "
+                         "held out")
     if examples["read"]["without_label"] or examples["read"]["quarantined"]:
         log.warning("%s", left_out(examples["read"]))
     try:
@@ -162,8 +166,10 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         "labels": model.labels,
         "read": examples["read"],
         "training": {**_counts(labels, training, lines), "languages": _languages(examples["lang"], labels, training)},
-        "heldout": {**_counts(labels, [i for i in range(len(lines)) if held[i]], lines),
-                    **evaluation(model.labels, truth, scores)},
+        # every document held out counted (a label held out whole too: the counts had said 0 of 19), those of the
+        # model's labels scored
+        "heldout": {**evaluation(model.labels, truth, scores),
+                    **_counts(labels, [i for i in range(len(lines)) if held[i]], lines), "scored": len(heldout)},
         "model": {"words": len(model.words), "ngram_buckets_kept": int(len(model.kept_buckets)),
                   "dim": model.dim, "bytes": (staging / "model.bin").stat().st_size,
                   "sha256": hashlib.sha256((staging / "model.bin").read_bytes()).hexdigest(),
@@ -424,22 +430,34 @@ NORMALIZE = NormalizeConfig()
 LANGUAGES = LanguageConfig()  # the clean job's default settings
 MIN_ONE_LABEL_LANGUAGE = 20  # training documents of a language, all of one label, past which the report warns
 SHOWN_LANGUAGES = 20  # in report.md, the commonest; report.json has them all
+MAX_NAMED = 5  # labels named one by one in a warning; the rest counted (10,000 labels: 962 lines)
 
 
 def _label_field(docs, name: str, column):
     """A document's label: its column `name` (text, a number or true/false: InputError for lists, records and
     bytes), or that field of its metadata (raw input carries it there), where a list or an object is no label."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, BinaryType, MapType, StructType
+    from pyspark.sql.types import ArrayType, BinaryType, DoubleType, FloatType, MapType, StructType
 
-    from_metadata = F.get_json_object("metadata", f"$.{name}") if "metadata" in docs.columns else F.lit(None)
-    from_metadata = F.when(from_metadata.rlike(r"^\s*[\[{]"), F.lit(None)).otherwise(from_metadata)
+    if "metadata" in docs.columns:
+        # the field by its name as written ("q.label" had been read as q's field label), and a list or an object
+        # told apart from a text that starts with a bracket ("[junk]" had been no label): a list has a first
+        # element or is empty, an object has keys
+        path = "$['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
+        value = F.get_json_object("metadata", path)
+        nested = (F.get_json_object("metadata", path + "[0]").isNotNull() | (F.trim(value) == "[]")
+                  | F.json_object_keys(value).isNotNull())
+        from_metadata = F.when(nested, F.lit(None)).otherwise(value)
+    else:
+        from_metadata = F.lit(None)
     if column is None:
         return from_metadata
     kind = docs.schema[name].dataType
     if isinstance(kind, (ArrayType, MapType, StructType, BinaryType)):  # cast to text, "[junk, x]" was a label
         raise InputError(f"the label field {name!r} holds {kind.simpleString()[:60]} values: a label is text, a "
                          "number or true/false")
+    if isinstance(kind, (DoubleType, FloatType)):  # NaN is no label (it had become the class "NaN")
+        column = F.when(F.isnan(column), F.lit(None)).otherwise(column)
     return F.coalesce(column.cast("string"), from_metadata)
 
 
@@ -465,7 +483,8 @@ def left_out(read: dict) -> str:
 
 def classifier_report(report: dict) -> str:
     held = report["heldout"]
-    scored = f"accuracy {held.get('accuracy', 0):.4f}" if held["documents"] else "no figures (heldout 0)"
+    scored = f"accuracy {held.get('accuracy', 0):.4f}" if held.get("scored", held["documents"]) else \
+        "no figures (heldout 0)"
     lines = ["# Classifier", "", f"Labels: {', '.join(map(label_cell, report['labels']))}. Trained on "
              f"{report['training']['documents']} documents ({_by_label(report['training']['by_label'])}); "
              f"{held['documents']} held out ({_by_label(held['by_label'])}): {scored}.", "",
@@ -519,7 +538,8 @@ def summary(report: dict) -> str:
     missing = (f"; {read['without_label']} documents without a label and {read['quarantined']} unreadable records "
                "left out (report.md)") if read["without_label"] or read["quarantined"] else ""
     missing += f"; {len(held['warnings'])} warnings (report.md)" if held.get("warnings") else ""
-    scored = f"accuracy {held.get('accuracy', 0)}" if held["documents"] else "no figures (heldout 0)"
+    scored = f"accuracy {held.get('accuracy', 0)}" if held.get("scored", held["documents"]) else \
+        "no figures (heldout 0)"
     return (f"trained on {report['training']['documents']} documents, {held['documents']} held out: {scored}"
             f"{', ROC AUC ' + aucs if aucs else ''}{missing} ({report['seconds']} s)")
 

@@ -28,7 +28,8 @@ def gather(run: Run, stage: StageDir) -> StageView:
     blocks: list = [Table("Held-out documents, per label", ["label", *(m.replace("_", " ") for m in METRICS)],
                           capped([[name, *(m.get(k) for k in METRICS)] for name, m in labels.items()], run.cfg,
                                  "labels"),
-                          note=f"accuracy {held.get('accuracy')} on {held.get('documents')} documents")]
+                          note=f"accuracy {held.get('accuracy')} on {held.get('scored', held.get('documents'))} "
+                               "documents")]
     warnings = held.get("warnings") if isinstance(held.get("warnings"), list) else []
     blocks += [Note(f"Warning: {clipped(w, run.cfg.example_chars)}") for w in warnings[:run.cfg.max_reasons]
                if isinstance(w, str)]

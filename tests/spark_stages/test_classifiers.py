@@ -413,6 +413,78 @@ def test_quality_buckets_become_shards_folders_the_loader_mixes_exactly(scored, 
     loader.close()
 
 
+def test_a_split_of_values_without_training_rows_or_past_the_bound_is_one_line(scored, tmp_path, monkeypatch,
+                                                                               capsys):
+    """Found by the review of 2026-12-07: a value whose documents were all held out or without text (or NaN,
+    which matched none of them) wrote a mixture.json of weight 0 the loader refuses, exit 0; --split-by a column
+    of thousands of values ran a pass over the input per value; a split into a folder of unsplit shards left
+    their index.json, which the loader reads first; --weights without --split-by was taken and ignored."""
+    from loaders import ShardLoader
+    from prep.tokenizer.bpe import train_bpe
+    from spark_stages import shards
+
+    out, _, _ = scored
+    docs = pq.read_table(out / "docs", columns=["id", "text"])
+    train_bpe(docs.column("text").to_pylist(), 1024).save(str(tmp_path / "tokenizer.json"))
+    args = ["--tokenizer", str(tmp_path / "tokenizer.json"), "--seq-len", "256"]
+    parts = [float(i % 2) for i in range(docs.num_rows)]
+
+    def split(name: str, values: list, text=None, *more: str) -> int:
+        table = pa.table({"id": docs.column("id"), "text": text or docs.column("text"), "part": values})
+        pq.write_table(table, tmp_path / f"{name}.parquet")
+        return run_stage(shards.STAGE, ["--input", str(tmp_path / f"{name}.parquet"), *args, "--split-by", "part",
+                                        "--output", str(tmp_path / name), *more])
+
+    assert split("nan", parts[:-1] + [float("nan")]) == 2
+    assert "1 documents have no part (null or NaN)" in one_error_line(capsys.readouterr().err)
+    texts = docs.column("text").to_pylist()
+    assert split("empty", parts[:-1] + [2.0], texts[:-1] + [None]) == 2  # value 2.0: one document, no text
+    assert "split_by part: 2.0: no training rows" in one_error_line(capsys.readouterr().err)
+    monkeypatch.setattr(shards, "MAX_SOURCES", 1)
+    assert split("many", parts) == 2
+    assert "part has 2 values; a mixture has at most 1" in one_error_line(capsys.readouterr().err)
+    monkeypatch.undo()
+
+    assert run_stage(shards.STAGE, ["--input", str(out / "docs"), *args, "--output", str(tmp_path / "again"),
+                                    "--weights", "a=1"]) == 2
+    assert "--weights weighs the folders of --split-by" in capsys.readouterr().err
+    assert run_stage(shards.STAGE, ["--input", str(out / "docs"), *args, "--output", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "index.json").exists()
+    table = pa.table({"id": docs.column("id"), "text": docs.column("text"), "part": parts})
+    pq.write_table(table, tmp_path / "parts.parquet")
+    assert run_stage(shards.STAGE, ["--input", str(tmp_path / "parts.parquet"), *args, "--split-by", "part",
+                                    "--weights", "0.0=1/3,1.0=1/7", "--output", str(tmp_path / "again")]) == 0
+    assert not (tmp_path / "again" / "index.json").exists() and not list((tmp_path / "again").glob("shard-*"))
+    mixture = json.loads((tmp_path / "again" / "mixture.json").read_text())
+    assert [s["weight"] for s in mixture["sources"].values()] == [7, 3]  # the ratio given, exactly
+    loader = ShardLoader(str(tmp_path / "again" / "mixture.json"), 10, seed=0)
+    assert [next(loader)["source"].tolist().count(i) for i in range(2)] == [7, 3]
+    loader.close()
+
+
+def test_label_fields_of_a_bracket_a_dotted_name_or_nan(labelled, tmp_path):
+    """Found by the review of 2026-12-07: a JSON label "[junk]" was taken for a list (no label), a field named
+    "q.label" was read as q's field label (no document labelled), and a Parquet label of NaN became the class
+    "NaN"."""
+    _, records = labelled
+    write_lines(tmp_path / "bracket" / "l.jsonl", [{**r, "label": "[junk]" if r["label"] == "junk" else r["label"]}
+                                                   for r in records], mkdir=True)
+    write_lines(tmp_path / "dotted" / "l.jsonl", [{"id": r["id"], "text": r["text"], "q.label": r["label"]}
+                                                  for r in records], mkdir=True)
+    pq.write_table(pa.table({"id": [r["id"] for r in records], "text": [r["text"] for r in records],
+                             "label": [float("nan") if i % 5 == 0 else float(r["label"] == "good")
+                                       for i, r in enumerate(records)]}), tmp_path / "nan.parquet")
+    found = {}
+    for name, more in (("bracket", []), ("dotted", ["--label-field", "q.label"]), ("nan.parquet", [])):
+        assert run_stage(train_classifier.STAGE, ["--input", str(tmp_path / name), "--output",
+                                                  str(tmp_path / f"out-{name}"), *more, *FAST]) == 0
+        found[name] = json.loads((tmp_path / f"out-{name}" / "report.json").read_text())
+    assert sorted(found["bracket"]["labels"]) == ["[junk]", "good"] and found["bracket"]["read"]["without_label"] == 0
+    assert sorted(found["dotted"]["labels"]) == ["good", "junk"]
+    assert sorted(found["nan.parquet"]["labels"]) == ["0.0", "1.0"]
+    assert found["nan.parquet"]["read"]["without_label"] == len(range(0, len(records), 5))
+
+
 @pytest.mark.parametrize("value", ["mixture.json", "heldout", "run.json", "x" * 101, "x=/../../escaped", "a=b",
                                    "a/b", "..", "", "é"])
 def test_a_split_value_that_cannot_name_a_shards_folder_is_one_line(value):
@@ -424,6 +496,21 @@ def test_a_split_value_that_cannot_name_a_shards_folder_is_one_line(value):
     with pytest.raises(InputError, match="label_q holds .*, which cannot name a shards folder"):
         folder_name(value, "label_q")
     assert folder_name("mixture.json.tmp", "label_q") == "mixture.json.tmp" and folder_name(3, "bucket_q") == "b3"
+
+
+def test_a_split_by_quality_buckets_is_checked_before_the_run(labelled, tmp_path, capsys):
+    """Found by the review of 2026-12-07: --shards.split-by bucket_quality without quality.buckets, or --weights
+    naming b4 of four buckets, were found at the shards, after cleaning, training, scoring and dedup."""
+    from spark_stages import pipeline
+
+    folder, _ = labelled
+    base = ["--input", str(folder / "all"), "--output", str(tmp_path / "out"), "--shards.split-by", "bucket_quality"]
+    assert run_stage(pipeline.STAGE, base) == 2
+    assert "shards.split_by bucket_quality needs quality.buckets" in capsys.readouterr().err
+    assert run_stage(pipeline.STAGE, [*base, "--quality.positive", str(folder / "good"), "--quality.buckets", "4",
+                                      "--weights", "b0=1,b1=1,b2=2,b4=4"]) == 2
+    assert "the folders of 4 quality buckets are b0 ... b3" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "clean").exists()  # refused before any stage ran
 
 
 def test_the_pipeline_trains_scores_every_document_and_mixes_its_quality_buckets(labelled, tmp_path):
