@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from prep.dedup.batches import (
@@ -335,7 +334,7 @@ def _shared_examples(shared, units, result, cfg: ParagraphConfig, source_names: 
 @dataclass
 class Decided:
     """What both deciders (_decided on Spark, _decided_in_memory) return."""
-    frame: object  # every document: row, rank, exact_rep, id_hash, id, SOURCE, kept, cluster, cluster_size, head_source
+    frame: object  # every document: row, rank, exact_rep, id_hash, id, SOURCE, kept, cluster, cluster_size, copy
     counts: list[SourceCounts]  # per source, in order
     cluster_sizes: list[tuple[int, int]]  # (size, clusters of that size), for clusters of two or more
     graph: GraphStats
@@ -354,7 +353,7 @@ def _counted(source_count: int) -> dict:
 
     exact = F.col("rank") != F.col("exact_rep")
     conditions = {"input": F.lit(True), "kept": F.col("kept"), "exact": exact, "near": ~exact & ~F.col("kept"),
-                  "earlier": ~F.col("kept") & (F.col("head_source") < F.col(SOURCE))}
+                  "earlier": ~F.col("kept") & (F.col("copy") < F.col("source_first"))}
     return {f"{key}_{i}": total(condition & (F.col(SOURCE) == i))
             for i in range(source_count) for key, condition in conditions.items()}
 
@@ -389,14 +388,19 @@ def _decided(features, cfg: Config, per_source: bool, source_count: int, stages:
     survivors, rounds = _survivors(edges, sig, cfg, stages, scratch)
 
     # Decisions for every document, and its cluster: the near component of its exact survivor.
+    # the kept document holding each one's text (prep/dedup/in_memory.py's `copy`), and each source's first
+    # rank: ranks go source by source, so a copy ranked before it is in a source named before
+    near_kept = F.coalesce("near_kept", F.lit(True))
+    firsts = dict(features.groupBy(SOURCE).agg(F.min("rank")).collect())
     decided = (features.select("row", "rank", "exact_rep", "id_hash", "id", SOURCE)
-               .join(survivors.select(F.col("rank").alias("exact_rep"), "near_kept", "component"), "exact_rep", "left")
-               .withColumn("kept", (F.col("rank") == F.col("exact_rep")) & F.coalesce("near_kept", F.lit(True)))
+               .join(survivors.select(F.col("rank").alias("exact_rep"), "near_kept", "copy_of", "component"),
+                     "exact_rep", "left")
+               .withColumn("kept", (F.col("rank") == F.col("exact_rep")) & near_kept)
+               .withColumn("copy", F.when(near_kept, F.col("exact_rep")).otherwise(F.col("copy_of")))
+               .withColumn("source_first", F.element_at(F.array(*(F.lit(firsts.get(i, 0)) for i in range(
+                   source_count))), F.col(SOURCE) + 1))
                .withColumn("cluster", F.coalesce("component", "exact_rep")))
-    # The head of a cluster has its smallest rank, and ranks go source by source: its source is the smallest.
-    in_cluster = Window.partitionBy("cluster")
-    decided = (decided.withColumn("cluster_size", F.count("*").over(in_cluster))
-               .withColumn("head_source", F.min(SOURCE).over(in_cluster)))
+    decided = decided.withColumn("cluster_size", F.count("*").over(Window.partitionBy("cluster")))
     decided = stages.done("decide", decided, **_counted(source_count))
     measured = stages.measured["decide"]
     found = [SourceCounts(**{key: measured[f"{key}_{i}"] for key in COUNTED}) for i in range(source_count)]
@@ -418,7 +422,7 @@ def _decided_in_memory(features, cfg: Config, per_source: bool, source_count: in
     decided = pa.table({"row": table["row"], "rank": decisions.rank, "exact_rep": decisions.exact_rep,
                         "id_hash": table["id_hash"], "id": table["id"], SOURCE: table[SOURCE], "kept": decisions.kept,
                         "cluster": decisions.cluster, "cluster_size": decisions.cluster_size,
-                        "head_source": decisions.head_source.astype(np.int32)})
+                        "copy": decisions.copy})
     decided = features.sparkSession.createDataFrame(decided)
     stages.done("decide in memory")
     return Decided(decided, [decisions.counts(sources, i) for i in range(source_count)], decisions.cluster_sizes(),

@@ -41,21 +41,23 @@ class GraphStats:
 @dataclass
 class Decisions:
     """Per document, in the order of the features given: its rank, its exact survivor's rank, whether it is
-    kept, its cluster (the smallest rank in it), the cluster's size and its smallest source; and the graph's
-    counts for the stats."""
+    kept, its cluster (the smallest rank in it), the cluster's size and the rank of the kept document that holds
+    its text (its own, kept); and the graph's counts for the stats."""
     rank: np.ndarray
     exact_rep: np.ndarray
     kept: np.ndarray
     cluster: np.ndarray
     cluster_size: np.ndarray
-    head_source: np.ndarray
+    copy: np.ndarray
     graph: GraphStats
 
     def counts(self, sources: np.ndarray, source: int) -> SourceCounts:
         mine, exact = sources == source, self.rank != self.exact_rep
+        # ranks go source by source: a copy in a source named before is one ranked before this source's first
+        first = self.rank[mine].min() if mine.any() else 0
         return SourceCounts(input=int(mine.sum()), kept=int((mine & self.kept).sum()), exact=int((mine & exact).sum()),
                             near=int((mine & ~exact & ~self.kept).sum()),
-                            earlier=int((mine & ~self.kept & (self.head_source < sources)).sum()))
+                            earlier=int((mine & ~self.kept & (self.copy < first)).sum()))
 
     def cluster_sizes(self) -> list[tuple[int, int]]:
         """(size, clusters of that size) for clusters of two or more."""
@@ -103,6 +105,7 @@ def decide(features: pa.Table, sources: np.ndarray, per_source: bool, cfg: Dedup
     edges, candidates, giant = _verified_edges(rank[survivors], scope[survivors], signatures[survivors], cfg)
 
     near_kept, component = np.ones(n, bool), np.full(n, -1, np.int64)  # by rank; -1: in no component
+    copy_of = np.full(n, -1, np.int64)  # by rank: the kept document a near duplicate was removed for
     if len(edges):
         nodes, components = connected_components_in_memory(edges[:, 0], edges[:, 1])
         by_rank = np.empty(n, np.int64)
@@ -112,13 +115,16 @@ def decide(features: pa.Table, sources: np.ndarray, per_source: bool, cfg: Dedup
                             "signature": features["signature"].take(by_rank[nodes[order]])})
         chosen = pa.Table.from_batches(list(survivors_batches(members.to_batches(), cfg)))
         near_kept[chosen["rank"].to_numpy()] = chosen["near_kept"].to_numpy(zero_copy_only=False)
+        copy_of[chosen["rank"].to_numpy()] = chosen["copy_of"].to_numpy()
         component[nodes] = components
     kept = (rank == exact_rep) & near_kept[exact_rep]
     cluster = np.where(component[exact_rep] >= 0, component[exact_rep], exact_rep)
     cluster_size = np.bincount(cluster, minlength=n)[cluster]
-    head_source = _group_min(cluster, n, sources.astype(np.int64))
-    return Decisions(rank, exact_rep, kept, cluster, cluster_size, head_source,
-                     GraphStats(candidates, len(edges), giant, rounds=0))
+    # the kept document holding each one's text: its exact survivor, or the one that survivor was removed for (in
+    # an earlier source or its own: "in_an_earlier_source" had been the cluster's first source, a chain's far end)
+    copy = np.where(near_kept[exact_rep], exact_rep, copy_of[exact_rep])
+    return Decisions(rank, exact_rep, kept, cluster, cluster_size, copy, GraphStats(candidates, len(edges), giant,
+                                                                                    rounds=0))
 
 
 def _verified_edges(ranks: np.ndarray, scope: np.ndarray, signatures: np.ndarray, cfg: DedupConfig):

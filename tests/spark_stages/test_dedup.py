@@ -1,5 +1,6 @@
 """The dedup job on Spark: exact and near duplicates, survivors, outputs, determinism."""
 
+import dataclasses
 import json
 import random
 
@@ -240,3 +241,26 @@ def test_input_columns_named_like_the_jobs_own_are_kept_or_refused(spark, tmp_pa
     pq.write_table(table.append_column("_tokenmill_row", pa.array([1] * 6)), tmp_path / "in" / "part-0.parquet")
     with pytest.raises(InputError, match="has a column '_tokenmill_row'"):
         run(spark, single_source(str(tmp_path / "in")), Config(partitions=2), str(tmp_path / "refused"))
+
+
+def test_a_copy_in_its_own_source_is_not_counted_as_in_an_earlier_one(spark, tmp_path):
+    """Found by the review of 2026-12-07: in a chain A (first source) ~ B ~ C ~ D (second), D removed as a copy of
+    C, in its own source, was counted in_an_earlier_source (the cluster's first source), on both paths."""
+    import itertools
+    import string
+
+    words = ["".join(p) for p in itertools.product(string.ascii_lowercase, repeat=3)][:400]
+
+    def text(lo: int, pad: int = 0) -> str:  # consecutive windows: Jaccard 0.95 one step apart, 0.90 two
+        return " ".join(words[lo:lo + 200] + [words[lo]] * pad)
+
+    write_lines(tmp_path / "s0.jsonl", [{"id": "A", "text": text(0)}])
+    write_lines(tmp_path / "s1.jsonl", [{"id": "B", "text": text(5, 20)}, {"id": "C", "text": text(10, 10)},
+                                        {"id": "D", "text": text(15)}])
+    sources = {"s0": expand_inputs(str(tmp_path / "s0.jsonl")), "s1": expand_inputs(str(tmp_path / "s1.jsonl"))}
+    lsh = {"threshold": 0.93, "minhash": dataclasses.replace(Config().minhash, ngram=1, num_perm=2048)}
+    for name, limit in (("memory", Config().in_memory_documents), ("spark", 0)):
+        stats = run(spark, sources, Config(partitions=2, in_memory_documents=limit, **lsh), str(tmp_path / name))
+        kept = sorted(pq.read_table(tmp_path / name / "docs", columns=["id"]).column("id").to_pylist())
+        assert kept == ["A", "C"], name
+        assert stats["sources"]["s1"]["in_an_earlier_source"] == 1, name  # B (a copy of A), not D (of C)
