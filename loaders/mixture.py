@@ -18,7 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from schemas.mixture import MAX_SOURCES, MAX_WEIGHT_BITS, MixtureError, exact_weight, read_mixture_file
+from schemas.mixture import (
+    MAX_SOURCES,
+    MAX_TOTAL_BITS,
+    MAX_WEIGHT_BITS,
+    MixtureError,
+    exact_weight,
+    read_mixture_file,
+)
 
 
 @dataclass(frozen=True)
@@ -28,7 +35,6 @@ class Source:
     weight: int  # integers with the weights' ratios (see integer_weights)
 
 
-MAX_TOTAL_BITS = 63  # the integer weights' sum, a schedule's period: an int64 (decimals of 18 digits fit)
 
 
 def integer_weights(weights: dict[str, float | str | Fraction]) -> dict[str, int]:

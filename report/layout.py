@@ -7,7 +7,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from schemas.trust import keys_once, regular_file_text
+from schemas.trust import is_regular_file, keys_once, regular_file_text
 
 # The pipeline's stage folders, in the order it runs them (spark_stages/pipeline.py)
 PIPELINE_ORDER = ("extract", "clean", "classifier", "quality", "dedup", "decontaminate", "tokenizer", "shards")
@@ -78,23 +78,21 @@ def kind_of(folder: Path) -> str | None:
             return "tokenizer"
         if "labels" in report:
             return "classifier"
-    if _is_regular(folder / "index.json"):
+    if is_regular_file(folder / "index.json"):  # a link too: a hub snapshot's files are links into its store
         return "shards"
     return None
 
 
-def _is_regular(path: Path) -> bool:
-    """Whether `path` is a regular file itself, not a link (a folder from elsewhere: see regular_file_text)."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
 def _folder(path: Path) -> bool:
     """Whether `path` is a folder of the run itself: a stage or source folder that is a link is not read (its
-    files are someone else's, outside the run)."""
+    files are someone else's, outside the run: their documents would go into the page)."""
     return path.is_dir() and not path.is_symlink()
+
+
+def _shards_folder(path: Path) -> bool:
+    """A folder of shards, a link too: a mixture names shards kept elsewhere by links (docs/trust.md), and
+    shards hold no document text the page shows (their index's counts and file names)."""
+    return path.is_dir()
 
 
 def stage_dirs(out: Path) -> list[StageDir]:
@@ -105,7 +103,7 @@ def stage_dirs(out: Path) -> list[StageDir]:
         return [StageDir(kind, out, None)]
     if mixture(out) is not None:  # the shards job's split (shards.split_by): a shards folder per value
         return [StageDir("shards", child, child.name) for child in sorted(out.iterdir())
-                if _folder(child) and kind_of(child) == "shards"]
+                if _shards_folder(child) and kind_of(child) == "shards"]
     found = []
     for name in PIPELINE_ORDER:
         folder = out / name
@@ -115,7 +113,8 @@ def stage_dirs(out: Path) -> list[StageDir]:
             found.append(StageDir(kind, folder, None))
             continue
         before = len(found)
-        for child in sorted(p for p in folder.iterdir() if _folder(p) and p.name != HELDOUT):
+        inside = _shards_folder if name == "shards" else _folder
+        for child in sorted(p for p in folder.iterdir() if inside(p) and p.name != HELDOUT):
             if kind := kind_of(child):
                 found.append(StageDir(kind, child, child.name))
         if len(found) == before and any((folder / name).is_file() for name in ("stats.json", "report.json")):

@@ -43,6 +43,7 @@ MAX_MIXTURE_BYTES = 1 << 20  # a source's entry is about a hundred bytes: thousa
 # An integer weight (Fraction or int): those a loader's state saves from bounded decimals stay under 2**400.
 MAX_WEIGHT_BITS = 512
 MAX_SOURCES = 1024  # sources of a mixture: a schedule costs its sources per row it computes
+MAX_TOTAL_BITS = 63  # the integer weights' sum, a schedule's period: an int64 (decimals of 18 digits fit)
 
 
 class MixtureError(ValueError):
@@ -82,12 +83,15 @@ def new_mixture(sources: dict[str, tuple]) -> Mixture:
 
 def written_weights(weights: dict[str, Fraction]) -> dict[str, float | int]:
     """Weights as mixture.json holds them: the decimals given where each reads back exactly (0.7, 0.3), else
-    whole numbers of the same ratios (1/3 and 1/7 as 7 and 3: a float's 0.333... said other than was given)."""
+    whole numbers of the same ratios (1/3 and 1/7 as 7 and 3: a float's 0.333... said other than was given)
+    where they sum within what the loader's schedule holds, else floats (1/2 ... 1/53 sum past 2^63)."""
     if all(bounded_decimal(repr(float(w))) == w for w in weights.values()):
         return {name: float(w) for name, w in weights.items()}
     scale = math.lcm(*(w.denominator for w in weights.values()))
     whole = {name: int(w * scale) for name, w in weights.items()}
     common = math.gcd(*whole.values())
+    if sum(whole.values()) // common >= 1 << MAX_TOTAL_BITS:  # past what the loader's schedule holds: floats
+        return {name: float(w) for name, w in weights.items()}
     return {name: n // common for name, n in whole.items()}
 
 

@@ -126,10 +126,11 @@ def source_weights(cfg: SourcesConfig, names: list[str]) -> dict[str, Fraction] 
     return {name: weights[name] for name in names}
 
 
-def _check_quality_split(cfg: Config, quality_columns: set[str]) -> None:
-    """A split by the quality classifier's buckets needs them written, and --weights names their folders b0 ...
-    b{N-1}: both had been found only at the shards, after the whole run."""
-    if cfg.shards.split_by != bucket_column(QUALITY):
+def _check_quality_split(cfg: Config, quality_columns: set[str], clean_columns: set[str]) -> None:
+    """A split by the quality classifier's buckets needs them written (by quality.* or a clean classifier named
+    quality), and --weights names the folders of quality.buckets, b0 ... b{N-1}: both had been found only at the
+    shards, after the whole run."""
+    if cfg.shards.split_by != bucket_column(QUALITY) or cfg.shards.split_by in clean_columns:
         return
     if cfg.shards.split_by not in quality_columns:
         raise ValueError(f"shards.split_by {cfg.shards.split_by} needs quality.buckets (and quality.positive or "
@@ -167,9 +168,10 @@ def _check_quality(cfg: Config, sources: Sources) -> set[str]:
     return set(columns)
 
 
-def _check_clean_columns(cfg: Config, sources: Sources, quality_columns: set[str]) -> None:
+def _check_clean_columns(cfg: Config, sources: Sources, quality_columns: set[str]) -> set[str]:
     """The clean classifiers' models read once each setting, and none writing a column the quality classifier
-    writes (names apart can still clash: `score_quality` on three labels writes label_score_quality)."""
+    writes (names apart can still clash: `score_quality` on three labels writes label_score_quality); returns
+    the columns they write."""
     seen: dict[str, Classifiers] = {}
     for source in sources:
         classifiers = clean_settings(cfg, source).classifiers
@@ -179,6 +181,7 @@ def _check_clean_columns(cfg: Config, sources: Sources, quality_columns: set[str
         if clash := sorted(quality_columns & set(seen[key].columns())):
             raise ValueError(f"clean.classifiers: {', '.join(clash)} would be a column of a clean classifier and "
                              "of the quality classifier (quality.*): name the clean one otherwise")
+    return {column for classifiers in seen.values() for column in classifiers.columns()}
 
 
 def clean_settings(cfg: Config, source: str) -> clean_stage.Config:
@@ -223,8 +226,7 @@ def check(cfg: Config, sources: Sources) -> None:
     if unused := _settings_not_used(cfg, sources):
         log.warning("settings of stages this run does not run, not used: %s", "; ".join(unused))
     quality_columns = _check_quality(cfg, sources)
-    _check_clean_columns(cfg, sources, quality_columns)
-    _check_quality_split(cfg, quality_columns)
+    _check_quality_split(cfg, quality_columns, _check_clean_columns(cfg, sources, quality_columns))
     if cfg.shards.split_by and is_named(sources):
         raise ValueError("shards.split_by splits one source by a column: give one --input (the split's folders "
                          "are the mixture's sources)")

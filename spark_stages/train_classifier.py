@@ -443,7 +443,8 @@ def _label_field(docs, name: str, column):
         # the field by its name as written ("q.label" had been read as q's field label), and a list or an object
         # told apart from a text that starts with a bracket ("[junk]" had been no label): a list has a first
         # element or is empty, an object has keys
-        path = "$['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
+        # (Spark's JSONPath has no escape: a name holding ' or \ is looked up as it was, by the dotted form)
+        path = f"$['{name}']" if "'" not in name and "\\" not in name else f"$.{name}"
         value = F.get_json_object("metadata", path)
         nested = (F.get_json_object("metadata", path + "[0]").isNotNull() | (F.trim(value) == "[]")
                   | F.json_object_keys(value).isNotNull())

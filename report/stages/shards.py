@@ -2,7 +2,6 @@
 shards, and the mixture of the sources (mixture.json) where there is one. Read within the bounds
 schemas/index.py reads any index.json in."""
 
-import io
 from pathlib import Path
 
 from report.documents import clipped
@@ -10,22 +9,20 @@ from report.layout import HELDOUT, StageDir, mixture
 from report.model import Bars, FunnelRow, Histogram, Note, Section, StageView, Table, whole
 from report.run import Run
 from report.stages.common import capped
-from schemas.index import MAX_INDEX_BYTES, read_index_json
-from schemas.trust import regular_file_text
+from schemas.index import read_index_json
+from schemas.trust import open_regular_file
 
 MAX_SHARD_BARS = 40  # more shards than this: their fill as a histogram
 FILL_EDGES = (0.0, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 1.0)
 
 
 def index_of(folder: Path) -> dict | None:
-    """The folder's index.json, where it is a regular file of the folder (no link followed, no FIFO waited on:
-    a FIFO at heldout/index.json hung the report for ever) within the bounds the loader reads one in."""
-    text = regular_file_text(folder / "index.json", MAX_INDEX_BYTES)
-    if text is None:
-        return None
+    """The folder's index.json, a regular file or a link to one (a hub snapshot's are links; no FIFO waited on:
+    one at heldout/index.json hung the report for ever), read within the bounds the loader reads one in."""
     try:
-        data = read_index_json(io.BytesIO(text.encode()))
-    except ValueError:  # trust.TooLarge is a ValueError
+        with open_regular_file(folder / "index.json") as f:
+            data = read_index_json(f)
+    except (OSError, ValueError):  # UntrustedPath is an OSError, trust.TooLarge a ValueError
         return None
     return data if isinstance(data, dict) else None
 

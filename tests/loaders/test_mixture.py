@@ -337,3 +337,15 @@ def test_rows_allocated_at_once_over_whole_periods_are_those_picked_one_at_a_tim
         assert allocate(weights, counts, rows) == one_by_one, (weights, counts, rows)
     with within(30):
         assert allocate([3, 5], [1, 0], 8 * 10**12) == [3 * 10**12, 5 * 10**12]
+
+
+def test_weights_are_written_as_given_or_as_whole_numbers_the_loader_reads():
+    """Found by the reviews of 2026-12-07: 1/3 and 1/7 were written 0.333... and 0.142...; as whole numbers of
+    their ratios, 16 weights 1/p of the primes to 53 summed past what the loader's schedule holds."""
+    from schemas.mixture import written_weights
+
+    assert written_weights({"a": Fraction(7, 10), "b": Fraction(3, 10)}) == {"a": 0.7, "b": 0.3}
+    assert written_weights({"a": Fraction(1, 3), "b": Fraction(1, 7), "c": Fraction(1)}) == {"a": 7, "b": 3, "c": 21}
+    primes = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53]
+    written = written_weights({f"p{p}": Fraction(1, p) for p in primes})
+    assert all(isinstance(w, float) for w in written.values()) and integer_weights(written)

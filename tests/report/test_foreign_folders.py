@@ -348,6 +348,19 @@ def test_links_and_fifos_in_a_folder_from_elsewhere_are_not_read(tmp_path):
     page = read_page((run / "report.html").read_text())
     assert "elsewhere" not in page.text and "Shards" in page.text
 
+    # shards hold no text the page shows: a mixture's source linked to shards kept elsewhere, and an index.json
+    # that is a link (a hub snapshot's files are), are read (found by the day's second review)
+    kept = tmp_path / "store" / "web"
+    kept.mkdir(parents=True)
+    (tmp_path / "store" / "index.blob").write_text(json.dumps({"totals": {"documents": 7, "rows": 2, "tokens": 256}}))
+    (kept / "index.json").symlink_to(tmp_path / "store" / "index.blob")
+    mixture = tmp_path / "mixture"
+    mixture.mkdir()
+    (mixture / "web").symlink_to(kept)
+    (mixture / "mixture.json").write_text(json.dumps({"sources": {"web": {"weight": 1}}}))
+    owned(mixture, ["web", "mixture.json"])
+    assert table_rows(write_report(mixture).read_text(), "Shards")[0][:2] == ["documents", "7"]
+
 
 def test_reasons_not_listed_hold_no_examples():
     """Found by the third review: a heap and an example per distinct reason read (400,000 reasons from

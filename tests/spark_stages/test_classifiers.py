@@ -513,6 +513,20 @@ def test_a_split_by_quality_buckets_is_checked_before_the_run(labelled, tmp_path
     assert not (tmp_path / "out" / "clean").exists()  # refused before any stage ran
 
 
+def test_a_split_by_a_clean_classifier_named_quality_passes_the_check(trained, labelled):
+    """Found by the day's second review: the check above refused a split by bucket_quality that a clean
+    classifier named quality writes (a run that had worked)."""
+    from spark_stages import pipeline
+
+    folder, _ = labelled
+    scored = ClassifierConfig(model=str(trained / "model.bin"), label="good", buckets=2)
+    cfg = pipeline.Config(clean=dataclasses.replace(pipeline.Config().clean, classifiers={"quality": scored}),
+                          shards=dataclasses.replace(pipeline.Config().shards, split_by="bucket_quality"))
+    pipeline.check(cfg, single_source(str(folder / "all")))  # no ValueError
+    with pytest.raises(ValueError, match="needs quality.buckets"):
+        pipeline.check(dataclasses.replace(cfg, clean=pipeline.Config().clean), single_source(str(folder / "all")))
+
+
 def test_the_pipeline_trains_scores_every_document_and_mixes_its_quality_buckets(labelled, tmp_path):
     """--quality.positive end to end: the classifier trained on the run's own cleaned text, every document scored
     (those the clean rules rejected too, as the clean job's classifiers score them), the buckets exact and

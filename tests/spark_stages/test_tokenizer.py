@@ -16,6 +16,7 @@ from prep.tokenizer.encode import TokenizerFile, encode_documents
 from prep.tokenizer.superwords import SuperwordConfig
 from prep.tokenizer.unigram import count_pre_tokens as count_locally
 from prep.tokenizer.unigram import local_e_step
+from spark_stages.ingest import SOURCE
 from spark_stages.persisted import persisted
 from spark_stages.runner import run_stage
 from spark_stages.tokenizer import STAGE, Config, count_pre_tokens, run, spark_e_step, with_hash
@@ -77,7 +78,7 @@ def test_the_sample_reaches_the_driver_in_bounded_partitions_in_hash_order(spark
     read = read_file(expand_inputs(str(sample_dir / "debian-reference.en*"))[0])
     texts = [r.text for r in read if isinstance(r, Document)]
     docs = with_hash(spark.createDataFrame([(str(i), t, 0) for i, t in enumerate(texts)],
-                                           "id string, text string, _source int"))
+                                           f"id string, text string, {SOURCE} int"))
     training = docs.withColumn("v", docs.u).withColumn("keep", F.lit(1.0))
     monkeypatch.setattr(stage, "SAMPLE_PARTITION_BYTES", 32 << 10)
     size = sum(len(t.encode()) for t in texts)

@@ -198,13 +198,18 @@ def test_a_file_the_library_panics_on_is_one_error_naming_it(tmp_path):
 
 
 def test_merges_past_the_pieces_and_wordpiece_words_past_the_bound_are_refused(tmp_path):
-    """Found by the review of 2026-12-07: 4 M repeated merges in 64 MB took 3 GB to read; a WordPiece of words
+    """Found by the review of 2026-12-07: 4 M repeated merges in 64 MB took 3 GB to read (a file converted from
+    tiktoken has up to 2.2 merges a piece: several make one piece, and are read); a WordPiece of words
     up to 1e12 characters with no pre-tokenizer took 128 s to encode 16,000 letters (its search is cubic)."""
-    def repeated(config):
-        config["model"]["merges"] = config["model"]["merges"] * 1_000
+    def repeated(times: int):
+        def change(config):
+            config["model"]["merges"] = config["model"]["merges"] * times
+        return change
 
-    with pytest.raises(ValueError, match="1000 merges for 260 pieces"):
-        TokenizerFile.read(_bpe(tmp_path, repeated))
+    with pytest.raises(ValueError, match="2000 merges for 260 pieces"):
+        TokenizerFile.read(_bpe(tmp_path, repeated(2_000)))
+    with pytest.raises(ValueError, match="a merge given twice"):
+        TokenizerFile.read(_bpe(tmp_path, repeated(2)))
     vocab = {"[UNK]": 0, **{c: 1 + i for i, c in enumerate("abcdefgh")}}  # the specials added: ids 9, 10, 11
     for longest, read in ((10**12, False), (100, True)):
         path = _saved(tmp_path, Tokenizer(models.WordPiece(vocab, unk_token="[UNK]",
