@@ -93,9 +93,9 @@ def test_help_lists_every_flag(config_type, capsys):
     # -1 or 0 meant as "no limit" quarantined every record or skipped every page, a seed past 32 bits failed
     # every signature task, an infinite page time overflowed every page's timer, keep_top 1.5 and partitions
     # -1 failed after Spark's work; NaN, inf and 1e30 anywhere (prep/config.py: tests/prep/test_cli.py)
-    (["--tokenizer.unigram.shrink", "1"], "shrink in (0, 1)"),
+    (["--tokenizer.unigram.shrink", "1"], "shrink in (0, 0.99]"),
     (["--tokenizer.unigram.em-iterations", "0"], "em_iterations at least 1"),
-    (["--tokenizer.bpe.min-frequency", "-1"], "min_frequency and max_token_bytes must be at least 1"),
+    (["--tokenizer.bpe.min-frequency", "-1"], "min_frequency must be at least 1"),
     (["--clean.reader.max-record-bytes", "0"], "max_record_bytes, parquet_batch_rows"),
     (["--extract.warc.max-payload-bytes", "-1"], "warc.max_payload_bytes must be at least 1"),
     (["--extract.page-seconds", "1e7"], "page_seconds must be in (0, 86400]"),
