@@ -36,7 +36,7 @@ from prep.dedup.batches import (
     survivors_batches,
     verify_batch,
 )
-from prep.dedup.in_memory import GraphStats, SourceCounts, decide
+from prep.dedup.in_memory import TEXT_HASH, GraphStats, SourceCounts, decide
 from prep.dedup.paragraphs import UNITS_SCHEMA, ParagraphConfig, removable_units, units_batch, without
 from prep.ingest.inputs import Sources, all_files, is_named
 from schemas import FORMAT_VERSION
@@ -52,8 +52,9 @@ log = logging.getLogger(__name__)
 ROW = INTERNAL + "row"  # a document's number in the frame read (its place: never a column of the input's)
 # what the decisions in memory collect to the driver, at most: 80,000 documents of 4,096 permutations (or long
 # ids) passed Spark's spark.driver.maxResultSize (1 GiB) in the collect, a traceback; such a corpus goes to the
-# Spark stages. Each row's fixed columns besides its id and signature: row, id hash, length, text hash, source
-COLLECTED_ROW_BYTES = 40
+# Spark stages. Each row's fixed columns besides its id and signature: row, id hash, length, the texts' hashes,
+# source
+COLLECTED_ROW_BYTES = 48
 IN_MEMORY_BYTES = 256 << 20
 
 
@@ -124,10 +125,14 @@ def _signatures(docs, cfg: DedupConfig, partitions: int, stages: Stages):
 
     def with_source(batch):
         features = features_batch(batch, cfg)
-        return pa.RecordBatch.from_arrays([*features.columns, batch[SOURCE]], [*features.schema.names, SOURCE])
+        return pa.RecordBatch.from_arrays([*features.columns, batch[SOURCE], batch[TEXT_HASH]],
+                                          [*features.schema.names, SOURCE, TEXT_HASH])
 
-    schema = spark_schema(FEATURES_SCHEMA.append(pa.field(SOURCE, pa.int32())))
-    texts = spread(docs.select(F.col(ROW).alias("row"), "id", "text", SOURCE), partitions)
+    schema = spark_schema(FEATURES_SCHEMA.append(pa.field(SOURCE, pa.int32())).append(pa.field(TEXT_HASH, pa.int64())))
+    # the raw text's hash, the survivor rule's last key but the row: documents of one id, one length and one
+    # normalized text (case apart) had been told apart by their row, which follows Spark's read splits
+    texts = spread(docs.select(F.col(ROW).alias("row"), "id", "text", SOURCE, F.xxhash64("text").alias(TEXT_HASH)),
+                   partitions)
     features = texts.mapInArrow(lambda batches: map(with_source, batches), schema)
     return stages.done("signatures", features, shingles=F.sum("shingles"), signature_seconds=F.sum("signature_seconds"),
                        collected_bytes=F.sum(F.octet_length("id") + F.octet_length("signature") + COLLECTED_ROW_BYTES))
@@ -144,7 +149,7 @@ def _ranked(features, stages: Stages):
     """
     from pyspark.sql import functions as F
 
-    order = [SOURCE, F.desc("text_len"), "id_hash", "exact_hash", "row"]
+    order = [SOURCE, F.desc("text_len"), "id_hash", "exact_hash", TEXT_HASH, "row"]
     return stages.done("rank", features.orderBy(*order).withColumn("rank", F.monotonically_increasing_id()))
 
 
@@ -415,7 +420,7 @@ def _decided_in_memory(features, cfg: Config, per_source: bool, source_count: in
                        _scratch: Path) -> Decided:
     """_decided's results for a corpus of at most cfg.in_memory_documents: the features collected to the
     driver, decided there (prep/dedup/in_memory.py), the decisions handed back to Spark as one small frame."""
-    columns = ["row", "id_hash", "text_len", "exact_hash", "signature"]
+    columns = ["row", "id_hash", "text_len", "exact_hash", TEXT_HASH, "signature"]
     table = features.select(*columns, "id", SOURCE).toArrow()
     sources = table[SOURCE].to_numpy()
     decisions = decide(table.select(columns), sources, per_source, cfg)

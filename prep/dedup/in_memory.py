@@ -18,6 +18,8 @@ from prep.dedup.batches import DedupConfig, fixed_width_values, signature_array,
 from prep.dedup.lsh import band_hashes
 from prep.dedup.near_clusters import connected_components_in_memory
 
+TEXT_HASH = "text_hash"  # the raw text's hash: the survivor order's key after the normalized text's, before the row
+
 
 @dataclass(frozen=True)
 class SourceCounts:
@@ -88,15 +90,17 @@ def _group_min(group: np.ndarray, groups: int, values: np.ndarray) -> np.ndarray
 
 
 def decide(features: pa.Table, sources: np.ndarray, per_source: bool, cfg: DedupConfig) -> Decisions:
-    """`features`: row, id_hash, text_len, exact_hash (16 bytes), signature per document; `sources`: each
+    """`features`: row, id_hash, text_len, exact_hash (16 bytes), text_hash (Spark's xxhash64 of the raw text),
+    signature per document; `sources`: each
     document's source index. Documents are compared within their source only when `per_source`."""
     n = features.num_rows
-    row, id_hash, text_len = (features[name].to_numpy() for name in ("row", "id_hash", "text_len"))
+    row, id_hash, text_len, text_hash = (features[name].to_numpy() for name in ("row", "id_hash", "text_len",
+                                                                              TEXT_HASH))
     # 16 bytes as two big-endian words: their unsigned order is Spark's order of the binary column.
     exact = fixed_width_values(features["exact_hash"], ">u8", 2).astype(np.uint64)
     exact_hi, exact_lo = exact[:, 0], exact[:, 1]
     rank = np.empty(n, np.int64)
-    rank[np.lexsort((row, exact_lo, exact_hi, id_hash, -text_len, sources))] = np.arange(n)
+    rank[np.lexsort((row, text_hash, exact_lo, exact_hi, id_hash, -text_len, sources))] = np.arange(n)
     scope = sources if per_source else np.zeros(n, np.int64)
 
     exact_rep = _group_min(*_groups(scope, exact_hi, exact_lo), rank)

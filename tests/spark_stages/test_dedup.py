@@ -264,3 +264,25 @@ def test_a_copy_in_its_own_source_is_not_counted_as_in_an_earlier_one(spark, tmp
         kept = sorted(pq.read_table(tmp_path / name / "docs", columns=["id"]).column("id").to_pylist())
         assert kept == ["A", "C"], name
         assert stats["sources"]["s1"]["in_an_earlier_source"] == 1, name  # B (a copy of A), not D (of C)
+
+
+def test_copies_of_one_id_length_and_normalized_text_keep_the_same_one_whatever_the_read_splits(spark, tmp_path):
+    """Found by the review of 2026-12-07: two Parquet files each holding id "x", the texts apart only in case,
+    kept one or the other by spark.sql.files.maxPartitionBytes (the row, the last tie-break, follows the read
+    splits); the raw text's hash now comes before it."""
+    rng = random.Random(1)
+    x = "the same document in two files, told apart only by its case " * 3
+    filler = [{"id": f"f{i}", "text": " ".join("".join(rng.choices("abcdefghij", k=8)) for _ in range(120))}
+              for i in range(350)]
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.Table.from_pylist(filler[:300] + [{"id": "x", "text": x.upper()}]),
+                   tmp_path / "in" / "A.parquet", row_group_size=100, compression="none")
+    pq.write_table(pa.Table.from_pylist(filler[300:] + [{"id": "x", "text": x}]), tmp_path / "in" / "B.parquet",
+                   row_group_size=100, compression="none")
+    checksums = []
+    for name, split in (("default", "134217728"), ("small", "100000")):
+        with spark_settings(spark, {"spark.sql.files.maxPartitionBytes": split}):
+            stats = run(spark, single_source(str(tmp_path / "in")), Config(partitions=2), str(tmp_path / name))
+        checksums.append(stats["checksums"]["docs"])
+        assert stats["exact_duplicates"] == 1
+    assert checksums[0] == checksums[1]

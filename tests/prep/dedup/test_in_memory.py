@@ -3,9 +3,10 @@ is tested in tests/spark_stages/test_dedup.py)."""
 
 import numpy as np
 import pyarrow as pa
+import xxhash
 
 from prep.dedup.batches import DedupConfig, features_batch
-from prep.dedup.in_memory import SourceCounts, decide
+from prep.dedup.in_memory import TEXT_HASH, SourceCounts, decide
 from prep.ingest.inputs import expand_inputs
 from prep.ingest.readers import Document, read_file
 
@@ -15,7 +16,10 @@ COLUMNS = ["row", "id_hash", "text_len", "exact_hash", "signature"]
 def features(texts: list[str]) -> pa.Table:
     batch = pa.RecordBatch.from_pydict({"row": list(range(len(texts))), "id": [f"d{i}" for i in range(len(texts))],
                                         "text": pa.array(texts, pa.string())})
-    return pa.Table.from_batches([features_batch(batch, DedupConfig())]).select(COLUMNS)
+    table = pa.Table.from_batches([features_batch(batch, DedupConfig())]).select(COLUMNS)
+    # the raw text's hash as the job adds it (Spark's xxhash64 there; any stable 64-bit hash here)
+    hashes = np.array([xxhash.xxh64_intdigest(t.encode()) for t in texts], np.uint64).view(np.int64)
+    return table.append_column(TEXT_HASH, pa.array(hashes, pa.int64()))
 
 
 def test_exact_and_near_copies_leave_the_longest_and_clusters_count_them(sample_dir):
