@@ -35,8 +35,6 @@ class Source:
     weight: int  # integers with the weights' ratios (see integer_weights)
 
 
-
-
 def integer_weights(weights: dict[str, float | str | Fraction]) -> dict[str, int]:
     """The smallest integers with the weights' exact ratios (decimals as written: 0.37 is 37/100), so
     that the schedule is the same on every machine and equal ratios compare equal. Weights come from a file

@@ -91,8 +91,8 @@ def _group_min(group: np.ndarray, groups: int, values: np.ndarray) -> np.ndarray
 
 def decide(features: pa.Table, sources: np.ndarray, per_source: bool, cfg: DedupConfig) -> Decisions:
     """`features`: row, id_hash, text_len, exact_hash (16 bytes), text_hash (Spark's xxhash64 of the raw text),
-    signature per document; `sources`: each
-    document's source index. Documents are compared within their source only when `per_source`."""
+    signature per document; `sources`: each document's source index. Documents are compared within their source
+    only when `per_source`."""
     n = features.num_rows
     row, id_hash, text_len, text_hash = (features[name].to_numpy() for name in ("row", "id_hash", "text_len",
                                                                               TEXT_HASH))
@@ -127,8 +127,8 @@ def decide(features: pa.Table, sources: np.ndarray, per_source: bool, cfg: Dedup
     # the kept document holding each one's text: its exact survivor, or the one that survivor was removed for (in
     # an earlier source or its own: "in_an_earlier_source" had been the cluster's first source, a chain's far end)
     copy = np.where(near_kept[exact_rep], exact_rep, copy_of[exact_rep])
-    return Decisions(rank, exact_rep, kept, cluster, cluster_size, copy, GraphStats(candidates, len(edges), giant,
-                                                                                    rounds=0))
+    graph = GraphStats(candidates, len(edges), giant, rounds=0)
+    return Decisions(rank, exact_rep, kept, cluster, cluster_size, copy, graph)
 
 
 def _verified_edges(ranks: np.ndarray, scope: np.ndarray, signatures: np.ndarray, cfg: DedupConfig):
