@@ -10,6 +10,7 @@ from prep.config import ConfigError, YamlLoader, parse_yaml
 from report.config import ReportConfig
 from report.layout import StageDir, read_json, stage_dirs
 from report.lookup import parquet_files, parquet_files_under
+from report.model import mapping
 from schemas.trust import regular_file_text
 
 SETTINGS_FILE = "settings.yaml"  # the --print-config YAML of the run: `--config OUT/settings.yaml` runs it again
@@ -33,7 +34,7 @@ class Run:
     def of(cls, out: Path, cfg: ReportConfig) -> "Run":
         text = _settings_text(out / SETTINGS_FILE)
         settings = _settings(text) if text else {}
-        return cls(out, cfg, stage_dirs(out), text, settings if isinstance(settings, dict) else {},
+        return cls(out, cfg, stage_dirs(out), text, mapping(settings),
                    read_json(out / RUN_FILE) or {})
 
     @property

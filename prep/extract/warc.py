@@ -38,6 +38,7 @@ from fastwarc.warc import ArchiveIterator, WarcRecordType
 from isal import isal_zlib
 
 from prep.extract.payload import PayloadError, TooLarge, binary_kind, dechunked, decoded
+from prep.panics import is_panic
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -338,7 +339,7 @@ def _next_record(raw, offset: int) -> int | None:
 def _read_error(e: BaseException) -> bool:
     """Whether `e` is fastwarc failing to read (it is written in Rust: a panic in it reaches Python as pyo3's
     PanicException, a BaseException)."""
-    return isinstance(e, (OSError, ValueError)) or type(e).__name__ == "PanicException"
+    return isinstance(e, (OSError, ValueError)) or is_panic(e)
 
 
 def _short(e: BaseException) -> str:

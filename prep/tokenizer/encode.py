@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 from tokenizers import Tokenizer
 
+from prep.panics import is_panic
 from prep.tokenizer.base import BOS, EOS, MAX_PIECE_BYTES, PAD, from_json, special_tokens
 from prep.tokenizer.encoder import Encoder, UnsupportedTokenizer
 from prep.tokenizer.file_checks import check_tokenizer
@@ -80,12 +81,11 @@ class TokenizerFile:
             raise ValueError(f"{path}: {problem}")
         try:
             tokenizer = Tokenizer.from_str(text)
-        except Exception as e:  # the Rust side raises plain Exceptions
-            raise ValueError(f"{path}: not a tokenizers file: {e}") from e
-        except BaseException as e:  # and panics (pyo3's PanicException is no Exception): a bad Precompiled map
-            if type(e).__name__ != "PanicException":
+        except BaseException as e:  # the Rust side raises plain Exceptions, and panics (a bad Precompiled map)
+            if not (isinstance(e, Exception) or is_panic(e)):
                 raise
-            raise ValueError(f"{path}: not a tokenizers file: the library failed reading it ({e})") from None
+            why = f"the library failed reading it ({e})" if is_panic(e) else str(e)
+            raise ValueError(f"{path}: not a tokenizers file: {why}") from None
         vocab_size = _check_pieces(tokenizer.get_vocab(with_added_tokens=True), path)
         ids = {t: tokenizer.token_to_id(t) for t in (BOS, EOS, PAD)}
         if None in ids.values():
@@ -107,13 +107,11 @@ class TokenizerFile:
         texts = [form.format(s) for s in (BOS, EOS, PAD, special_tokens()[-1]) for form in PROBE_FORMS]
         try:
             ids, _ = self.encoder()(texts)
-        except Exception as e:
-            raise ValueError(f"{path}: its encoder fails on a few words of text ({type(e).__name__}: {e})") from None
         except BaseException as e:
-            if type(e).__name__ != "PanicException":
+            if not (isinstance(e, Exception) or is_panic(e)):
                 raise
-            raise ValueError(f"{path}: its encoder fails on a few words of text (the library panicked: {e})") \
-                from None
+            why = f"the library panicked: {e}" if is_panic(e) else f"{type(e).__name__}: {e}"
+            raise ValueError(f"{path}: its encoder fails on a few words of text ({why})") from None
         if found := sorted(specials.intersection(ids.tolist())):
             raise ValueError(f"{path}: the text of a special token encodes to its id ({found[0]}): a document "
                              "quoting it would hold a special token (its model's pieces spell it)")

@@ -7,7 +7,7 @@ from prep.classify.metrics import DETAILED_LABELS
 from report.config import ReportConfig
 from report.documents import clipped
 from report.layout import StageDir, read_json
-from report.model import FunnelRow, Histogram, Note, Section, StageView, Table
+from report.model import FunnelRow, Histogram, Note, Section, StageView, Table, mapping
 from report.run import Run
 from report.sample import OTHER_VALUES
 from report.stages.common import capped, listed, others, quarantine, seconds, whole
@@ -22,8 +22,8 @@ MAX_BINS = 100
 
 def gather(run: Run, stage: StageDir) -> StageView:
     report = read_json(stage.folder / "report.json") or {}
-    held = report.get("heldout") if isinstance(report.get("heldout"), dict) else {}
-    labels = held.get("labels") if isinstance(held.get("labels"), dict) else {}
+    held = mapping(report.get("heldout"))
+    labels = mapping(held.get("labels"))
     labels = {clipped(name, run.cfg.field_chars): m for name, m in labels.items() if isinstance(m, dict)}
     blocks: list = [Table("Held-out documents, per label", ["label", *(m.replace("_", " ") for m in METRICS)],
                           capped([[name, *(m.get(k) for k in METRICS)] for name, m in labels.items()], run.cfg,
@@ -41,9 +41,9 @@ def gather(run: Run, stage: StageDir) -> StageView:
     if len(labels) > run.cfg.max_reasons:
         blocks.append(Note(f"The score distributions of {others(len(labels) - run.cfg.max_reasons, 'labels')} "
                            "are not shown (report.max_reasons)."))
-    training = report.get("training") if isinstance(report.get("training"), dict) else {}
-    model = report.get("model") if isinstance(report.get("model"), dict) else {}
-    read = report.get("read") if isinstance(report.get("read"), dict) else {}
+    training = mapping(report.get("training"))
+    model = mapping(report.get("model"))
+    read = mapping(report.get("read"))
     blocks.append(Table("Training", ["", "value"], [
         ["documents read", read.get("documents")], ["without a label (left out)", read.get("without_label")],
         ["over their label's limit (not taken)", read.get("over_the_limit")],
@@ -65,7 +65,7 @@ def gather(run: Run, stage: StageDir) -> StageView:
 def _confusion(confusion, cfg: ReportConfig) -> list:
     """The confusion matrix, where it is one the job writes: at most DETAILED_LABELS labels (it writes none
     past them), each row a whole number per label."""
-    confusion = confusion if isinstance(confusion, dict) else {}
+    confusion = mapping(confusion)
     names, matrix = confusion.get("rows_true_columns_predicted"), confusion.get("matrix")
     if not isinstance(names, list) or not isinstance(matrix, list) or not names or len(names) > DETAILED_LABELS \
             or len(matrix) != len(names):
@@ -99,7 +99,7 @@ def _languages(training: dict, chars: int) -> list:
     """The training documents by language and label, from a report from elsewhere: names clipped, counts whole
     numbers below 2**53 (the sums of millions of them stay numbers the page can print), in time linear in
     the entries."""
-    languages = training.get("languages") if isinstance(training.get("languages"), dict) else {}
+    languages = mapping(training.get("languages"))
     counts: dict[str, Counter] = {}
     for lang, of in languages.items():
         for label, n in (of.items() if isinstance(of, dict) else ()):

@@ -11,7 +11,7 @@ from prep.ingest.inputs import InputError, expand_inputs
 from report.documents import clipped, document
 from report.layout import StageDir, read_json
 from report.lookup import documents_by_id, names_within, shared_note
-from report.model import FunnelRow, Mark, Match, Note, Section, StageView, Table
+from report.model import FunnelRow, Mark, Match, Note, Section, StageView, Table, mapping
 from report.run import Run
 from report.sample import Distributions
 from report.scan import id_hash, scanned
@@ -36,7 +36,7 @@ SPAN_COLUMNS = ["id", "benchmark", "item", "start", "end", "score", "kind"]
 def gather(run: Run, stage: StageDir) -> StageView:
     cfg, folder = run.cfg, stage.folder
     stats = read_json(folder / "stats.json") or {}
-    benchmarks = stats.get("benchmarks") if isinstance(stats.get("benchmarks"), dict) else {}
+    benchmarks = mapping(stats.get("benchmarks"))
     keys = ("items", "items_found", "share_found", "documents", "spans_exact", "spans_fuzzy", "items_too_short")
     table = Table("Benchmarks", ["benchmark", *(k.replace("_", " ") for k in keys)],
                   capped([[clipped(name, cfg.field_chars), *(b.get(k) for k in keys)] for name, b in benchmarks.items()
@@ -165,7 +165,7 @@ def _item_texts(run: Run, stage: StageDir, items: set[tuple[str, str]]) -> dict[
         return texts
     named = run.setting(stage, "benchmarks", default={}) or {}
     raw_items = run.setting(stage, "items", default={})
-    raw_items = raw_items if isinstance(raw_items, dict) else {}
+    raw_items = mapping(raw_items)
     try:
         items_cfg = ItemsConfig(**{k: v for k, v in raw_items.items() if k in ItemsConfig.__dataclass_fields__})
     except (TypeError, ValueError):

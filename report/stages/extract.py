@@ -50,7 +50,7 @@ def gather(run: Run, stage: StageDir) -> StageView:
     sections.append(Section("Distributions", distributions({"extracted": kept})))
     written = count(stats, "written")
     quarantined = count(stats, "quarantined")
-    skipped = stats.get("skipped") if isinstance(stats.get("skipped"), dict) else {}
+    skipped = mapping(stats.get("skipped"))
     into = None if count(stats, "records") is None else records - sum(count(skipped, k) or 0 for k in NOT_DOCUMENTS)
     removed = into - (written or 0) - (quarantined or 0) if written is not None and into is not None else None
     row = FunnelRow("Extract", stage.source or "", into, written, removed, quarantined,

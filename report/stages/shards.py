@@ -6,7 +6,7 @@ from pathlib import Path
 
 from report.documents import clipped
 from report.layout import HELDOUT, StageDir, mixture
-from report.model import Bars, FunnelRow, Histogram, Note, Section, StageView, Table, whole
+from report.model import Bars, FunnelRow, Histogram, Note, Section, StageView, Table, mapping, whole
 from report.run import Run
 from report.stages.common import capped
 from schemas.index import read_index_json
@@ -29,7 +29,7 @@ def index_of(folder: Path) -> dict | None:
 
 def gather(run: Run, stage: StageDir) -> StageView:
     index = index_of(stage.folder) or {}
-    totals = index.get("totals") if isinstance(index.get("totals"), dict) else {}
+    totals = mapping(index.get("totals"))
     held = (index_of(stage.folder / HELDOUT) or {}).get("totals") or {}
     keys = ("documents", "rows", "tokens", "real_tokens", "bytes", "padding_waste", "bytes_per_token", "quarantined")
     table = Table("Shards", ["", "training", "held out"], [[k.replace("_", " "), totals.get(k), held.get(k)]
