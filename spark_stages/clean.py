@@ -26,7 +26,14 @@ from prep.quality.url_filter import UrlFilter
 from schemas import CLEAN_DOCUMENT_SCHEMA, FORMAT_VERSION, QUARANTINE_SCHEMA, REJECTED_SCHEMA
 from schemas.documents import NORMALIZED_SCHEMA
 from spark_stages import classifier_rules
-from spark_stages.ingest import PARTITION_BYTES, default_partitions, estimated_bytes, map_files, read_input
+from spark_stages.ingest import (
+    PARTITION_BYTES,
+    check_partitions,
+    default_partitions,
+    estimated_bytes,
+    map_files,
+    read_input,
+)
 from spark_stages.outputs import checksums, commit, staging_dir
 from spark_stages.reports import removal_report
 from spark_stages.runner import Stage
@@ -59,8 +66,7 @@ class Config(CleanConfig):
         super().__post_init__()
         if self.batch_records is not None and self.batch_records < 1:
             raise ValueError(f"batch_records must be at least 1, got {self.batch_records}")
-        if self.partitions is not None and self.partitions < 1:
-            raise ValueError(f"partitions must be at least 1, got {self.partitions}")
+        check_partitions(self.partitions)
         if not 0 <= self.normalized_share <= 1:
             raise ValueError(f"normalized_share must be in [0, 1], got {self.normalized_share}")
 

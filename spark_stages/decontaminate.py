@@ -33,7 +33,7 @@ from prep.decontam.items import Benchmark, read_benchmark
 from prep.ingest.inputs import InputError, Sources, all_files, expand_inputs, name_problem
 from schemas import FORMAT_VERSION
 from schemas.decontamination import RECORD_FILE, new_record
-from spark_stages.ingest import default_partitions, load_documents
+from spark_stages.ingest import check_partitions, default_partitions, load_documents
 from spark_stages.outputs import checksums, commit, record_written, staging_dir, write_json
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
@@ -52,8 +52,7 @@ class Config(DecontamConfig):
     partitions: int | None = None  # output files (default: from the input size)
 
     def __post_init__(self):
-        if self.partitions is not None and self.partitions < 1:
-            raise ValueError(f"partitions must be at least 1, got {self.partitions}")
+        check_partitions(self.partitions)
 
 
 def check(cfg: Config, _sources=None) -> None:

@@ -41,7 +41,7 @@ from prep.dedup.paragraphs import UNITS_SCHEMA, ParagraphConfig, removable_units
 from prep.ingest.inputs import Sources, all_files, is_named
 from schemas import FORMAT_VERSION
 from spark_stages.components import connected_components
-from spark_stages.ingest import INTERNAL, SOURCE, default_partitions, load_sources, spread
+from spark_stages.ingest import INTERNAL, SOURCE, check_partitions, default_partitions, load_sources, spread
 from spark_stages.outputs import SCRATCH, checksums, commit, staging_dir
 from spark_stages.persisted import Persisted, persisted
 from spark_stages.reports import bar_chart
@@ -72,8 +72,7 @@ class Config(DedupConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.partitions is not None and self.partitions < 1:  # -1 reached repartition after the signatures
-            raise ValueError(f"partitions must be at least 1, got {self.partitions}")
+        check_partitions(self.partitions)  # -1 had reached repartition after the signatures
 
 
 class Stages:

@@ -39,7 +39,7 @@ from prep.extract.templates import cut, line_keys, site_key
 from prep.ingest.inputs import WARC_SUFFIXES, InputError, InputFile, Sources, all_files, is_warc
 from schemas import FORMAT_VERSION
 from schemas.documents import TEMPLATE_LINE_SCHEMA, WEB_DOCUMENT_SCHEMA, WEB_QUARANTINE_SCHEMA
-from spark_stages.ingest import MAX_INPUT_PARTITIONS, map_files
+from spark_stages.ingest import MAX_INPUT_PARTITIONS, check_partitions, map_files
 from spark_stages.outputs import SCRATCH, checksums, commit, staging_dir
 from spark_stages.runner import Stage
 from spark_stages.session import spark_schema
@@ -63,7 +63,10 @@ TASK_SCHEMA = pa.schema([("status", pa.string()), ("reason", pa.string()), ("cou
                          ("error", pa.string())])
 CUT_SCHEMA = pa.schema([("lines_removed", pa.int64()), ("pages_changed", pa.int64()), ("pages_emptied", pa.int64()),
                         ("written", pa.int64()), ("bytes_out", pa.int64())])
-BATCH_ROWS = 512  # pages a task holds before handing them to its writer
+BATCH_ROWS = 512  # pages a task holds before handing them to its writer ...
+# ... or fewer, whose text passes this: 512 WET records of 10 MB each had grown a task past 7 GB, and failed
+# where a batch's column passed Arrow's 2 GiB
+BATCH_CHARS = 1 << 25
 
 
 @dataclass(frozen=True)
@@ -95,8 +98,7 @@ class Config(ExtractConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.partitions is not None and self.partitions < 1:
-            raise ValueError(f"partitions must be at least 1, got {self.partitions}")
+        check_partitions(self.partitions)
 
 
 def check(cfg: Config, sources: Sources) -> None:
@@ -153,7 +155,7 @@ def extract_file(index: int, file: InputFile, cfg: Config, staging: Path, worker
     outputs = TaskOutputs(staging, OUTPUTS, index)
     lines = _SiteLines(TaskOutputs(staging / SCRATCH, SCRATCH_OUTPUTS, index), index) if cfg.templates.enabled else None
     counts, bytes_in, bytes_out, problems = Counter(), Counter(), Counter(), []
-    pages, quarantined = [], []
+    pages, quarantined, held = [], [], 0
 
     def write_pages():
         if lines is None:
@@ -172,6 +174,7 @@ def extract_file(index: int, file: InputFile, cfg: Config, staging: Path, worker
             bytes_in[status, reason] += row.get("bytes_in") or 0
             if status == "page":
                 pages.append(row)
+                held += len(row["text"])
                 if lines is None:
                     bytes_out[status, reason] += len(row["text"].encode())
                 else:
@@ -179,8 +182,9 @@ def extract_file(index: int, file: InputFile, cfg: Config, staging: Path, worker
             elif status == "quarantined":
                 quarantined.append({"error": ": ".join(filter(None, (reason, row["error"]))), "file": row["file"],
                                     "offset": row.get("offset"), "id": row.get("id")})
-            if len(pages) >= BATCH_ROWS:
+            if len(pages) >= BATCH_ROWS or held >= BATCH_CHARS:
                 write_pages()
+                held = 0
         write_pages()
         outputs.write("quarantine", rows_to_batch(quarantined, WEB_QUARANTINE_SCHEMA))
         if lines is not None:

@@ -24,6 +24,9 @@ MAX_INPUT_PARTITIONS = 10_000
 MIN_PARTITIONS = 8  # enough to keep a few cores busy on a small input
 PARTITION_BYTES = 128 << 20  # about this much (uncompressed) input per task after the read
 DRIVER_LISTED_FILES = 10_000
+# a job's output files at most: Spark plans a task each, and takes a Java int (3,000,000,000 passed the
+# settings' check and failed in the JVM after all the work); a million files of a 100 TB corpus are 100 MB each
+MAX_PARTITIONS = 1_000_000
 
 
 def estimated_bytes(file: InputFile) -> int:
@@ -34,6 +37,12 @@ def estimated_bytes(file: InputFile) -> int:
 def default_partitions(files: list[InputFile]) -> int:
     """From the input's size, never from the cores: the partitioning decides the output files."""
     return max(MIN_PARTITIONS, math.ceil(sum(map(estimated_bytes, files)) / PARTITION_BYTES))
+
+
+def check_partitions(partitions: int | None) -> None:
+    """A job's `partitions` setting (its output files; None: from the input's size), 1 to MAX_PARTITIONS."""
+    if partitions is not None and not 1 <= partitions <= MAX_PARTITIONS:
+        raise ValueError(f"partitions must be 1 to {MAX_PARTITIONS:,}, got {partitions}")
 
 
 def spread(frame, partitions: int):

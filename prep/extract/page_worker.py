@@ -43,8 +43,13 @@ class PageWorker:
     def __call__(self, body: bytes, declared: str | None) -> tuple:
         if self._process is None:
             self._start()
-        self._conn.send_bytes(body)
-        self._conn.send(declared)
+        try:
+            self._conn.send_bytes(body)
+            self._conn.send(declared)
+        except OSError:  # the child died taking the page (a page past its memory budget) or before it
+            code = self._stop()
+            raise PageOverBudget(f"its extracting process died taking the page's {len(body):,} bytes (exit code "
+                                 f"{code}; extract.page_memory_bytes)") from None
         if not self._conn.poll(self.seconds):
             self._stop()
             raise PageOverBudget(f"took longer than {self.seconds:g} s (extract.page_seconds)")
@@ -112,7 +117,7 @@ def _serve(conn, parents_end, extract: Extract, memory_bytes: int | None) -> Non
             grew = (_status_kb("VmPeak") - peak_at_start) * 1024
             at_budget = memory_bytes is not None and grew >= memory_bytes // 2
             answer = (True, f"{type(e).__name__}: {str(e)[:200]}" + (
-                f" (at its memory budget, {memory_bytes >> 20} MB: extract.page_memory_bytes)" if at_budget else ""))
+                f" (at its memory budget, {memory_bytes:,} bytes: extract.page_memory_bytes)" if at_budget else ""))
         conn.send(answer)
 
 

@@ -110,7 +110,7 @@ def _outcomes(file: InputFile, cfg: ExtractConfig, worker: PageWorker) -> Iterat
                    "bytes_in": len(outcome.payload)}
         elif isinstance(outcome, Quarantined):
             yield {**base, "status": "quarantined", "reason": "malformed record", "error": outcome.error,
-                   "offset": outcome.offset}
+                   "offset": outcome.offset, "id": outcome.id}
         elif isinstance(outcome, FileProblem):
             yield {**base, "status": f"file_{outcome.kind}", "error": outcome.message}
     for reason, count in sorted(skipped.items()):

@@ -55,6 +55,7 @@ RECENT_CHUNKS = 3  # a member's last chunks kept: what fastwarc read past a reco
 # MAX_SPILL_RATIO times the compressed bytes read (WARCs of HTML inflate 4-10 times; a bomb 1,000: a 2 MB file
 # would have written 2 GB, a 1 GB file a terabyte)
 MIN_SPILL = 1 << 26
+MAX_PAYLOAD_BYTES = 1 << 30  # a page of 1 GiB: a task holds a few of it at once (decoded, text, the batch)
 MAX_SPILL_RATIO = 32
 
 
@@ -63,8 +64,10 @@ class WarcConfig:
     max_payload_bytes: int = 10_000_000  # larger responses are skipped as too_large, not extracted
 
     def __post_init__(self):
-        if self.max_payload_bytes < 1:  # 0 or -1, meant as no limit, skipped every page
-            raise ValueError(f"warc.max_payload_bytes must be at least 1, got {self.max_payload_bytes}")
+        # 0 or -1, meant as no limit, skipped every page; 1e11, meant so too, failed every compressed page (a
+        # decoder's output bound is a machine word, and memory is what the limit is for)
+        if not 1 <= self.max_payload_bytes <= MAX_PAYLOAD_BYTES:
+            raise ValueError(f"warc.max_payload_bytes must be 1 to {MAX_PAYLOAD_BYTES:,}, got {self.max_payload_bytes}")
 
 
 @dataclass
@@ -89,6 +92,7 @@ class Quarantined:
     error: str
     offset: int
     cut: bool = False  # shorter than its headers say: the file's end, if it is the last record
+    id: str | None = None  # the record's WARC-Record-ID, where it was read
 
 
 @dataclass
@@ -446,6 +450,13 @@ class GzipMember:
         """The bytes read past the member's end: the next member's start."""
         return self.decoder.unused_data
 def _outcome(record, cfg: WarcConfig, offset: int) -> Outcome:
+    outcome = _record_outcome(record, cfg, offset)
+    if isinstance(outcome, Quarantined):
+        outcome.id = record.record_id or None
+    return outcome
+
+
+def _record_outcome(record, cfg: WarcConfig, offset: int) -> Outcome:
     kind = record.record_type
     if record.headers.get("Content-Length") is None:
         return Quarantined("no Content-Length (a damaged or cut record)", offset, cut=True)
@@ -455,11 +466,14 @@ def _outcome(record, cfg: WarcConfig, offset: int) -> Outcome:
         return _conversion(record, cfg, offset)
     if kind != WarcRecordType.response:
         return Skipped(str(kind))  # warcinfo, request, metadata, revisit, resource, continuation, unknown
+    declared = (record.headers.get("Content-Type") or "").strip().lower()
+    if not record.is_http and declared and not declared.startswith("application/http"):
+        return Skipped("not_http")  # Heritrix's dns: records (text/dns), a response of another protocol
     if not record.is_http or record.http_headers is None or not record.http_headers.status_code:
         return Quarantined("a response record without an HTTP status line", offset)
     status = record.http_headers.status_code
     if status != 200:
-        return Skipped("redirect" if 300 <= status < 400 else f"status_{status}")
+        return Skipped(_status_reason(status))
     content_type = (record.http_content_type or "").lower()
     if not content_type.startswith(HTML_TYPES):
         return Skipped("not_html" if content_type else "no_content_type")
@@ -481,6 +495,13 @@ def _outcome(record, cfg: WarcConfig, offset: int) -> Outcome:
         return Skipped(f"not_text_{kind}")
     return Page(record.record_id, record.headers.get("WARC-Target-URI") or "", record.headers.get("WARC-Date") or "",
                 content_type, record.http_charset, payload, False, offset)
+
+
+def _status_reason(status: int) -> str:
+    """A skipped response's reason by its HTTP status: a code outside 100-599 is one reason, not one of 65,536."""
+    if status in (301, 302, 303, 307, 308):
+        return "redirect"
+    return f"status_{status}" if 100 <= status <= 599 else "status_invalid"
 
 
 def _conversion(record, cfg: WarcConfig, offset: int) -> Outcome:

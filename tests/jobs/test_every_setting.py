@@ -97,13 +97,18 @@ def test_help_lists_every_flag(config_type, capsys):
     (["--tokenizer.unigram.em-iterations", "0"], "em_iterations at least 1"),
     (["--tokenizer.bpe.min-frequency", "-1"], "min_frequency must be at least 1"),
     (["--clean.reader.max-record-bytes", "0"], "max_record_bytes, parquet_batch_rows"),
-    (["--extract.warc.max-payload-bytes", "-1"], "warc.max_payload_bytes must be at least 1"),
+    (["--extract.warc.max-payload-bytes", "-1"], "warc.max_payload_bytes must be 1 to 1,073,741,824"),
+    # 1e11, meant as no limit, failed every compressed page (a decoder's bound is a machine word)
+    (["--extract.warc.max-payload-bytes", "100000000000"], "warc.max_payload_bytes must be 1 to"),
     (["--extract.page-seconds", "1e7"], "page_seconds must be in (0, 86400]"),
     (["--dedup.minhash.seed", "4294967296"], "seed in [0, 2**32)"),
     (["--quality.keep-top", "1.5"], "keep_top is a share in (0, 1]"),
-    (["--dedup.partitions", "-1"], "partitions must be at least 1"),
-    (["--decontaminate.partitions", "0"], "partitions must be at least 1"),
-    (["--clean.partitions", "-1"], "partitions must be at least 1"),
+    (["--dedup.partitions", "-1"], "partitions must be 1 to 1,000,000"),
+    (["--decontaminate.partitions", "0"], "partitions must be 1 to"),
+    (["--clean.partitions", "-1"], "partitions must be 1 to"),
+    # past a Java int: the JVM failed at the repartition, after all the work (extract, decontaminate alike)
+    (["--extract.partitions", "3000000000"], "partitions must be 1 to 1,000,000"),
+    (["--dedup.partitions", "1000001"], "partitions must be 1 to"),
     (["--clean.en.fineweb.line-punct-thr", "nan"], "expected a finite number"),
     # a window of 0 words divided by zero in every task; a shard of 1e-7 MiB is 0 bytes
     (["--clean.en.word-diversity.window-words", "0"], "window_words must be at least 1"),

@@ -179,3 +179,39 @@ def test_the_command_line(crawl, tmp_path):
     assert missing.returncode == 2 and "no such file" in missing.stderr
     bad = run_module("extract", "--input", str(folder), "--output", str(tmp_path / "o"), "--extractor", "magic")
     assert bad.returncode == 2 and "extractor must be one of" in bad.stderr
+
+
+def test_a_task_hands_its_pages_to_the_writer_by_their_text_not_only_their_count(tmp_path, monkeypatch):
+    # 512 pages were held whatever their size: 300 WET records of 10 MB grew a task past 7 GB, then failed
+    # where a batch's text column passed Arrow's 2 GiB
+    import spark_stages.extract as extract
+    from prep.extract.pages import page_worker
+    from prep.ingest.inputs import InputFile
+    from spark_stages.task_outputs import TaskOutputs, prepare
+
+    monkeypatch.setattr(extract, "BATCH_CHARS", 300_000)
+    texts = ["\n\n".join(" ".join(sentences) for sentences in articles(8, size=4)) * 12 for _ in range(12)]
+    records = b"".join(
+        b"WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Record-ID: <urn:uuid:%032d>\r\nWARC-Target-URI: "
+        b"https://docs.example.org/%d\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s\r\n\r\n"
+        % (i, i, len(text.encode()), text.encode()) for i, text in enumerate(texts))
+    (tmp_path / "crawl.warc.wet").write_bytes(records)
+    written, write = [], TaskOutputs.write
+
+    def counted(self, name, batch):
+        written.append((name, batch.num_rows, sum(map(len, batch.column("text").to_pylist()))) if name == "docs"
+                       else (name, batch.num_rows, 0))
+        write(self, name, batch)
+
+    monkeypatch.setattr(TaskOutputs, "write", counted)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    prepare(staging, extract.OUTPUTS)
+    cfg = Config(templates=TemplateConfig(enabled=False))
+    with page_worker(cfg) as worker:
+        extract.extract_file(0, InputFile(str(tmp_path / "crawl.warc.wet"), "crawl.warc.wet"), cfg, staging, worker)
+    docs = [(rows, chars) for name, rows, chars in written if name == "docs"]
+    longest = max(map(len, texts))
+    assert sum(rows for rows, _ in docs) == 12 and longest > 50_000
+    assert len(docs) > 1 and all(chars < 300_000 + longest for _, chars in docs), docs
+    assert pq.read_table(staging / "docs").column("text").to_pylist() == [t.strip() for t in texts]

@@ -58,9 +58,20 @@ def test_a_page_that_takes_more_memory_than_its_budget_costs_itself_alone():
             worker(hostile, None)
             raise AssertionError("no error")
         except (PageOverBudget, ExtractionFailed) as e:
-            assert "at its memory budget, 256 MB" in str(e) or "died" in str(e), e
+            assert "at its memory budget, 268,435,456 bytes" in str(e) or "died" in str(e), e
         text, _ = worker(page, None)
         assert text == " ".join(articles(1, size=3)[0])
+
+
+def test_a_page_larger_than_the_memory_budget_costs_itself_alone():
+    # the child died taking the page in, and the parent's send raised BrokenPipeError, which failed the task
+    with PageWorker(echo, seconds=60, memory_bytes=16 << 20) as worker:
+        try:
+            worker(b"x" * (64 << 20), None)
+            raise AssertionError("no error")
+        except PageOverBudget as e:
+            assert "died taking the page's 67,108,864 bytes" in str(e), e
+        assert worker(b"next", None) == ("next", None)
 
 
 def test_the_child_dies_with_its_parent(tmp_path):

@@ -221,9 +221,11 @@ def test_a_payload_in_chunked_transfer_encoding_is_joined_and_one_already_joined
 # -- files from elsewhere: records built byte by byte (what a writer would never write) --------------------------
 
 def _record(block: bytes, kind: bytes = b"response", length: bytes | None = None, headers: tuple = (),
-            uri: bytes = b"http://docs.example.org/x", record_id: bool = True) -> bytes:
+            uri: bytes = b"http://docs.example.org/x", record_id: bool = True,
+            content_type: bytes | None = None) -> bytes:
+    content_type = content_type or (b"text/plain" if kind == b"conversion" else b"application/http; msgtype=response")
     lines = [b"WARC/1.0", b"WARC-Type: " + kind, b"WARC-Date: 2026-01-01T00:00:00Z", b"WARC-Target-URI: " + uri,
-             b"Content-Type: " + (b"text/plain" if kind == b"conversion" else b"application/http; msgtype=response"),
+             b"Content-Type: " + content_type,
              b"Content-Length: " + (b"%d" % len(block) if length is None else length), *headers]
     if record_id:
         lines.insert(2, b"WARC-Record-ID: <urn:uuid:%s>" % uri.hex().encode()[-32:])
@@ -259,6 +261,28 @@ def test_a_page_without_a_record_id_is_quarantined_and_costs_no_other_record(tmp
         outcomes = list(read_warc(path))
         assert _urls(outcomes) == EVERY_PAGE
         assert [o.error for o in outcomes if isinstance(o, Quarantined)] == ["no WARC-Record-ID"]
+
+
+def test_a_dns_record_a_304_and_a_status_of_no_http_are_skipped_by_what_they_are(tmp_path):
+    # Heritrix writes a response record of text/dns for every host it resolves: each had been quarantined as
+    # "malformed"; a 304 had been counted as a redirect; a status past 599 had been a reason of its own (65,536)
+    dns = _record(b"20260101000000\nexample.org.\t300\tIN\tA\t93.184.216.34\n", uri=b"dns:example.org",
+                  content_type=b"text/dns")
+    statuses = [_record(b"HTTP/1.1 %d X\r\nContent-Type: text/html\r\n\r\n<html></html>" % code,
+                        uri=b"http://docs.example.org/s%d" % code) for code in (304, 302, 300, 999)]
+    (tmp_path / "crawl.warc").write_bytes(dns + b"".join(statuses) + _page(1))
+    assert kinds(read_warc(str(tmp_path / "crawl.warc"))) == [
+        "Skipped:not_http", "Skipped:status_304", "Skipped:redirect", "Skipped:status_300", "Skipped:status_invalid",
+        "Page"]
+
+
+def test_a_quarantined_record_carries_its_record_id_where_it_was_read(tmp_path):
+    damaged = _record(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n\r\n"
+                      b"\x1f\x8b not gzip at all", uri=b"http://docs.example.org/damaged")
+    (tmp_path / "crawl.warc").write_bytes(damaged + _page(1))
+    quarantined, page = read_warc(str(tmp_path / "crawl.warc"))
+    assert isinstance(quarantined, Quarantined) and "damaged compressed payload" in quarantined.error
+    assert quarantined.id == damaged.split(b"WARC-Record-ID: ")[1].split(b"\r\n")[0].decode() and page.url
 
 
 def test_a_wet_record_that_is_not_text_is_counted_by_what_it_is(tmp_path):
