@@ -175,9 +175,13 @@ def command_line(config_type, argv: list[str] | None, *, prog: str, description:
     for path, value in _source_flags(parser, rest, per_source):
         values = merged(values, nested(path, value))
     for name, path in (mapping_flags or {}).items():
+        seen_names = set()
         for given in getattr(args, name.replace("-", "_")):
             if not (named := NAMED_INPUT.fullmatch(given)):
                 parser.error(f"--{name} {given}: expected NAME=VALUE")
+            if named.group(1) in seen_names:  # the last had won: `--benchmark b=X --benchmark b=Y` never read X
+                parser.error(f"--{name} {named.group(1)}=... is given twice (a name once; over a YAML file's, once)")
+            seen_names.add(named.group(1))
             values = merged(values, nested((*path, named.group(1)), named.group(2)))
     try:
         cfg = override(config_type(), values)

@@ -7,6 +7,10 @@ import pyarrow as pa
 
 # Bumped when a column is added, removed or changes meaning; written into stats.json and index.json.
 FORMAT_VERSION = "1"
+# the jobs' own columns beside a document's: an input's column so named (in any case: Spark's names are not
+# case-sensitive) is refused, so that one named `_row`, `rank`, `_dropped` or `_status` can never be taken for
+# theirs (an input's `_dropped` removed its rows; its `_status` failed the decontaminate job after the work)
+INTERNAL = "_tokenmill_"
 
 DOCUMENT_SCHEMA = pa.schema(
     [

@@ -29,11 +29,11 @@ from prep.decontam.documents import (
     result_schema,
 )
 from prep.decontam.index import build_index
-from prep.decontam.items import Benchmark, read_benchmark
+from prep.decontam.items import Benchmark, Held, read_benchmark
 from prep.ingest.inputs import InputError, Sources, all_files, expand_inputs, name_problem
 from schemas import FORMAT_VERSION
 from schemas.decontamination import RECORD_FILE, new_record
-from spark_stages.ingest import check_partitions, default_partitions, load_documents
+from spark_stages.ingest import check_partitions, default_partitions, load_documents, refuse_internal
 from spark_stages.outputs import checksums, commit, record_written, staging_dir, write_json
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
@@ -71,7 +71,8 @@ def read_benchmarks(cfg: Config) -> list[Benchmark]:
     if unknown := sorted(set(cfg.items.by_benchmark) - set(cfg.benchmarks)):
         raise ValueError(f"items.by_benchmark names {', '.join(unknown)}, not a benchmark given "
                          f"({', '.join(cfg.benchmarks)})")
-    return [read_benchmark(name, spec, cfg.items) for name, spec in cfg.benchmarks.items()]
+    held = Held()  # the bounds are for all benchmarks together: the driver holds them at once
+    return [read_benchmark(name, spec, cfg.items, held) for name, spec in cfg.benchmarks.items()]
 
 
 def read_index(cfg: Config):
@@ -124,6 +125,10 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         if odd := [name for name in columns if "." in name or "`" in name]:  # before any work, not after it all
             raise InputError(f"the documents' column {odd[0][:60]!r} has a dot or a backtick in its name, which "
                              "PySpark's mapInArrow reads as a field of a column: rename it")
+        refuse_internal(columns, "the documents")
+        if clash := [name for name in columns if name.lower() == "reason"]:  # OUT/dropped/'s own (it failed the write)
+            raise InputError(f"the documents have a column {clash[0]!r}, the name OUT/dropped/ gives why a document "
+                             "was dropped: rename it")
         arrow_schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in docs.schema.fields])
 
         def decontaminate_partition(batches):
@@ -219,4 +224,4 @@ def summary(stats: dict) -> str:
 
 STAGE = Stage("decontaminate", "Cut benchmark items out of the documents, span by span, with an audit of each.",
               Config, run, summary, modules=("spark_stages.decontaminate",), check=check,
-              mapping_flags={"benchmark": ("benchmarks",)})
+              mapping_flags={"benchmark": ("benchmarks",)}, other_inputs=lambda cfg: list(cfg.benchmarks.values()))

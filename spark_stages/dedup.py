@@ -40,8 +40,9 @@ from prep.dedup.in_memory import TEXT_HASH, GraphStats, SourceCounts, decide
 from prep.dedup.paragraphs import UNITS_SCHEMA, ParagraphConfig, removable_units, units_batch, without
 from prep.ingest.inputs import Sources, all_files, is_named
 from schemas import FORMAT_VERSION
+from schemas.documents import INTERNAL
 from spark_stages.components import connected_components
-from spark_stages.ingest import INTERNAL, SOURCE, check_partitions, default_partitions, load_sources, spread
+from spark_stages.ingest import SOURCE, check_partitions, default_partitions, load_sources, spread
 from spark_stages.outputs import SCRATCH, checksums, commit, staging_dir
 from spark_stages.persisted import Persisted, persisted
 from spark_stages.reports import bar_chart

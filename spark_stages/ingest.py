@@ -13,12 +13,10 @@ from prep.ingest.parquet_pages import row_group_pages
 from prep.ingest.readers import ReaderConfig, huge_rows, rows_per_batch
 from prep.ingest.records import READ_SCHEMA, read_records
 from schemas import DOCUMENT_SCHEMA, QUARANTINE_SCHEMA
+from schemas.documents import INTERNAL
 from spark_stages.persisted import Persisted
 from spark_stages.session import column, session_conf, spark_schema
 
-# the jobs' own columns beside a document's: an input's column of that name is refused (load_sources), so that
-# one named `_row`, `rank` or `_dropped` can never be taken for theirs (an input's `_dropped` removed its rows)
-INTERNAL = "_tokenmill_"
 SOURCE = INTERNAL + "source"  # the index of a document's source, in the order the sources were named
 MAX_INPUT_PARTITIONS = 10_000
 MIN_PARTITIONS = 8  # enough to keep a few cores busy on a small input
@@ -268,6 +266,13 @@ def _split_records(records):
     return docs, quarantine
 
 
+def refuse_internal(columns: list[str], what: str = "the input") -> None:
+    """InputError for an input column named as the jobs' own are (INTERNAL)."""
+    if clash := [name for name in columns if name.lower().startswith(INTERNAL)]:
+        raise InputError(f"{what} has a column {clash[0][:60]!r}: names starting {INTERNAL!r} are the jobs' own "
+                         "(rename it)")
+
+
 def load_sources(spark, sources: dict[str, list[InputFile]], kept: Persisted | None = None):
     """load_documents of each source, in one frame, each row with its source's index in SOURCE (the
     quarantined records too). Sources may carry other extra columns: missing ones are null."""
@@ -277,9 +282,7 @@ def load_sources(spark, sources: dict[str, list[InputFile]], kept: Persisted | N
 
     loaded = [load_documents(spark, files, kept) for files in sources.values()]
     for name, (docs, _) in zip(sources, loaded):
-        if clash := [column for column in docs.columns if column.startswith(INTERNAL)]:
-            raise InputError(f"{'the input' if name == DEFAULT_SOURCE else f'source {name}'} has a column "
-                             f"{clash[0]!r}: names starting {INTERNAL!r} are the jobs' own (rename it)")
+        refuse_internal(docs.columns, "the input" if name == DEFAULT_SOURCE else f"source {name}")
     tagged = [(docs.withColumn(SOURCE, F.lit(i)), quarantine.withColumn(SOURCE, F.lit(i)))
               for i, (docs, quarantine) in enumerate(loaded)]
     docs = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), (d for d, _ in tagged))

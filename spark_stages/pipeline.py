@@ -392,4 +392,5 @@ STAGE = Stage("pipeline", "The whole pipeline: clean, dedup, decontaminate (with
               "(unless given), write shards.", Config, run, summary,
               modules=tuple(m for stage in STAGES for m in stage.STAGE.modules),
               check=check, section_files={"clean-config": "clean"}, named_inputs=True, per_source="sources",
-              mapping_flags={"benchmark": ("decontaminate", "benchmarks")})
+              mapping_flags={"benchmark": ("decontaminate", "benchmarks")},
+              other_inputs=lambda cfg: list(cfg.decontaminate.benchmarks.values()))

@@ -23,7 +23,16 @@ from pathlib import Path
 
 from prep.cli import command_line
 from prep.config import to_yaml
-from prep.ingest.inputs import DEFAULT_SOURCE, InputError, Sources, all_files, expand_sources, input_roots, named_inputs
+from prep.ingest.inputs import (
+    DEFAULT_SOURCE,
+    InputError,
+    Sources,
+    all_files,
+    expand_inputs,
+    expand_sources,
+    input_roots,
+    named_inputs,
+)
 from spark_stages.executors import ExecutorEnvironmentError, check_executors
 from spark_stages.outputs import check_apart, claimed_output
 from spark_stages.session import get_spark, parse_conf
@@ -52,6 +61,8 @@ class Stage:
     # parser, and input_specs(args) gives its named sources ({} when none was given: --input is then required)
     input_flags: Callable[[argparse.ArgumentParser], None] | None = None
     input_specs: Callable[[argparse.Namespace], dict[str, str]] | None = None
+    # the specs of files it reads besides its inputs (decontaminate's benchmarks): kept apart from the output too
+    other_inputs: Callable[[object], list[str]] | None = None
 
 
 def _add_paths(parser: argparse.ArgumentParser) -> None:
@@ -108,8 +119,10 @@ def run_stage(stage: Stage, argv: list[str] | None = None) -> int:
             if stage.check:
                 stage.check(cfg, inputs)
             args.output = local_output(args.output)
-            roots = [root for spec in parts.values() for root in input_roots(spec)]
-            check_apart(args.output, roots, [f.path for f in all_files(inputs)])
+            others = stage.other_inputs(cfg) if stage.other_inputs else []
+            roots = [root for spec in [*parts.values(), *others] for root in input_roots(spec)]
+            check_apart(args.output, roots, [f.path for f in all_files(inputs)]
+                        + [f.path for spec in others for f in expand_inputs(spec)])
             claimed.enter_context(claimed_output(args.output))  # the whole run: a second job here is refused
         except (InputError, ValueError, OSError) as e:
             return _fail(prog, str(e))

@@ -20,11 +20,12 @@ from prep.decontam.cut import CutConfig, cut_ranges, without
 from prep.decontam.index import BenchmarkIndex, IndexConfig
 from prep.decontam.items import ItemsConfig
 from prep.decontam.match import FUZZY_STOPPED, OVER_HITS, MatchConfig, find_matches
+from schemas.documents import INTERNAL
 
 SPAN_TYPE = pa.struct([("benchmark", pa.string()), ("item", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
                        ("score", pa.float32()), ("kind", pa.string())])
-# Columns added to the documents' own while the stage sorts them out
-STATUS, REASON, SPANS, CHARS_REMOVED = "_status", "_reason", "_spans", "_chars_removed"
+# Columns added to the documents' own while the stage sorts them out (named as no input's can be: INTERNAL)
+STATUS, REASON, SPANS, CHARS_REMOVED = (INTERNAL + name for name in ("status", "reason", "spans", "chars_removed"))
 RESULT_FIELDS = [pa.field(STATUS, pa.string(), False), pa.field(REASON, pa.string()),
                  pa.field(SPANS, pa.list_(SPAN_TYPE), False), pa.field(CHARS_REMOVED, pa.int64(), False)]
 
@@ -57,8 +58,11 @@ def decontaminate_batch(batch: pa.RecordBatch, index: BenchmarkIndex, cfg: Decon
         status[d], reason[d] = "dropped", "over_match_budget"
     for d in np.unique(spans.doc).tolist():
         mine = np.flatnonzero(spans.doc == d)
-        too_many = len(mine) > cfg.cut.max_spans
-        mine = mine[:cfg.cut.max_spans + 1]  # a document dropped for its matches is shown the first of them
+        # copies of one item (a benchmark listing it twice, a file given under two names) match one place: they
+        # had counted a span each, and a document quoting an item listed 11 times was dropped
+        too_many = len(set(zip(spans.begin[mine].tolist(), spans.end[mine].tolist()))) > cfg.cut.max_spans
+        if too_many:
+            mine = mine[:cfg.cut.max_spans + 1]  # a document dropped for its matches is shown the first of them
         span_lists[d] = [{"benchmark": index.benchmarks[index.item_benchmark[spans.item[k]]],
                           "item": index.item_ids[spans.item[k]], "start": int(spans.begin[k]), "end": int(spans.end[k]),
                           "score": float(spans.score[k]), "kind": "exact" if spans.exact[k] else "fuzzy"}

@@ -16,16 +16,22 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from prep.ingest.inputs import InputError, InputFile, expand_inputs, is_warc
-from prep.ingest.readers import parquet_rows
+from prep.ingest.parquet_pages import PageHeaderError
+from prep.ingest.readers import UTF8_BOM, parquet_rows
 from prep.ingest.streams import StreamDamaged, decompressed_chunks, split_lines
 from schemas.trust import keys_once, valid_unicode
 
 MAX_ITEM_BYTES = 10_000_000
 MAX_ID_CHARS = 1000
-# A benchmark is held whole on the driver: at most MAX_ITEMS items of MAX_BENCHMARK_CHARS characters in all (an
-# 80 KB .jsonl.gz of 3,000,000 tiny items took 500 MB; MMLU is 14,000 items, 7 MB)
+# The benchmarks are held whole on the driver, all of them at once: at most MAX_ITEMS items of MAX_BENCHMARK_CHARS
+# characters together (Held). The index costs about 13 bytes a character and 800 an item while it is built: a
+# 271 KB .jsonl.gz of 3,990,000 tiny items took 3.3 GB, and the bounds had been per benchmark (the same file as
+# two benchmarks, 6.3 GB); MMLU is 14,000 items, 7 MB
 MAX_ITEMS = 4_000_000
-MAX_BENCHMARK_CHARS = 1 << 30
+MAX_BENCHMARK_CHARS = 1 << 28
+# records that are no item (malformed, without the text field), all benchmarks together: each costs the
+# driver ~5 us, and 10 M lines of {} (30 MB) took 100 s before Spark started, to end with one item
+MAX_SKIPPED = 1_000_000
 PARQUET_BATCH_BYTES = 64 << 20  # values read at a time (parquet_rows)
 
 
@@ -39,6 +45,14 @@ class ItemsConfig:
 
     def fields_of(self, benchmark: str) -> list[str]:
         return self.by_benchmark.get(benchmark) or self.text_fields or ["text"]
+
+
+@dataclass
+class Held:
+    """What the benchmarks read so far hold, against MAX_ITEMS, MAX_BENCHMARK_CHARS and MAX_SKIPPED."""
+    items: int = 0
+    chars: int = 0
+    skipped: int = 0
 
 
 @dataclass
@@ -112,19 +126,23 @@ def _records(file: InputFile) -> Iterator[tuple[object, str]]:
             if line.too_long:
                 yield NotARecord(f"record over {MAX_ITEM_BYTES} bytes"), f"{file.relative}:{line.number}"
             elif line.data.strip():
+                # a byte order mark (Windows editors, pandas' utf-8-sig) had made the first item malformed JSON:
+                # never matched, while the report said every item was found
+                data = line.data[len(UTF8_BOM):] if line.number == 1 and line.data.startswith(UTF8_BOM) else line.data
                 try:
-                    yield (json.loads(line.data.decode("utf-8"), object_pairs_hook=keys_once),  # RepeatedKey: skipped
+                    yield (json.loads(data.decode("utf-8"), object_pairs_hook=keys_once),  # RepeatedKey: skipped
                            f"{file.relative}:{line.number}")
                 except (UnicodeDecodeError, ValueError, RecursionError) as e:
                     yield NotARecord(f"malformed JSON: {type(e).__name__}"), f"{file.relative}:{line.number}"
 
 
-def read_benchmark(name: str, spec: str, cfg: ItemsConfig) -> Benchmark:
-    """Every item of the files `spec` names (files, folders or globs, comma-separated)."""
+def read_benchmark(name: str, spec: str, cfg: ItemsConfig, held: Held | None = None) -> Benchmark:
+    """Every item of the files `spec` names (files, folders or globs, comma-separated). `held`: what the
+    benchmarks read before this one hold (their bounds are for all of them together)."""
     files = expand_inputs(spec)
     if warc := [f.relative for f in files if is_warc(f.path)]:
         raise InputError(f"benchmark {name}: {warc[0]} is a WARC file, not benchmark items")
-    benchmark, chars = Benchmark(name, [], {}), 0
+    benchmark, held = Benchmark(name, [], {}), held or Held()
     for file in files:
         try:
             for record, position in _records(file):
@@ -132,16 +150,27 @@ def read_benchmark(name: str, spec: str, cfg: ItemsConfig) -> Benchmark:
                                                                               cfg.id_field)
                 if isinstance(found, str):
                     benchmark.skipped[found] = benchmark.skipped.get(found, 0) + 1
+                    held.skipped += 1
+                    if held.skipped > MAX_SKIPPED:
+                        raise InputError(f"benchmark {name}: over {MAX_SKIPPED:,} records that are no item (at "
+                                         f"{position}; {_reasons(benchmark.skipped)}): not benchmark items")
                     continue
                 benchmark.items.append(found)
-                chars += len(found[0]) + len(found[1])
-                if len(benchmark.items) > MAX_ITEMS or chars > MAX_BENCHMARK_CHARS:
-                    raise InputError(f"benchmark {name}: over {MAX_ITEMS} items or {MAX_BENCHMARK_CHARS} characters "
-                                     f"(at {position}): not a benchmark tokenmill holds whole")
-        except (StreamDamaged, OSError, pa.ArrowException) as e:
+                held.items, held.chars = held.items + 1, held.chars + len(found[0]) + len(found[1])
+                if held.items > MAX_ITEMS or held.chars > MAX_BENCHMARK_CHARS:
+                    raise InputError(f"benchmark {name}: the benchmarks hold over {MAX_ITEMS:,} items or "
+                                     f"{MAX_BENCHMARK_CHARS:,} characters together (at {position}): more than "
+                                     "tokenmill holds whole")
+        except (StreamDamaged, OSError, pa.ArrowException, PageHeaderError) as e:
             raise InputError(f"benchmark {name}: {file.relative} cannot be read: {e}") from None
     if not benchmark.items:
-        reasons = ", ".join(f"{reason} ({n})" for reason, n in benchmark.skipped.items()) or "no records"
-        raise InputError(f"benchmark {name}: no item in {spec}: {reasons} (an item's text is the fields "
-                         f"{', '.join(cfg.fields_of(name))}: set items.text_fields, or items.by_benchmark.{name})")
+        raise InputError(f"benchmark {name}: no item in {spec}: {_reasons(benchmark.skipped)} (an item's text is "
+                         f"the fields {', '.join(cfg.fields_of(name))}: set items.text_fields, or "
+                         f"items.by_benchmark.{name})")
     return benchmark
+
+
+def _reasons(skipped: dict[str, int], named: int = 5) -> str:
+    """The first `named` reasons records were skipped for, with their counts."""
+    shown = [f"{reason} ({n})" for reason, n in list(skipped.items())[:named]]
+    return ", ".join(shown + ([f"{len(skipped) - named} more"] if len(skipped) > named else [])) or "no records"

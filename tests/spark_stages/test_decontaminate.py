@@ -112,6 +112,26 @@ def test_parquet_input_keeps_its_columns_and_types(spark, contaminated, tmp_path
     assert by_id["en-clean-0"]["year"] == list(docs).index("en-clean-0")
 
 
+def test_input_columns_named_like_the_jobs_own_are_carried_or_refused_in_one_line(spark, contaminated, tmp_path):
+    # `_status` (the job's own column, once) failed after all the matching, and so did `reason` (dropped/'s)
+    from prep.ingest.inputs import InputError
+
+    folder, docs = contaminated
+    table = pa.table({"id": list(docs), "text": list(docs.values()), "_status": ["ok"] * len(docs),
+                      "_spans": list(range(len(docs)))})
+    pq.write_table(table, tmp_path / "in.parquet")
+    run(spark, single_source(str(tmp_path / "in.parquet")), _config(folder), str(tmp_path / "out"))
+    kept = pq.read_table(tmp_path / "out" / "docs")
+    assert kept.schema.names == ["id", "text", "_status", "_spans"]
+    assert set(kept.column("_status").to_pylist()) == {"ok"} and kept.column("_spans").to_pylist()[0] is not None
+    dropped = pq.read_table(tmp_path / "out" / "dropped").to_pylist()
+    assert [(d["id"], d["reason"], d["_status"]) for d in dropped] == [("en-short", "too_short_after_removal", "ok")]
+    for name in ("Reason", "_TOKENMILL_status"):
+        pq.write_table(table.append_column(name, pa.array(["x"] * len(docs))), tmp_path / f"with-{name}.parquet")
+        with pytest.raises(InputError, match=f"column '{name}'"):
+            run(spark, single_source(str(tmp_path / f"with-{name}.parquet")), _config(folder), str(tmp_path / name))
+
+
 def test_the_command_line(contaminated, tmp_path):
     folder, _ = contaminated
     given = ["--input", str(folder / "in.jsonl"), "--output", str(tmp_path / "o")]
@@ -123,6 +143,17 @@ def test_the_command_line(contaminated, tmp_path):
     assert wrong.returncode == 2 and "benchmark mmlu: no item" in wrong.stderr and "Traceback" not in wrong.stderr
     gone = run_module("decontaminate", *given, "--benchmark", f"x={tmp_path}/gone.jsonl")
     assert gone.returncode == 2 and "no such file" in gone.stderr
+    # the first of a name given twice had been dropped unsaid (never decontaminated)
+    twice = run_module("decontaminate", *given, "--benchmark", f"ceval={folder}/ceval.jsonl", "--benchmark",
+                       f"ceval={folder}/mmlu.jsonl", "--print-config")
+    assert twice.returncode == 2 and "--benchmark ceval=... is given twice" in twice.stderr
+    # a benchmark inside the output: the run replaced its files (an input deleted), exit 0
+    (tmp_path / "o2").mkdir()
+    (tmp_path / "o2" / "bench.jsonl").write_bytes((folder / "ceval.jsonl").read_bytes())
+    inside = run_module("decontaminate", "--input", str(folder / "in.jsonl"), "--output", str(tmp_path / "o2"),
+                        "--benchmark", f"ceval={tmp_path}/o2/bench.jsonl")
+    assert inside.returncode == 2 and "holds the input file" in inside.stderr and "Traceback" not in inside.stderr
+    assert (tmp_path / "o2" / "bench.jsonl").read_bytes() == (folder / "ceval.jsonl").read_bytes()
     # (a whole run from the command line with --benchmark: the pipeline's, tests/spark_stages/test_pipeline.py)
 
 

@@ -128,3 +128,34 @@ def test_an_item_id_past_the_bound_is_skipped_and_a_benchmark_past_its_bounds_is
     monkeypatch.setattr(items, "MAX_ITEMS", 100)
     with pytest.raises(InputError, match="over 100 items"):
         read_benchmark("many", str(tmp_path / "many.jsonl"), ItemsConfig())
+
+
+def test_a_byte_order_mark_costs_no_item_and_a_damaged_parquet_is_named(tmp_path):
+    # the first item of a JSON Lines file with a BOM had been malformed JSON: never matched, "1/1 items found"
+    write_lines(tmp_path / "bom.jsonl", [{"id": "a", "text": "first item"}, {"id": "b", "text": "second item"}])
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "bom.jsonl").read_bytes())
+    benchmark = read_benchmark("b", str(tmp_path / "bom.jsonl"), ItemsConfig())
+    assert benchmark.items == [("a", "first item"), ("b", "second item")] and benchmark.skipped == {}
+    pq.write_table(pa.table({"text": ["one item", "another item"]}), tmp_path / "d.parquet")
+    data = bytearray((tmp_path / "d.parquet").read_bytes())
+    data[4:12] = b"\xff" * 8  # the first page's header
+    (tmp_path / "d.parquet").write_bytes(bytes(data))
+    with pytest.raises(InputError, match="benchmark p: d.parquet cannot be read"):  # it had named no file
+        read_benchmark("p", str(tmp_path / "d.parquet"), ItemsConfig())
+
+
+def test_the_bounds_hold_for_all_benchmarks_together_and_for_records_that_are_no_item(tmp_path, monkeypatch):
+    # each benchmark had its own bounds, and their number none: the same file twice took the driver twice as much
+    from prep.decontam import items
+    from spark_stages.decontaminate import Config, read_benchmarks
+
+    write_lines(tmp_path / "a.jsonl", [{"text": f"item {i}"} for i in range(60)])
+    monkeypatch.setattr(items, "MAX_ITEMS", 100)
+    assert len(read_benchmarks(Config(benchmarks={"a": str(tmp_path / "a.jsonl")}))[0].items) == 60
+    with pytest.raises(InputError, match="benchmark b: the benchmarks hold over 100 items"):
+        read_benchmarks(Config(benchmarks={"a": str(tmp_path / "a.jsonl"), "b": str(tmp_path / "a.jsonl")}))
+    # 10 M lines of {} took 100 s before Spark started, to end with one item
+    write_lines(tmp_path / "empty.jsonl", [{}] * 30 + [{"text": "the one item"}])
+    monkeypatch.setattr(items, "MAX_SKIPPED", 20)
+    with pytest.raises(InputError, match="over 20 records that are no item .*missing field 'text' \\(21\\)"):
+        read_benchmark("e", str(tmp_path / "empty.jsonl"), ItemsConfig())

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from prep.decontam.cut import CutConfig
-from prep.decontam.documents import DecontamConfig, decontaminate_batch
+from prep.decontam.documents import CHARS_REMOVED, REASON, SPANS, STATUS, DecontamConfig, decontaminate_batch
 from prep.decontam.index import IndexConfig, build_index
 from prep.decontam.match import MatchConfig, find_matches
 from prep.decontam.units import units_of
@@ -81,19 +81,19 @@ def test_the_matched_text_is_cut_with_its_window_and_the_rest_kept(planting):
     result = out.to_pylist()
     for d, ((kind, _, item), row) in enumerate(zip(labels, result)):
         if kind not in FOUND:
-            assert row["text"] == docs[d] and row["_spans"] == [] and row["_status"] == "kept"
+            assert row["text"] == docs[d] and row[SPANS] == [] and row[STATUS] == "kept"
             continue
-        assert row["_status"] == "kept", (kind, row["_reason"])  # a long document is never dropped for one match
+        assert row[STATUS] == "kept", (kind, row[REASON])  # a long document is never dropped for one match
         n = int(index.item_ngram[item])
         # no n-gram of the item is left in the document ...
         units = index.item_units(item).tolist()
         assert not _ngrams(row["text"], n) & {tuple(units[i:i + n]) for i in range(len(units) - n + 1)}
         assert texts[d] not in row["text"] and len(docs[d]) - len(row["text"]) <= len(texts[d]) + 2 * 200 + 80
         # ... and what lies beyond the cut and its window is still there, paragraph breaks and all
-        start = min(s["start"] for s in row["_spans"])
+        start = min(s["start"] for s in row[SPANS])
         before = docs[d][:max(0, start - 260)]
         assert row["text"].startswith(before.rstrip())
-        assert row["_chars_removed"] >= len(texts[d]) * (0.55 if kind == "part_60" else 0.85)
+        assert row[CHARS_REMOVED] >= len(texts[d]) * (0.55 if kind == "part_60" else 0.85)
 
 
 def test_a_document_left_too_short_or_with_too_many_matches_is_dropped_with_its_reason():
@@ -103,13 +103,27 @@ def test_a_document_left_too_short_or_with_too_many_matches_is_dropped_with_its_
     listing = "\n\n".join(items[:11]) + "\n\n" + hosts(False, 1)[0]
     batch = pa.record_batch({"id": ["short", "listing"], "text": [short, listing]})
     result = decontaminate_batch(batch, index, DecontamConfig()).to_pylist()
-    assert [(r["_status"], r["_reason"]) for r in result] == [("dropped", "too_short_after_removal"),
-                                                              ("dropped", "too_many_matches")]
-    assert len(result[1]["_spans"]) == 11 and result[1]["text"] == listing  # dropped whole, as it was
+    assert [(r[STATUS], r[REASON]) for r in result] == [("dropped", "too_short_after_removal"),
+                                                        ("dropped", "too_many_matches")]
+    assert len(result[1][SPANS]) == 11 and result[1]["text"] == listing  # dropped whole, as it was
     # a document of 40 matches shows the first 11 (each span carries its item's id: 200 of a 9 MB id were 1.8 GB)
     many = pa.record_batch({"id": ["many"], "text": ["\n\n".join(items[:10] * 4)]})
     (row,) = decontaminate_batch(many, index, DecontamConfig()).to_pylist()
-    assert row["_reason"] == "too_many_matches" and len(row["_spans"]) == 11
+    assert row[REASON] == "too_many_matches" and len(row[SPANS]) == 11
+
+
+def test_copies_of_one_item_are_one_span_against_the_limit_not_one_each():
+    # a benchmark listing an item 11 times (or one file given under two names) matched a document quoting it
+    # once 11 times, and the document was dropped as too_many_matches
+    items = english_items(2)
+    index = build_index([("faq", f"q{i}", items[0]) for i in range(11)] + [("other", "x", items[0]),
+                                                                           ("faq", "last", items[1])], IndexConfig())
+    doc = hosts(False, 1)[0] + "\n\n" + items[0] + "\n\n" + hosts(False, 2)[1] + "\n\n" + items[1]
+    (row,) = decontaminate_batch(pa.record_batch({"id": ["d"], "text": [doc]}), index, DecontamConfig()).to_pylist()
+    assert (row[STATUS], row[REASON]) == ("kept", None), row[REASON]
+    assert {s["item"] for s in row[SPANS]} == {*(f"q{i}" for i in range(11)), "x", "last"}  # every copy audited
+    assert len({(s["start"], s["end"]) for s in row[SPANS]}) == 2 and row["text"].startswith(hosts(False, 1)[0][:1000])
+    assert row[CHARS_REMOVED] >= len(items[0]) + len(items[1]) and len(row["text"]) < len(doc)
 
 
 def test_a_short_item_is_matched_whole_and_exactly_and_a_tiny_one_not_at_all():
@@ -154,7 +168,7 @@ def test_a_match_the_cut_itself_forms_drops_the_document():
     assert {index.item_ids[t] for t in find_matches([doc], index, MatchConfig()).item} == {"y"}
     batch = pa.record_batch({"id": ["d"], "text": [doc]})
     row = decontaminate_batch(batch, index, DecontamConfig(cut=CutConfig(window=0))).to_pylist()[0]
-    assert (row["_status"], row["_reason"]) == ("dropped", "matches_left_after_removal") and row["text"] == doc
+    assert (row[STATUS], row[REASON]) == ("dropped", "matches_left_after_removal") and row["text"] == doc
 
 
 def test_a_document_past_its_matching_budget_is_dropped_with_its_reason_in_bounded_memory():
@@ -171,7 +185,7 @@ def test_a_document_past_its_matching_budget_is_dropped_with_its_reason_in_bound
         out = decontaminate_batch(pa.record_batch({"id": ["d", "clean"], "text": [text, "Nothing to see."]}),
                                   index, cfg).to_pylist()
         grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-        assert [(r["_status"], r["_reason"]) for r in out] == [("dropped", "over_match_budget"), ("kept", None)]
+        assert [(r[STATUS], r[REASON]) for r in out] == [("dropped", "over_match_budget"), ("kept", None)]
         assert grown_mb < 300, grown_mb
 
 
@@ -181,6 +195,6 @@ def test_past_its_alignment_budget_a_document_keeps_its_exact_matches(planting):
     e = next(d for d, (kind, language, _) in enumerate(labels) if kind == "edit_1_in_8" and language == "en")
     tight = DecontamConfig(match=MatchConfig(max_alignment_cells=1))
     out = decontaminate_batch(pa.record_batch({"id": ["v", "e"], "text": [docs[d], docs[e]]}), index, tight).to_pylist()
-    assert [r["_reason"] for r in out] == ["fuzzy_over_budget", "fuzzy_over_budget"]
-    assert out[0]["_status"] == "kept" and out[0]["_spans"] and all(s["kind"] == "exact" for s in out[0]["_spans"])
-    assert out[1]["_spans"] == [] and out[1]["text"] == docs[e]  # its edited item was only ever a fuzzy match
+    assert [r[REASON] for r in out] == ["fuzzy_over_budget", "fuzzy_over_budget"]
+    assert out[0][STATUS] == "kept" and out[0][SPANS] and all(s["kind"] == "exact" for s in out[0][SPANS])
+    assert out[1][SPANS] == [] and out[1]["text"] == docs[e]  # its edited item was only ever a fuzzy match

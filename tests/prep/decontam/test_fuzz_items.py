@@ -8,7 +8,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prep.decontam.documents import DecontamConfig, decontaminate_batch
+from prep.decontam.documents import REASON, STATUS, DecontamConfig, decontaminate_batch
 from prep.decontam.index import IndexConfig, build_index
 from prep.decontam.items import ItemsConfig, read_benchmark
 from prep.decontam.match import MatchConfig
@@ -66,6 +66,6 @@ def test_any_items_against_any_documents_finish_within_the_budget(items, docs):
                               cfg).to_pylist()
     assert len(out) == len(docs)
     for row in out:
-        assert row["_status"] in ("kept", "dropped")
-        assert (row["_status"] == "dropped") == (row["_reason"] in (
+        assert row[STATUS] in ("kept", "dropped")
+        assert (row[STATUS] == "dropped") == (row[REASON] in (
             "too_many_matches", "too_short_after_removal", "matches_left_after_removal", "over_match_budget"))
