@@ -429,12 +429,19 @@ class Prefetcher:
         self.pool.submit(self._fill, shard)
 
     def _fill(self, shard: int) -> None:
+        from loaders.shm_arena import entry_bytes  # (shm_arena imports this module)
+
+        def decode():
+            contents = read_shard(self.source, shard)
+            # counted before the arena publishes the shard, so that a reader that has used it finds it counted:
+            # counted after, a reader's stats could hold the node's count of it without this process's
+            self.decompressed.append(entry_bytes(contents.rows, contents.tokens, contents.cu))
+            return contents
+
         try:
-            cached, decompressed = self.arena.fill(shard, lambda: read_shard(self.source, shard))
+            self.arena.fill(shard, decode)
         except Exception:  # the reader hits the same error when it needs the shard, and raises it there
             return
-        if decompressed:
-            self.decompressed.append(cached.nbytes)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)

@@ -136,6 +136,33 @@ def test_counters_count_decompressions_hits_and_blocked_time(shards):
     assert other.stats()["cache_misses"] == 0 and other.stats()["cache_hits"] >= 2
 
 
+def test_a_shard_a_prefetch_thread_decompressed_is_counted_before_the_reader_can_have_it(shards, monkeypatch):
+    # the thread counted it after the arena published it: a reader that had used it (a loaded machine: the
+    # thread not yet run again) read 1 decompression of its own against the node's 2
+    import threading
+    import time
+
+    from loaders.shm_arena import SharedArena
+
+    path, rows = shards
+    fill = SharedArena.fill
+
+    def descheduled_after_the_fill(self, shard, decode):
+        filled = fill(self, shard, decode)
+        if threading.current_thread().name.startswith("tokenmill-l3"):
+            time.sleep(1)  # what the scheduler may do to the thread here
+        return filled
+
+    monkeypatch.setattr(SharedArena, "fill", descheduled_after_the_fill)
+    loader = ShardLoader(path, GLOBAL_BATCH, seed=3)
+    for _ in range(rows // GLOBAL_BATCH):
+        next(loader)
+    stats = loader.stats()
+    assert stats["decompressions"] == stats["node_decompressions"] == 2
+    assert stats["bytes_decompressed"] > 0
+    loader.close()
+
+
 def test_the_first_batch_reads_record_batches_without_waiting_for_whole_shards(shards):
     path, _ = shards
     with ShardLoader(path, GLOBAL_BATCH, seed=3) as reference:
