@@ -48,9 +48,12 @@ class OtherUser:
 
 
 def unused_uid(start: int = 54321) -> int:
-    """The first uid from `start` with no passwd entry (one no account uses)."""
+    """The first uid from `start` with no passwd entry (one no account uses); under pytest-xdist, each test
+    process its own (gw1 from start + 100), so that two tests running at once are not one other user."""
+    import os
     import pwd
 
+    start += 100 * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
     while True:
         try:
             pwd.getpwuid(start)
