@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from prep.decontam.documents import DecontamConfig, decontaminate_batch
+from prep.decontam.documents import SPANS, STATUS, DecontamConfig, decontaminate_batch
 from prep.decontam.index import build_index
 from prep.decontam.match import MatchConfig, find_matches
 from prep.decontam.units import units_of
@@ -107,9 +107,9 @@ def tokenmill(docs: list[str], items, cfg: DecontamConfig):
         out = decontaminate_batch(pa.record_batch({"id": [str(i) for i in range(len(part))], "text": part}), index,
                                   cfg).to_pylist()
         for i, row in enumerate(out):
-            if row["_spans"]:
-                flagged[first + i] = {position[s["item"]] for s in row["_spans"]}
-                lost += row["_status"] == "dropped"
+            if row[SPANS]:
+                flagged[first + i] = {position[s["item"]] for s in row[SPANS]}
+                lost += row[STATUS] == "dropped"
     return flagged, lost, time.process_time() - started, index_seconds, index.nbytes()
 
 

@@ -76,10 +76,11 @@ def shared_tmp(path: Path) -> Path:
     """A folder every user may create files in, as /tmp and /dev/shm are (sticky, world-writable)."""
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(0o1777)
-    for parent in path.parents:  # the test's tmp_path is root's 0700: others need to pass through
-        if parent == Path("/") or parent.stat().st_mode & 0o001:
-            break
-        parent.chmod(parent.stat().st_mode | 0o001)
+    for parent in path.parents:  # the test's tmp_path is root's 0700: others need to pass through every folder
+        # above it (under pytest-xdist, popen-gwN is 0755 while the pytest-NNN above it is 0700: stopping at the
+        # first that others could pass left them outside)
+        if parent != Path("/") and not parent.stat().st_mode & 0o001:
+            parent.chmod(parent.stat().st_mode | 0o001)
     return path
 
 

@@ -39,10 +39,11 @@ MAX_CONTROL_SHARE = 0.01  # text with more control bytes than this share is not 
 SAMPLE_BYTES = 16384
 # UTF-16 text (a byte order mark's, or the header's) is half NUL bytes where it is ASCII: it is looked at as
 # characters instead, in WIDE_WINDOWS runs of WIDE_WINDOW_UNITS spread over it (a run's ends may split one
-# surrogate pair each: 0.2% of the sample at most). Random bytes are 10% private-use characters and 3% lone
-# surrogates as UTF-16: 200 KB of noise declared UTF-16 had been a document of 100,100 characters
+# surrogate pair each: 0.2% of the sample at most). Random bytes as UTF-16 are 3% unpaired surrogates, which
+# text never holds: 200 KB of noise declared UTF-16 had been a document of 100,100 characters. (Private-use
+# characters, 10% of noise, are an icon font's glyphs in real pages, and U+FFFD a page's own: neither counts.)
 WIDE_WINDOWS, WIDE_WINDOW_UNITS = 8, 1024
-NOT_WIDE_TEXT = re.compile("[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f\ue000-\uf8ff\ufffd-\uffff]")
+NOT_WIDE_TEXT = re.compile("[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 ENDS_EARLY = "compressed payload ends early (cut short)"
@@ -188,6 +189,9 @@ def _unzstd(body: bytes, limit: int) -> bytes:
             try:
                 out += frame.decompress(piece)
             except zstandard.ZstdError as e:
+                if "too much memory" in str(e):  # zstd's words for a window past max_window_size
+                    raise PayloadError(f"a zstd frame whose window passes {MAX_ZSTD_WINDOW >> 20} MB (RFC 9659's "
+                                       "bound for HTTP, as browsers')") from None
                 raise PayloadError(f"damaged compressed payload: {e}") from None
             if len(out) > limit:
                 raise TooLarge(f"decodes past {limit} bytes")
@@ -214,8 +218,8 @@ def binary_kind(body: bytes, declared: str | None = None) -> str | None:
     if (wide := _wide_codec(body, declared)) is not None:
         units = len(body) // 2
         step = max(WIDE_WINDOW_UNITS, units // WIDE_WINDOWS)
-        text = "".join(body[2 * at:2 * (at + WIDE_WINDOW_UNITS)].decode(wide, "replace")
-                       for at in range(0, units, step))
+        text = "".join(body[2 * at:2 * min(at + WIDE_WINDOW_UNITS, units)].decode(wide, "surrogatepass")
+                       for at in range(0, units, step))  # (an unpaired surrogate decoded as itself)
         return "binary" if len(NOT_WIDE_TEXT.findall(text)) > MAX_CONTROL_SHARE * len(text) else None
     sample = np.frombuffer(body, dtype=np.uint8)[::max(1, len(body) // SAMPLE_BYTES)]
     return "binary" if np.count_nonzero(CONTROL[sample]) > MAX_CONTROL_SHARE * len(sample) else None

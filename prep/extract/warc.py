@@ -137,7 +137,8 @@ def _records(stream, cfg: WarcConfig, base: int = 0, size: int | None = None,
         if headers_end is not None and (headers := headers_end(position)) is not None:
             end = headers + _block_length(record)
         if size is not None and (end is None or end > size):
-            yield position, end, Claims(position + base, None if end is None else _block_length(record))
+            yield position, end, Claims(position + base, None if end is None else _block_length(record),
+                                        record.record_id or None)
             return
         yield position, end, _outcome(record, cfg, position + base)
 
@@ -221,7 +222,7 @@ def _member_ends(outcomes, member: "GzipMember") -> Generator[Outcome, None, boo
                 warned = True
                 continue
             where = "ends" if member.ended else "is damaged"
-            outcome = Quarantined(f"{outcome.error}: its gzip member {where} there", outcome.offset)
+            outcome = Quarantined(f"{outcome.error}: its gzip member {where} there", outcome.offset, id=outcome.id)
         yield outcome
     return warned
 
@@ -271,15 +272,15 @@ def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0, within: str = 
         try:
             for position, end, outcome in _records(raw, cfg, base, size, _file_headers_end(raw.fileno())):
                 if previous is not None:  # a record cut short with another after it: itself damaged
-                    yield Quarantined(previous.error, previous.offset)
+                    yield Quarantined(previous.error, previous.offset, id=previous.id)
                     previous = None
                 if isinstance(outcome, Claims):
                     start = _next_record(raw, position + 1)
                     if start is None:
-                        previous = Quarantined(outcome.what(within), outcome.offset, cut=True)
+                        previous = Quarantined(outcome.what(within), outcome.offset, cut=True, id=outcome.id)
                     else:
                         yield Quarantined(f"{outcome.what(within)}; the next record starts at byte {start + base}",
-                                          outcome.offset)
+                                          outcome.offset, id=outcome.id)
                     break
                 resume, last = end, position
                 if isinstance(outcome, Quarantined) and outcome.cut:
@@ -292,7 +293,7 @@ def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0, within: str = 
             if not _read_error(e):
                 raise
             if previous is not None:
-                yield Quarantined(previous.error, previous.offset)
+                yield Quarantined(previous.error, previous.offset, id=previous.id)
                 previous = None
             at = _past_space(raw, resume)
             if last >= 0:  # records were read since `start`: where the one after them starts is looked at again
@@ -356,6 +357,7 @@ class Claims:
     before the file does (None)."""
     offset: int
     length: int | None
+    id: str | None = None  # its WARC-Record-ID, where it was read
 
     def what(self, within: str) -> str:
         if self.length is None:

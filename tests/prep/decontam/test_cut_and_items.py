@@ -130,12 +130,18 @@ def test_an_item_id_past_the_bound_is_skipped_and_a_benchmark_past_its_bounds_is
         read_benchmark("many", str(tmp_path / "many.jsonl"), ItemsConfig())
 
 
-def test_a_byte_order_mark_costs_no_item_and_a_damaged_parquet_is_named(tmp_path):
+def test_a_byte_order_mark_or_a_copy_costs_no_item_and_a_damaged_parquet_is_named(tmp_path):
     # the first item of a JSON Lines file with a BOM had been malformed JSON: never matched, "1/1 items found"
     write_lines(tmp_path / "bom.jsonl", [{"id": "a", "text": "first item"}, {"id": "b", "text": "second item"}])
     (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "bom.jsonl").read_bytes())
     benchmark = read_benchmark("b", str(tmp_path / "bom.jsonl"), ItemsConfig())
     assert benchmark.items == [("a", "first item"), ("b", "second item")] and benchmark.skipped == {}
+    # an item listed again is one item (100,000 copies of one had made 2 M rows of matches from 20 documents)
+    write_lines(tmp_path / "copies.jsonl", [{"id": f"q{i}", "text": "the same question"} for i in range(5)]
+                + [{"id": "other", "text": "another question"}])
+    benchmark = read_benchmark("c", str(tmp_path / "copies.jsonl"), ItemsConfig())
+    assert benchmark.items == [("q0", "the same question"), ("other", "another question")]
+    assert benchmark.skipped == {"the same text as an earlier item": 4}
     pq.write_table(pa.table({"text": ["one item", "another item"]}), tmp_path / "d.parquet")
     data = bytearray((tmp_path / "d.parquet").read_bytes())
     data[4:12] = b"\xff" * 8  # the first page's header

@@ -85,6 +85,10 @@ def test_noise_that_claims_utf_16_is_not_text_and_utf_16_text_is():
     assert binary_kind(text.encode("utf-16")) is None
     assert binary_kind(text.encode("utf-16-be"), "utf-16be") is None
     assert binary_kind(text.encode("utf-16-le"), "utf-16") is None
+    # an icon font's private-use glyphs and a page's own U+FFFD are text (a first version refused them)
+    icons = ("<li><i>\ue001</i> Home <i>\uf015</i> Docs \ufffd</li>\n" * 2000)
+    assert binary_kind(icons.encode("utf-16")) is None
+    assert binary_kind((icons + "\ud800").encode("utf-16-le", "surrogatepass"), "utf-16") is None  # one is nothing
 
 
 def test_every_gzip_member_and_zstd_frame_is_undone_and_bytes_after_the_last_are_left_as_a_browser_does():
@@ -136,6 +140,16 @@ def test_many_members_or_frames_cost_their_own_bytes_not_a_copy_of_the_rest_each
     finally:
         tracemalloc.stop()
     assert peak < len(body) // 4, (peak, len(body))
+
+
+def test_a_zstd_frame_whose_window_passes_what_browsers_decode_says_so():
+    # RFC 9659: an HTTP zstd decoder need not take a window past 8 MB (Chromium and Firefox refuse them); the
+    # decoder holds the window whatever the page's size
+    wide = zstandard.ZstdCompressionParameters.from_level(3, window_log=24)
+    frame = zstandard.ZstdCompressor(compression_params=wide).compress(PAGE * 2000)  # 9.2 MB of page
+    with pytest.raises(PayloadError, match="window passes 8 MB"):
+        decoded(frame, "zstd", 20_000_000)
+    assert decoded(zstandard.ZstdCompressor().compress(PAGE * 2000), "zstd", 20_000_000) == PAGE * 2000
 
 
 def test_a_zstd_skippable_frame_is_passed_over_once():

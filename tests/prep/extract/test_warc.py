@@ -282,7 +282,16 @@ def test_a_quarantined_record_carries_its_record_id_where_it_was_read(tmp_path):
     (tmp_path / "crawl.warc").write_bytes(damaged + _page(1))
     quarantined, page = read_warc(str(tmp_path / "crawl.warc"))
     assert isinstance(quarantined, Quarantined) and "damaged compressed payload" in quarantined.error
-    assert quarantined.id == damaged.split(b"WARC-Record-ID: ")[1].split(b"\r\n")[0].decode() and page.url
+    assert quarantined.id == _record_id(damaged) and page.url
+    # a record claiming more than the file holds, found again past it (the reader rebuilt it without its id)
+    liar = _record(_page(2)[_page(2).find(b"HTTP/1.1"):-4], length=b"999999", uri=b"http://docs.example.org/liar")
+    (tmp_path / "liar.warc").write_bytes(_page(1) + liar + _page(3))
+    outcomes = list(read_warc(str(tmp_path / "liar.warc")))
+    assert [o.id for o in outcomes if isinstance(o, Quarantined)] == [_record_id(liar)], outcomes
+
+
+def _record_id(record: bytes) -> str:
+    return record.split(b"WARC-Record-ID: ")[1].split(b"\r\n")[0].decode()
 
 
 def test_a_wet_record_that_is_not_text_is_counted_by_what_it_is(tmp_path):
