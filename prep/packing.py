@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from schemas.index import MAX_SEQ_LEN
 from schemas.shards import ROW_MULTIPLE, round_up
 
 
@@ -24,8 +25,10 @@ class PackConfig:
     seq_len: int = 4096  # the longest row; a multiple of ROW_MULTIPLE
 
     def __post_init__(self):
-        if self.seq_len <= 0 or self.seq_len % ROW_MULTIPLE:
-            raise ValueError(f"seq_len must be a positive multiple of {ROW_MULTIPLE}, got {self.seq_len}")
+        # past MAX_SEQ_LEN the job did all its work and wrote an index the loader refuses
+        if not 0 < self.seq_len <= MAX_SEQ_LEN or self.seq_len % ROW_MULTIPLE:
+            raise ValueError(f"seq_len must be a positive multiple of {ROW_MULTIPLE} up to {MAX_SEQ_LEN:,}, got "
+                             f"{self.seq_len}")
 
 
 @dataclass(frozen=True)

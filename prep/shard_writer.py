@@ -18,6 +18,8 @@ import pyarrow as pa
 from schemas.index import ShardEntry
 from schemas.shards import SHARD_SCHEMA, file_checksum
 
+MIN_SHARD_MB = 1 / 64
+
 
 @dataclass(frozen=True)
 class ShardConfig:
@@ -29,8 +31,8 @@ class ShardConfig:
         if not 1 <= self.zstd_level <= 22 or self.shard_mb <= 0 or self.batch_bytes < 1:
             raise ValueError(f"zstd_level must be in 1..22, shard_mb and batch_bytes positive, got {self.zstd_level}, "
                              f"{self.shard_mb}, {self.batch_bytes}")
-        if self.shard_bytes < 1:
-            raise ValueError(f"shard_mb must be at least one byte (2**-20), got {self.shard_mb}")
+        if self.shard_mb < MIN_SHARD_MB:  # 2**-20 wrote a shard a row: hours of it on a 34 MB corpus
+            raise ValueError(f"shard_mb must be at least {MIN_SHARD_MB:g} (16 KiB), got {self.shard_mb}")
 
     @property
     def shard_bytes(self) -> int:

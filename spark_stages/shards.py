@@ -75,6 +75,8 @@ WRITTEN_SCHEMA = pa.schema([("grp", pa.int32()), ("file", pa.string()), ("rows",
 # Text bytes per byte of shard on disk (about 4.5 bytes of text per token, 1.4 bytes per token on disk):
 # sizes the packing groups from the text the encoding tasks counted.
 TEXT_PER_SHARD_BYTE = 3
+MAX_GROUP_DOCUMENTS = 1_000_000  # a packing task holds its group's documents (~400 bytes each past their tokens)
+MAX_SHARDS = 100_000  # shards one index lists at most (schemas/index.py: 64 MiB, a few hundred bytes each)
 TASKS_PER_CORE = 4
 
 
@@ -386,9 +388,14 @@ def write_shards(spark, sources: Sources, cfg: Config, out: str, part: str,
     encoded.mkdir(parents=True)
     tasks, quarantined = _encoded_and_quarantined(spark, files, tokenizer, encoded, staging,
                                                   (part, cfg.heldout_share), where)
-    # About one shard file per group, sized from the text: the same number whatever the partitions.
+    # About one shard file per group, sized from the text: the same number whatever the partitions; and no
+    # group of more than MAX_GROUP_DOCUMENTS documents (4,000,000 empty ones were one group: a task of 1.7 GB)
     text_bytes = sum(task.text_bytes for task in tasks)
-    groups = max(1, math.ceil(text_bytes / (TEXT_PER_SHARD_BYTE * cfg.shard_bytes)))
+    groups = max(1, math.ceil(text_bytes / (TEXT_PER_SHARD_BYTE * cfg.shard_bytes)),
+                 math.ceil(sum(task.documents for task in tasks) / MAX_GROUP_DOCUMENTS))
+    if groups > MAX_SHARDS:  # before the packing: a shard a row, hours of it, and an index no loader reads
+        raise InputError(f"--shard-mb {cfg.shard_mb:g} cuts {text_bytes:,} bytes of text into about {groups:,} "
+                         f"shards; an index lists at most {MAX_SHARDS:,} (give a larger --shard-mb)")
     log.info("%d bytes of text: %d packing groups", text_bytes, groups)
     files = [task.file for task in tasks if task.documents]
     written = pack_groups(spark, encoded, files, groups, str(staging), cfg, tokenizer.pad_id) if files else []
@@ -426,16 +433,21 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
         tasks = encode_parquet(parquet_pieces(files, count), count, tokenizer, spark, folder, part, where)
         quarantined = sum(task.null_texts for task in tasks) if part[0] != HELDOUT else 0
         if quarantined:
-            quarantine = load_documents(spark, files, where=where)[1]
-            quarantine.write.parquet(str(staging / "quarantine"))
+            _write_quarantine(load_documents(spark, files, where=where)[1], staging)
         return tasks, quarantined
     with persisted() as kept:  # raw input: a task per file (read_input), parsed once
         docs, quarantine = load_documents(spark, files, kept)
         tasks = encode(spread(docs, min_tasks), tokenizer, spark, folder, part)
         quarantined = quarantine.count() if part[0] != HELDOUT else 0
         if quarantined:
-            quarantine.write.parquet(str(staging / "quarantine"))
+            _write_quarantine(quarantine, staging)
         return tasks, quarantined
+
+
+def _write_quarantine(quarantine, staging: Path) -> None:
+    """STAGING/quarantine as one file in the records' order: written as read, its files (and index.json's
+    quarantine_checksum with them) followed the read splits, and so the cores (local[1] against local[2])."""
+    quarantine.repartition(1).sortWithinPartitions("file", "line", "error").write.parquet(str(staging / "quarantine"))
 
 
 def summary(index: dict) -> str:

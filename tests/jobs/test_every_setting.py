@@ -112,7 +112,9 @@ def test_help_lists_every_flag(config_type, capsys):
     (["--clean.en.fineweb.line-punct-thr", "nan"], "expected a finite number"),
     # a window of 0 words divided by zero in every task; a shard of 1e-7 MiB is 0 bytes
     (["--clean.en.word-diversity.window-words", "0"], "window_words must be at least 1"),
-    (["--shards.shard-mb", "1e-7"], "shard_mb must be at least one byte"),
+    (["--shards.shard-mb", "1e-7"], "shard_mb must be at least 0.015625 (16 KiB)"),
+    # past the index's bound the job did all its work and wrote an index the loader refuses
+    (["--shards.pack.seq-len", "8388608"], "seq_len must be a positive multiple of 128 up to 4,194,304"),
     # a pair of three was cut to two, a pair of one padded nothing (then unpacking failed in every task)
     (["--clean.en.gopher-repetition.top-n-grams", "[[2, 0.2, 9]]"], "expected 2 values"),
     (["--clean.en.gopher-repetition.dup-n-grams", "[[5]]"], "expected 2 values"),

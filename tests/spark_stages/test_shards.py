@@ -252,3 +252,43 @@ def test_a_held_out_share_chosen_by_id_shares_no_document_with_the_training_shar
     assert sum(h for _, h in checked) > 0 and sum(not h for _, h in checked) > 0
     for first, is_held in checked:
         assert (first in heldout, first in training) == (is_held, not is_held)
+
+
+def test_the_quarantine_is_one_file_in_the_records_order_whatever_the_tasks(spark, tmp_path, corpus):
+    # written as read, its files followed the read's tasks, and index.json's quarantine_checksum the cores
+    from tests.spark_stages.conftest import OTHER_CLUSTER, spark_settings
+
+    folder, texts, _ = corpus
+    for i in range(3):
+        write_lines(tmp_path / "in" / f"{i}.jsonl", [{"id": f"{i}-a", "text": texts[i]}, b"{broken " + bytes([48 + i]),
+                                                     {"id": f"{i}-b", "text": texts[i + 3]}, b"[1, 2]"], mkdir=True)
+    cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ))
+    index = run(spark, single_source(str(tmp_path / "in")), cfg, str(tmp_path / "a"))
+    with spark_settings(spark, OTHER_CLUSTER):
+        again = run(spark, single_source(str(tmp_path / "in")), cfg, str(tmp_path / "b"))
+    assert index["totals"]["quarantined"] == 6 and index == again
+    assert [p.name for p in (tmp_path / "a" / "quarantine").glob("*.parquet")] == ["part-00000.parquet"]
+    rows = pq.read_table(tmp_path / "a" / "quarantine").to_pylist()
+    assert [(r["file"], r["line"]) for r in rows] == [(f"{i}.jsonl", line) for i in range(3) for line in (2, 4)]
+
+
+def test_packing_groups_are_bounded_by_their_documents_and_the_shards_by_what_an_index_lists(spark, tmp_path, corpus,
+                                                                                            monkeypatch):
+    # 4,000,000 empty documents were one group (a packing task of 1.7 GB: groups came from the text alone);
+    # a --shard-mb of one byte wrote a shard a row, for hours
+    import spark_stages.shards as shards_module
+    from prep.ingest.inputs import InputError
+
+    folder, _, _ = corpus
+    cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ))
+    whole = run(spark, single_source(str(folder / "one")), cfg, str(tmp_path / "whole"))
+    monkeypatch.setattr(shards_module, "MAX_GROUP_DOCUMENTS", 10)
+    grouped = run(spark, single_source(str(folder / "one")), cfg, str(tmp_path / "grouped"))
+    documents = whole["totals"]["documents"]
+    assert whole["totals"]["shards"] == 1 and grouped["totals"]["shards"] >= documents // 10 > 1
+    assert (grouped["totals"]["documents"], grouped["totals"]["real_tokens"]) == (documents,
+                                                                                whole["totals"]["real_tokens"])
+    monkeypatch.setattr(shards_module, "MAX_SHARDS", 3)
+    with pytest.raises(InputError, match="shards; an index lists at most 3 .give a larger --shard-mb"):
+        run(spark, single_source(str(folder / "one")), Config(tokenizer=cfg.tokenizer, pack=PackConfig(SEQ),
+                                                              shard_mb=1 / 64), str(tmp_path / "tiny"))
