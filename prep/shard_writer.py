@@ -18,7 +18,7 @@ import pyarrow as pa
 from schemas.index import ShardEntry
 from schemas.shards import SHARD_SCHEMA, file_checksum
 
-MIN_SHARD_MB = 1 / 64
+MIN_SHARD_MB = 1 / 64  # 16 KiB: a shard holds a record batch or more
 
 
 @dataclass(frozen=True)

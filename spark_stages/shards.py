@@ -172,9 +172,20 @@ def id_keys(ids: pa.Array) -> np.ndarray:
     return hashes ^ np.uint64(1 << 63)
 
 
+def group_keys(text: pa.Array, id_hashes: np.ndarray) -> np.ndarray:
+    """Each document's packing-group key: XXH64 of its text's bytes seeded with its id's hash (id_keys), so that
+    documents of one id spread over the groups as any others do (a million under one id were one group, one
+    task holding them all). The held-out part is still chosen by the id's hash alone (in_part)."""
+    large = pa.types.is_large_string(text.type) or pa.types.is_large_binary(text.type)
+    offsets = np.frombuffer(text.buffers()[1], np.int64 if large else np.int32)[text.offset:text.offset + len(text) + 1]
+    data = memoryview(text.buffers()[2] or b"")
+    return np.fromiter((xxhash.xxh64_intdigest(data[start:end], seed) for start, end, seed in
+                        zip(offsets[:-1].tolist(), offsets[1:].tolist(), id_hashes.tolist())), np.uint64, len(text))
+
+
 def encoded_file(batches, tokenizer: TokenizerFile, folder: Path, part: tuple[str, float] = ("all", 0.0)
                  ) -> pa.RecordBatch:
-    """Runs in a task: its documents' (key, id, uint32 tokens as bytes) written to a file of its own in
+    """Runs in a task: its documents' (group key, id, uint32 tokens as bytes) written to a file of its own in
     `folder`, one record batch per input batch, each sorted by key (memory stays one batch, however
     large the task); returns the row naming the file ("" for no documents). Documents without text (or
     over the record limit: parquet_documents) are counted, not encoded (the driver quarantines them); only
@@ -191,6 +202,7 @@ def encoded_file(batches, tokenizer: TokenizerFile, folder: Path, part: tuple[st
             if not batch.num_rows:
                 continue
             text = batch.column("text")
+            key = group_keys(text, key)
             tokens, offsets = encode_flat(tokenizer, text)
             text_bytes += pc.sum(pc.binary_length(text)).as_py()
             documents += batch.num_rows

@@ -51,6 +51,7 @@ GZIP_MAGIC, ZSTD_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd"
 # AFTER_THE_STREAM: gzip's members and zstd's frames are decoded one after another (a server may send several);
 # bytes after the last that start none are no part of the page, as browsers show it (Chromium and Firefox end
 # the page there), and are left
+
 # Compressed bytes are fed to a decoder a piece at a time and the decoder's place kept as an offset: the rest
 # of the body was copied after each gzip member or zstd frame (unused_data), and 480,000 empty members, 24 KB
 # of WARC file, took 99 s. A member's first piece is small and the next ones double up to CHUNK, so that an

@@ -288,6 +288,12 @@ def test_packing_groups_are_bounded_by_their_documents_and_the_shards_by_what_an
     assert whole["totals"]["shards"] == 1 and grouped["totals"]["shards"] >= documents // 10 > 1
     assert (grouped["totals"]["documents"], grouped["totals"]["real_tokens"]) == (documents,
                                                                                 whole["totals"]["real_tokens"])
+    # documents of one id (a constant id column) spread over the groups as any others do: the group was the id's
+    table = pq.read_table(folder / "one")
+    (tmp_path / "same").mkdir()
+    pq.write_table(table.set_column(0, "id", pa.array(["same"] * table.num_rows)), tmp_path / "same" / "0.parquet")
+    one_id = run(spark, single_source(str(tmp_path / "same")), cfg, str(tmp_path / "one-id"))
+    assert one_id["totals"]["shards"] >= documents // 10 and one_id["totals"]["documents"] == documents
     monkeypatch.setattr(shards_module, "MAX_SHARDS", 3)
     with pytest.raises(InputError, match="shards; an index lists at most 3 .give a larger --shard-mb"):
         run(spark, single_source(str(folder / "one")), Config(tokenizer=cfg.tokenizer, pack=PackConfig(SEQ),
