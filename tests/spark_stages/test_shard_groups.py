@@ -37,7 +37,9 @@ def test_a_task_file_holds_each_input_batch_sorted_and_each_group_finds_its_docu
     assert all((k[1:] >= k[:-1]).all() for k in (b.column("key").to_numpy() for b in written))  # sorted
 
     expected = dict(zip((d.id for d in docs), encode_documents(tokenizer, [d.text for d in docs])))
-    unsigned = [xxhash.xxh64_intdigest(d.id.encode(), 42) ^ 1 << 63 for d in docs]  # Spark's xxhash64, unsigned
+    # the group key: XXH64 of the text seeded with the id's hash (Spark's xxhash64, unsigned)
+    unsigned = [xxhash.xxh64_intdigest(d.text.encode(), xxhash.xxh64_intdigest(d.id.encode(), 42) ^ 1 << 63)
+                for d in docs]
     groups, seen = 5, {}
     for group in range(groups):
         found = group_rows(written, group, groups)

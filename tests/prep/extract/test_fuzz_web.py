@@ -17,7 +17,10 @@ from prep.extract.warc import FileProblem, Page, Quarantined, Skipped, WarcConfi
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LIMIT = 200_000  # the fuzzed reader's payload limit
-ENCODERS = {"gzip": gzip.compress, "deflate": zlib.compress, "br": brotli.compress, "identity": lambda b: b}
+# gzip's header holds the time unless told otherwise: a draw's bytes (and, gzipped again, its length) changed
+# with the second, and hypothesis, replaying a case, found its data drawn differently (FlakyStrategyDefinition)
+ENCODERS = {"gzip": lambda b: gzip.compress(b, mtime=0), "deflate": zlib.compress, "br": brotli.compress,
+            "identity": lambda b: b}
 TAGS = ["div", "p", "a", "b", "i", "select", "option", "optgroup", "ruby", "rt", "rp", "table", "td", "tr", "li",
         "ul", "script", "style", "noscript", "article", "aside", "form", "template", "svg", "math", "iframe",
         "textarea", "nav", "footer", "main", "h1", "br", "meta", "title", "head", "body", "html", "pre", "font"]
@@ -101,7 +104,7 @@ def warc_file(draw) -> bytes:
         lie = draw(st.sampled_from([0, 0, 0, 7, -7, 10 ** 15, -(10 ** 6)]))
         records.append(warc_record(kind, payload, content_type, encoding, status, lie, kind != "conversion"))
     zipped = draw(st.booleans())
-    data = b"".join(gzip.compress(r) if zipped else r for r in records)
+    data = b"".join(gzip.compress(r, mtime=0) if zipped else r for r in records)
     damaged = draw(st.sampled_from(["none", "none", "cut", "junk", "flip"]))
     if damaged == "cut":
         data = data[:draw(st.integers(0, len(data)))]
@@ -142,7 +145,7 @@ def test_an_honest_file_gives_every_page_it_holds(tmp_path_factory, pages, zippe
         body = page if html else b"%PDF-1.7 not a page"
         records.append(warc_record("response", ENCODERS[encoding](body), "text/html", encoding, "200 OK", 0, True))
     path = tmp_path_factory.mktemp("warc") / "honest.warc"
-    path.write_bytes(b"".join(gzip.compress(r) if zipped else r for r in records))
+    path.write_bytes(b"".join(gzip.compress(r, mtime=0) if zipped else r for r in records))
     outcomes = list(read_warc(str(path)))
     assert [o.payload for o in outcomes if isinstance(o, Page)] == [page for _, html in pages if html]
     assert [o.reason for o in outcomes if isinstance(o, Skipped)].count("not_text_pdf") == sum(
