@@ -180,7 +180,8 @@ def command_line(config_type, argv: list[str] | None, *, prog: str, description:
             if not (named := NAMED_INPUT.fullmatch(given)):
                 parser.error(f"--{name} {given}: expected NAME=VALUE")
             if named.group(1) in seen_names:  # the last had won: `--benchmark b=X --benchmark b=Y` never read X
-                parser.error(f"--{name} {named.group(1)}=... is given twice (a name once; over a YAML file's, once)")
+                parser.error(f"--{name} {named.group(1)}=... is given twice: give each name once (a flag may replace "
+                             "a YAML file's entry)")
             seen_names.add(named.group(1))
             values = merged(values, nested((*path, named.group(1)), named.group(2)))
     try:
