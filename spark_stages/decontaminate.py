@@ -37,7 +37,7 @@ from spark_stages.ingest import check_partitions, default_partitions, load_docum
 from spark_stages.outputs import checksums, commit, record_written, staging_dir, write_json
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
-from spark_stages.session import spark_schema
+from spark_stages.session import hashable, spark_schema
 
 log = logging.getLogger(__name__)
 
@@ -138,14 +138,17 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         result = kept.keep(docs.mapInArrow(decontaminate_partition, spark_schema(result_schema(arrow_schema))))
         staging = staging_dir(out)
         partitions = cfg.partitions or default_partitions(files)
-        order = ["id", F.xxhash64("text")]  # ids may repeat in raw input: the text decides between them
-        (result.where(F.col(STATUS) == "kept").select(*columns).repartition(partitions, "id")
-         .sortWithinPartitions(*order).write.parquet(str(staging / "docs")))
-        (result.where(F.col(STATUS) == "dropped").select(*columns, F.col(REASON).alias("reason"))
-         .repartition(partitions, "id").sortWithinPartitions(*order).write.parquet(str(staging / "dropped")))
+        for name, frame in (("docs", result.where(F.col(STATUS) == "kept").select(*columns)),
+                            ("dropped", result.where(F.col(STATUS) == "dropped").select(*columns,
+                                                                                        F.col(REASON).alias("reason")))):
+            # ids may repeat in raw input: the text, then the other columns, decide between them
+            (frame.repartition(partitions, "id").sortWithinPartitions("id", F.xxhash64(*hashable(frame, ("text",))))
+             .write.parquet(str(staging / name)))
         matches = kept.keep(result.where(F.size(SPANS) > 0).select("id", F.explode(SPANS).alias("m"))
                             .select("id", "m.*"))
-        matches.orderBy("id", "start", "benchmark", "item").coalesce(1).write.parquet(str(staging / "matches"))
+        order = ["id", "start", "benchmark", "item"]  # then the rest: two documents of one id may match alike
+        (matches.orderBy(*order, *(name for name in matches.columns if name not in order)).coalesce(1)
+         .write.parquet(str(staging / "matches")))
         quarantine.write.parquet(str(staging / "quarantine"))
         stats = _stats(result, matches, quarantine, index, skipped, len(files), started)
         stats["checksums"] = checksums(spark, staging, OUTPUTS)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from schemas import strict_json
 from schemas.trust import regular_file_text
-from spark_stages.session import column
+from spark_stages.session import hashable
 
 SCRATCH = "_scratch"
 STAGING = "_staging"
@@ -152,15 +152,12 @@ def content_checksum(spark, folder: Path) -> str:
     the file name, the row's position in the file and every value. Equal for the same rows in the same
     order and files, whatever bytes the writer chose; computed on the executors."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import MapType
 
     _rename_parts(folder)
     if not any(folder.rglob("part-*.parquet")):
         return "0:0000000000000000"
     frame = spark.read.parquet(str(folder))
-    values = [F.to_json(column(f.name)) if isinstance(f.dataType, MapType) else column(f.name)  # maps: no hash
-              for f in frame.schema.fields]
-    row_hash = F.xxhash64(F.col("_metadata.file_name"), F.col("_metadata.row_index"), *values)
+    row_hash = F.xxhash64(F.col("_metadata.file_name"), F.col("_metadata.row_index"), *hashable(frame))
     rows, total = frame.agg(F.count("*"), F.sum(row_hash.cast("decimal(38,0)"))).first()
     return f"{rows}:{int(total or 0) % (1 << 64):016x}"
 

@@ -83,7 +83,9 @@ def source_rates(training, weights: list[Fraction | float]) -> list[float]:
 def held_out_texts(docs, share: float) -> list[str]:
     """The held-out texts, in hash order, up to MAX_HELD_OUT_BYTES."""
     texts, size = [], 0
-    for row in docs.where(docs.u < share).orderBy("u", "id").select("text").toLocalIterator():
+    from pyspark.sql import functions as F
+
+    for row in docs.where(docs.u < share).orderBy("u", "id", F.xxhash64("text")).select("text").toLocalIterator():
         size += len(row.text.encode())
         if size > MAX_HELD_OUT_BYTES:
             break
@@ -100,13 +102,14 @@ def _sample(training, sample_bytes: int, kept: Persisted):
 
     total = training.where(F.col("v") < F.col("keep")).agg(F.sum(F.octet_length("text"))).first()[0] or 0
     rate = min(1.0, sample_bytes / total) if total else 1.0
-    # ranges of the hash, each sorted: the order of orderBy("u", "id"), in as many partitions as the size
-    # needs (orderBy alone makes spark.sql.shuffle.partitions of them: 125 MB each for a 1 GB sample on
-    # 8, which a 4 GB local driver lost as task results); on disk, not in the memory a local driver's JVM
-    # shares with its executor
+    # ranges of the hash, each sorted: the order of orderBy("u", "id", the text's hash: an id may repeat), in
+    # as many partitions as the size needs (orderBy alone makes spark.sql.shuffle.partitions of them: 125 MB
+    # each for a 1 GB sample on 8, which a 4 GB local driver lost as task results); on disk, not in the memory
+    # a local driver's JVM shares with its executor
     partitions = max(1, math.ceil(total * rate / SAMPLE_PARTITION_BYTES))
     chosen = training.where(F.col("v") < F.col("keep") * rate)
-    sample = kept.keep(chosen.repartitionByRange(partitions, "u", "id").sortWithinPartitions("u", "id").select("text"),
+    order = ["u", "id", F.xxhash64("text")]
+    sample = kept.keep(chosen.repartitionByRange(partitions, *order).sortWithinPartitions(*order).select("text"),
                        StorageLevel.DISK_ONLY)
     return sample, total, rate
 

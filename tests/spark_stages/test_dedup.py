@@ -286,3 +286,26 @@ def test_copies_of_one_id_length_and_normalized_text_keep_the_same_one_whatever_
         checksums.append(stats["checksums"]["docs"])
         assert stats["exact_duplicates"] == 1
     assert checksums[0] == checksums[1]
+
+
+def test_copies_apart_only_in_other_columns_keep_the_same_row_whatever_the_read_splits(spark, tmp_path):
+    """Three files each holding id "x" with one text, told apart only by their url: the survivor had followed
+    the read splits (the row was the only key left); every column is now in the last hash."""
+    rng = random.Random(2)
+    x = "one document with one id and one text, copied into three files under three urls " * 3
+    filler = [{"id": f"f{i}", "text": " ".join("".join(rng.choices("abcdefghij", k=8)) for _ in range(120)),
+               "url": f"https://filler/{i}"} for i in range(450)]
+    (tmp_path / "in").mkdir()
+    for part, name in enumerate("ABC"):
+        rows = filler[part * 150:(part + 1) * 150] + [{"id": "x", "text": x, "url": f"https://{name}/x"}]
+        pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in" / f"{name}.parquet", row_group_size=50,
+                       compression="none")
+    outputs = []
+    for name, split in (("default", "134217728"), ("small", "60000")):
+        with spark_settings(spark, {"spark.sql.files.maxPartitionBytes": split}):
+            stats = run(spark, single_source(str(tmp_path / "in")), Config(partitions=2), str(tmp_path / name))
+        assert stats["exact_duplicates"] == 2
+        outputs.append((stats["checksums"]["docs"], stats["checksums"]["clusters"]))
+        kept = pq.read_table(tmp_path / name / "docs").to_pylist()
+        assert [row["url"] for row in kept if row["id"] == "x"] in (["https://A/x"], ["https://B/x"], ["https://C/x"])
+    assert outputs[0] == outputs[1]

@@ -40,6 +40,22 @@ def test_a_changed_value_order_or_split_changes_the_checksum(spark, tmp_path):
         assert content_checksum(spark, write(tmp_path / name, parts)) != reference, name
 
 
+def test_maps_inside_structs_and_lists_are_summed_as_their_json(spark, tmp_path):
+    """Spark refuses to hash a map wherever it sits: a map inside a struct or a list failed the checksum
+    (a top-level map alone had been turned into JSON)."""
+    rows = [{"id": f"d{i}", "meta": {"tags": [("k", str(i))]}, "pairs": [[("a", i)]]} for i in range(5)]
+    schema = pa.schema([("id", pa.string()), ("meta", pa.struct([("tags", pa.map_(pa.string(), pa.string()))])),
+                        ("pairs", pa.list_(pa.map_(pa.string(), pa.int64())))])
+    folder = tmp_path / "nested"
+    folder.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows, schema), folder / "part-00000.parquet")
+    changed = [dict(r, meta={"tags": [("k", "other")]}) if r["id"] == "d3" else r for r in rows]
+    (tmp_path / "changed").mkdir()
+    pq.write_table(pa.Table.from_pylist(changed, schema), tmp_path / "changed" / "part-00000.parquet")
+    checksum = content_checksum(spark, folder)
+    assert checksum.startswith("5:") and checksum != content_checksum(spark, tmp_path / "changed")
+
+
 def test_an_empty_output_has_a_checksum(spark, tmp_path):
     (tmp_path / "empty").mkdir()
     assert content_checksum(spark, tmp_path / "empty") == "0:0000000000000000"

@@ -91,6 +91,25 @@ def test_the_sample_reaches_the_driver_in_bounded_partitions_in_hash_order(spark
     assert len(parts) == -(-size // 2 // (32 << 10)) > 4 and max(parts) < 4 * (32 << 10) + max(map(len, texts))
 
 
+def test_documents_of_one_id_come_in_one_order_whatever_the_input_order(spark, sample_dir):
+    """An id may repeat in raw input: the held-out texts (cut at MAX_HELD_OUT_BYTES) and the training sample
+    had come in the input's order for documents of one id (one hash), so another reading of the same files
+    could hold out and train on other text; the text's hash now orders them."""
+    from pyspark.sql import functions as F
+
+    read = read_file(expand_inputs(str(sample_dir / "debian-reference.en*"))[0])
+    texts = [r.text for r in read if isinstance(r, Document)][:40]
+    orders = []
+    for rows in (texts, texts[::-1]):
+        frame = spark.createDataFrame([("one id", t, 0) for t in rows], f"id string, text string, {SOURCE} int")
+        docs = with_hash(frame.coalesce(1))
+        training = docs.withColumn("v", F.lit(0.0)).withColumn("keep", F.lit(1.0))
+        with persisted() as kept:
+            sample, _, _ = stage._sample(training, 1 << 40, kept)
+            orders.append((stage.held_out_texts(docs, 1.0), [row.text for row in sample.toLocalIterator()]))
+    assert sorted(orders[0][0]) == sorted(texts) and orders[0] == orders[1]
+
+
 @pytest.mark.parametrize("superwords", [False, True])
 def test_spark_e_steps_equal_the_local_ones(spark, sample_dir, superwords):
     texts = [r.text for r in read_file(expand_inputs(str(sample_dir / "debian-faq.en*"))[0]) if isinstance(r, Document)]
