@@ -65,7 +65,7 @@ from spark_stages.outputs import (
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
 from spark_stages.session import column as quoted
-from spark_stages.session import spark_schema
+from spark_stages.session import hashable, spark_schema
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ WRITTEN_SCHEMA = pa.schema([("grp", pa.int32()), ("file", pa.string()), ("rows",
 # sizes the packing groups from the text the encoding tasks counted.
 TEXT_PER_SHARD_BYTE = 3
 MAX_GROUP_DOCUMENTS = 1_000_000  # a packing task holds its group's documents (~400 bytes each past their tokens)
+QUARANTINE_FILE_RECORDS = 1_000_000  # records of broken input in one quarantine file (one sorting task each)
 MAX_SHARDS = 100_000  # shards one index lists at most (schemas/index.py: 64 MiB, a few hundred bytes each)
 TASKS_PER_CORE = 4
 
@@ -445,21 +446,28 @@ def _encoded_and_quarantined(spark, files, tokenizer: TokenizerFile, folder: Pat
         tasks = encode_parquet(parquet_pieces(files, count), count, tokenizer, spark, folder, part, where)
         quarantined = sum(task.null_texts for task in tasks) if part[0] != HELDOUT else 0
         if quarantined:
-            _write_quarantine(load_documents(spark, files, where=where)[1], staging)
+            _write_quarantine(load_documents(spark, files, where=where)[1], quarantined, staging)
         return tasks, quarantined
     with persisted() as kept:  # raw input: a task per file (read_input), parsed once
         docs, quarantine = load_documents(spark, files, kept)
         tasks = encode(spread(docs, min_tasks), tokenizer, spark, folder, part)
         quarantined = quarantine.count() if part[0] != HELDOUT else 0
         if quarantined:
-            _write_quarantine(quarantine, staging)
+            _write_quarantine(quarantine, quarantined, staging)
         return tasks, quarantined
 
 
-def _write_quarantine(quarantine, staging: Path) -> None:
-    """STAGING/quarantine as one file in the records' order: written as read, its files (and index.json's
-    quarantine_checksum with them) followed the read splits, and so the cores (local[1] against local[2])."""
-    quarantine.repartition(1).sortWithinPartitions("file", "line", "error").write.parquet(str(staging / "quarantine"))
+def _write_quarantine(quarantine, records: int, staging: Path) -> None:
+    """STAGING/quarantine in a file per QUARANTINE_FILE_RECORDS records, each record's file chosen by a hash of
+    the record and each file in the records' order: written as read, its files (and index.json's
+    quarantine_checksum with them) followed the read splits, and so the cores (local[1] against local[2]); one
+    file for all would be one task sorting them all."""
+    from pyspark.sql import functions as F
+
+    files = max(1, math.ceil(records / QUARANTINE_FILE_RECORDS))
+    record = ["file", "line", "error", F.xxhash64(*hashable(quarantine))]
+    (quarantine.repartition(files, *record).sortWithinPartitions(*record)
+     .write.parquet(str(staging / "quarantine")))
 
 
 def summary(index: dict) -> str:

@@ -272,6 +272,30 @@ def test_the_quarantine_is_one_file_in_the_records_order_whatever_the_tasks(spar
     assert [(r["file"], r["line"]) for r in rows] == [(f"{i}.jsonl", line) for i in range(3) for line in (2, 4)]
 
 
+def test_a_large_quarantine_is_written_in_files_by_the_records_hash(spark, tmp_path, corpus, monkeypatch):
+    # one file for every broken record was one task sorting hundreds of millions of them
+    import spark_stages.shards as shards_module
+    from tests.spark_stages.conftest import OTHER_CLUSTER, spark_settings
+
+    folder, texts, _ = corpus
+    for i in range(3):
+        write_lines(tmp_path / "in" / f"{i}.jsonl", [{"id": f"{i}-a", "text": texts[i]}, *[b"{broken"] * 5, b"[1]"],
+                    mkdir=True)
+    monkeypatch.setattr(shards_module, "QUARANTINE_FILE_RECORDS", 5)
+    cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ))
+    index = run(spark, single_source(str(tmp_path / "in")), cfg, str(tmp_path / "a"))
+    with spark_settings(spark, OTHER_CLUSTER):
+        again = run(spark, single_source(str(tmp_path / "in")), cfg, str(tmp_path / "b"))
+    assert index["totals"]["quarantined"] == 18 and index == again
+    files = sorted((tmp_path / "a" / "quarantine").glob("*.parquet"))
+    assert [p.name for p in files] == [f"part-{i:05d}.parquet" for i in range(4)]
+    parts = [pq.read_table(p).to_pylist() for p in files]
+    assert sorted((r["file"], r["line"]) for part in parts for r in part) == sorted(
+        (f"{i}.jsonl", line) for i in range(3) for line in range(2, 8))
+    for part in parts:
+        assert [(r["file"], r["line"]) for r in part] == sorted((r["file"], r["line"]) for r in part)
+
+
 def test_packing_groups_are_bounded_by_their_documents_and_the_shards_by_what_an_index_lists(spark, tmp_path, corpus,
                                                                                             monkeypatch):
     # 4,000,000 empty documents were one group (a packing task of 1.7 GB: groups came from the text alone);
