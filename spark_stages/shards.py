@@ -403,12 +403,15 @@ def write_shards(spark, sources: Sources, cfg: Config, out: str, part: str,
                                                   (part, cfg.heldout_share), where)
     # About one shard file per group, sized from the text: the same number whatever the partitions; and no
     # group of more than MAX_GROUP_DOCUMENTS documents (4,000,000 empty ones were one group: a task of 1.7 GB)
-    text_bytes = sum(task.text_bytes for task in tasks)
-    groups = max(1, math.ceil(text_bytes / (TEXT_PER_SHARD_BYTE * cfg.shard_bytes)),
-                 math.ceil(sum(task.documents for task in tasks) / MAX_GROUP_DOCUMENTS))
+    text_bytes, read = sum(task.text_bytes for task in tasks), sum(task.documents for task in tasks)
+    by_text = math.ceil(text_bytes / (TEXT_PER_SHARD_BYTE * cfg.shard_bytes))
+    groups = max(1, by_text, math.ceil(read / MAX_GROUP_DOCUMENTS))
     if groups > MAX_SHARDS:  # before the packing: a shard a row, hours of it, and an index no loader reads
-        raise InputError(f"--shard-mb {cfg.shard_mb:g} cuts {text_bytes:,} bytes of text into about {groups:,} "
-                         f"shards; an index lists at most {MAX_SHARDS:,} (give a larger --shard-mb)")
+        if by_text == groups:
+            raise InputError(f"--shard-mb {cfg.shard_mb:g} cuts {text_bytes:,} bytes of text into about {groups:,} "
+                             f"shards; an index lists at most {MAX_SHARDS:,} (give a larger --shard-mb)")
+        raise InputError(f"{read:,} documents make {groups:,} shards of at most {MAX_GROUP_DOCUMENTS:,} "
+                         f"documents each; an index lists at most {MAX_SHARDS:,} (split the input into several runs)")
     log.info("%d bytes of text: %d packing groups", text_bytes, groups)
     files = [task.file for task in tasks if task.documents]
     written = pack_groups(spark, encoded, files, groups, str(staging), cfg, tokenizer.pad_id) if files else []

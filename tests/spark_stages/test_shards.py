@@ -322,3 +322,7 @@ def test_packing_groups_are_bounded_by_their_documents_and_the_shards_by_what_an
     with pytest.raises(InputError, match="shards; an index lists at most 3 .give a larger --shard-mb"):
         run(spark, single_source(str(folder / "one")), Config(tokenizer=cfg.tokenizer, pack=PackConfig(SEQ),
                                                               shard_mb=1 / 64), str(tmp_path / "tiny"))
+    # where the documents, not the text, make the shards, a larger --shard-mb would not help: the message says so
+    with pytest.raises(InputError, match=f"{documents:,} documents make .* at most 10 documents each; an index lists "
+                                         "at most 3 .split the input"):
+        run(spark, single_source(str(folder / "one")), cfg, str(tmp_path / "many"))
