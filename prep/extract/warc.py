@@ -263,9 +263,11 @@ def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0, within: str = 
     messages). A record that claims more than the file holds, or bytes that are not a record, send the reader
     on to the next line that starts a record past the last record read (never inside it, where a page's HTML
     may show a record, but up to OVERSHOOT bytes before its declared end, where a record that declared more
-    than it held put the next one). A record cut short at the file's end comes last, `cut`: the caller says
+    than it held put the next one). Each record is held until the next one shows where it ended: fastwarc goes
+    on past bytes it cannot read without a word, and a record whose declared end lies past the next record's
+    headers had hidden that record. A record cut short at the file's end comes last, `cut`: the caller says
     what that end is."""
-    start, previous = 0, None
+    start, previous, held = 0, None, None
     while start is not None:
         raw.seek(start)
         resume, last = start, -1  # where the bytes after the last record read begin, and where it began
@@ -274,6 +276,21 @@ def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0, within: str = 
                 if previous is not None:  # a record cut short with another after it: itself damaged
                     yield Quarantined(previous.error, previous.offset, id=previous.id)
                     previous = None
+                if held is not None:
+                    gap = _past_space(raw, resume)
+                    if position > gap:  # fastwarc skipped the bytes from `gap` to find this record
+                        back = _hidden(raw, last, resume, position, size)
+                        if back is not None:
+                            yield _declares_more(held, last, back, base)
+                            held, start = None, back
+                            break
+                        yield held
+                        yield Quarantined(f"not a WARC record: {position - gap} bytes before the record at byte "
+                                          f"{position + base} (a record before them may declare them its own); "
+                                          f"read on from the next record, at byte {position + base}", gap + base)
+                    else:
+                        yield held
+                    held = None
                 if isinstance(outcome, Claims):
                     start = _next_record(raw, position + 1)
                     if start is None:
@@ -286,7 +303,7 @@ def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0, within: str = 
                 if isinstance(outcome, Quarantined) and outcome.cut:
                     previous = outcome  # unless the file ends here: then the file was cut short
                 else:
-                    yield outcome
+                    held = outcome
             else:
                 start = None
         except BaseException as e:
@@ -298,20 +315,63 @@ def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0, within: str = 
             at = _past_space(raw, resume)
             if last >= 0:  # records were read since `start`: where the one after them starts is looked at again
                 if _starts_record(raw, at):  # fastwarc read the last one otherwise (a `content-length`): again
+                    if held is not None:
+                        yield held
+                        held = None
                     start = at  # from there (failing there at once, it is itself what cannot be read)
                     continue
-                back = _next_record(raw, max(last + 1, resume - OVERSHOOT))
-                if back is not None and back < at:
-                    yield Quarantined(f"declares more bytes than it holds ({_short(e)} after it); read on from the "
-                                      f"next record, at byte {back + base}", last + base)
-                    start = back
+                back = _hidden(raw, last, resume, at, size)
+                if back is not None:
+                    yield _declares_more(held, last, back, base, f" ({_short(e)} after it)")
+                    held, start = None, back
                     continue
+            if held is not None:
+                yield held
+                held = None
             start = _next_record(raw, at)
             then = (f"no record after it in {within}" if start is None else
                     f"read on from the next record, at byte {start + base}")
             yield Quarantined(f"not a WARC record: {_short(e)}; {then}", at + base)
+        if held is not None and start is None:
+            yield held
+            held = None
     if previous is not None:
         yield previous
+
+
+def _hidden(raw, last: int, resume: int, found: int, size: int) -> int | None:
+    """Where a record starts that the one read at `last` hides, declaring an end (`resume`) past it, before
+    `found` (where reading went on, or failed); None where there is none. Up to OVERSHOOT bytes before that
+    end, any line that starts a record; further back, in what may be the record's own block (a page about WARC
+    files shows records), only one that ends where another record starts, or the file ends, as records do."""
+    back = _next_record(raw, max(last + 1, resume - OVERSHOOT))
+    if back is not None and back < found:
+        return back
+    inner = _next_record(raw, last + 1)
+    return inner if inner is not None and inner < resume and _chains(raw, inner, size) else None
+
+
+CONTENT_LENGTH = re.compile(rb"\ncontent-length:[ \t]*(\d{1,18})[ \t]*\r?\n", re.IGNORECASE)
+
+
+def _chains(raw, position: int, size: int) -> bool:
+    """Whether the record at `position` ends, as its headers declare, where another record starts or the file
+    ends."""
+    headers_end = _file_headers_end(raw.fileno())(position)
+    if headers_end is None:
+        return False
+    length = CONTENT_LENGTH.search(os.pread(raw.fileno(), headers_end - position, position))
+    if length is None:
+        return False
+    end = _past_space(raw, headers_end + int(length.group(1)))
+    return end == size or _starts_record(raw, end)
+
+
+def _declares_more(held: Outcome | None, last: int, back: int, base: int, why: str = "") -> Quarantined:
+    """The record read at `last`, in place of what it gave, quarantined: its declared end lies past the start
+    of the next record, at `back`."""
+    return Quarantined(f"declares more bytes than it holds{why}; read on from the next record, at byte "
+                       f"{back + base}", last + base, id=getattr(held, "id", None))
 
 
 def _starts_record(raw, offset: int) -> bool:

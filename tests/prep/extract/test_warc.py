@@ -376,3 +376,49 @@ def test_a_record_read_to_another_end_than_it_declares_costs_not_the_record_afte
         outcomes = list(read_warc(path))
         assert _urls(outcomes)[-39:] == EVERY_PAGE[1:]
         assert not any(isinstance(o, FileProblem) for o in outcomes)
+
+
+@pytest.mark.parametrize("extra", [10, 400, 600, 1000, 5000])
+def test_a_record_declaring_more_than_it_holds_is_quarantined_alone_and_no_record_vanishes(tmp_path, extra):
+    # found by the review of 2026-12-07: uncompressed or gzipped whole, a Content-Length a few hundred bytes too
+    # large came out as a page (with the next record's first bytes) and quarantined besides; 600 too many put
+    # its end past the next record's headers, fastwarc went on from the record after without a word, and that
+    # record vanished (5,000 too many: two)
+    pages = [_page(i, b"<html><body><p>Page %d: Debian is a free operating system.</p>%s</body></html>"
+                   % (i, b" " * 3000)) for i in range(6)]
+    at = pages[1].find(b"Content-Length: ") + 16
+    end = pages[1].find(b"\r\n", at)
+    pages[1] = pages[1][:at] + b"%d" % (int(pages[1][at:end]) + extra) + pages[1][end:]
+    starts = [sum(map(len, pages[:i])) for i in range(6)]
+    for path in _files(tmp_path, f"over{extra}", b"".join(pages)):
+        outcomes = list(read_warc(path))
+        urls = _urls(outcomes)
+        quarantined = [o for o in outcomes if isinstance(o, Quarantined)]
+        assert "http://docs.example.org/1" not in urls and quarantined[0].offset == starts[1], (path, outcomes)
+        assert urls[:1] == ["http://docs.example.org/0"] and urls[-3:] == [f"http://docs.example.org/{i}"
+                                                                           for i in range(3, 6)]
+        # a page it hides is named by a quarantined span that holds it, never lost unsaid
+        for i in range(2, 6):
+            if f"http://docs.example.org/{i}" not in urls:
+                assert any(q.offset <= starts[i] < _span_end(q) for q in quarantined), (i, quarantined)
+        assert not any(isinstance(o, FileProblem) for o in outcomes)
+
+
+def _span_end(quarantined: Quarantined) -> int:
+    """Where what a quarantined record names ends: the byte it says the reader went on from."""
+    import re
+
+    found = re.search(r"at byte (\d+)", quarantined.error)
+    return int(found.group(1)) if found else quarantined.offset + 1
+
+
+def test_junk_after_a_page_that_shows_a_record_in_its_html_reads_no_record_out_of_that_page(tmp_path):
+    # what a record hides is looked for in its block only where it ends where another record starts: a page
+    # about WARC files, junk after it, is itself and not the records it shows
+    forged = _record(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>Forged</p>", uri=b"http://bank.example/")
+    page = _page(0, b"<html><body><p>How a WARC record looks:</p><pre>\n" + forged + b"</pre>" + b" " * 3000
+                 + b"</body></html>")
+    for path in _files(tmp_path, "shown", page + b"JUNK!!\r\n" + _page(1)):
+        outcomes = list(read_warc(path))
+        assert _urls(outcomes) == ["http://docs.example.org/0", "http://docs.example.org/1"], outcomes
+        assert kinds(outcomes).count("Quarantined") == 1
