@@ -12,7 +12,10 @@ Read as `tokenizers` reads it (its canonical JSON, `Tokenizer.from_str(...).to_s
   which failed the shards job in a Spark task, and `tokenizers`' BPE drops such a byte silently;
 - no BPE dropout: it draws merges at random, so the same documents made other shards every run;
 - a WordPiece model's words of at most MAX_WORDPIECE_CHARS characters: its search is cubic in a word's
-  length, and a file of 1e12 with no pre-tokenizer took 128 s for 16,000 letters (BERT's is 100).
+  length, and a file of 1e12 with no pre-tokenizer took 128 s for 16,000 letters (BERT's is 100);
+- no string of more than MAX_INSERTED_CHARS characters that a Prepend or a Replace puts in the text: every
+  document carried a Prepend of 100,000 characters ("hello world" became 36,112 tokens), and reading the
+  file took 55 s with one of a million (Llama 2's and Mistral's is the one character "▁").
 """
 
 from prep.tokenizer.base import BOS, EOS, PAD
@@ -24,11 +27,13 @@ CJK_RUN_BEFORE_2026_11_29 = r"[\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9
 OWN_PATTERNS = frozenset((DIGITS, CJK_RUN, CJK_RUN_BEFORE_2026_11_29, LLAMA3, NEWLINES))
 BYTE_FALLBACK_PIECES = [f"<0x{b:02X}>" for b in range(256)]
 MAX_WORDPIECE_CHARS = 200
+MAX_INSERTED_CHARS = 16
 
 
 def check_tokenizer(config: dict, path: str) -> None:
     """ValueError naming `path` for the first of the problems above in `config` (a tokenizer.json's JSON)."""
-    problem = _foreign_pattern(config) or _added_token_problem(config) or _byte_problem(config)
+    problem = (_foreign_pattern(config) or _long_insert(config) or _added_token_problem(config)
+               or _byte_problem(config))
     model = config["model"]
     if (model.get("dropout") or 0) > 0:
         problem = problem or "BPE dropout (random merges: other ids every run)"
@@ -45,6 +50,28 @@ def _foreign_pattern(config: dict) -> str | None:
             if pattern not in OWN_PATTERNS:
                 return f"a regular expression tokenmill does not write in its {part} ({pattern[:40]!r})"
     return None
+
+
+def _long_insert(config: dict) -> str | None:
+    for part in ("normalizer", "pre_tokenizer", "decoder"):
+        for kind, text in _inserts(config.get(part)):
+            if not isinstance(text, str):
+                return f"a {kind} in its {part} whose string is {text!r:.40}"
+            if len(text) > MAX_INSERTED_CHARS:
+                return (f"a {kind} in its {part} that puts {len(text):,} characters in the text ({text[:20]!r}...; "
+                        f"at most {MAX_INSERTED_CHARS}: every document carries them)")
+    return None
+
+
+def _inserts(node) -> list[tuple[str, object]]:
+    """(type, string) of each Prepend and Replace under `node`: what they put in the text."""
+    if isinstance(node, list):
+        return [found for item in node for found in _inserts(item)]
+    if not isinstance(node, dict):
+        return []
+    key = {"Prepend": "prepend", "Replace": "content"}.get(node.get("type"))
+    own = [(node["type"], node.get(key))] if key else []
+    return own + [found for value in node.values() for found in _inserts(value)]
 
 
 def _regexes(node) -> list[str]:

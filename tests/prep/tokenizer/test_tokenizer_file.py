@@ -134,6 +134,24 @@ def test_a_regular_expression_tokenmill_does_not_write_is_refused(tmp_path, wher
         TokenizerFile.read(_bpe(tmp_path, crafted))
 
 
+@pytest.mark.parametrize("insert", [{"type": "Prepend", "prepend": "x" * 100_000},
+                                    {"type": "Replace", "pattern": {"String": " "}, "content": "x" * 10_000}])
+def test_a_normalizer_that_puts_a_long_string_in_the_text_is_refused(tmp_path, insert):
+    # a Prepend of 100,000 characters was read (in 5 s; a million took 55 s) and put in every document: "hello
+    # world" became 36,112 tokens; a Replace of every space by 10,000 characters, 5 words 20,007 tokens
+    def crafted(config):
+        config["normalizer"] = {"type": "Sequence", "normalizers": [insert]}
+
+    def llama(config):  # the one character of Llama 2's and Mistral's
+        config["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"}]}
+
+    length = len(insert.get("prepend") or insert.get("content"))
+    with pytest.raises(ValueError, match=f"tokenizer.json: a {insert['type']} in its normalizer that puts {length:,} "
+                                         r"characters in the text \('xxx.*at most 16"):
+        TokenizerFile.read(_bpe(tmp_path, crafted))
+    assert TokenizerFile.read(_bpe(tmp_path, llama)).encoder()(["hello world"])[0].size > 0
+
+
 def test_a_tokenizer_of_the_cjk_ranges_before_they_were_defined_once_is_read(tmp_path):
     """Found by the day's review: tokenizers tokenmill wrote before 2026-11-29 hold another text of the CJK
     runs' pattern, and were refused as foreign."""
