@@ -462,7 +462,7 @@ def test_a_split_of_values_without_training_rows_or_past_the_bound_is_one_line(s
     loader.close()
 
 
-def test_label_fields_of_a_bracket_a_dotted_name_or_nan(labelled, tmp_path):
+def test_label_fields_of_a_bracket_a_dotted_name_or_nan(labelled, tmp_path, capsys):
     """Found by the review of 2026-12-07: a JSON label "[junk]" was taken for a list (no label), a field named
     "q.label" was read as q's field label (no document labelled), and a Parquet label of NaN became the class
     "NaN"."""
@@ -483,6 +483,12 @@ def test_label_fields_of_a_bracket_a_dotted_name_or_nan(labelled, tmp_path):
     assert sorted(found["dotted"]["labels"]) == ["good", "junk"]
     assert sorted(found["nan.parquet"]["labels"]) == ["0.0", "1.0"]
     assert found["nan.parquet"]["read"]["without_label"] == len(range(0, len(records), 5))
+    # a dotted name holding a quote was read as a path: "q.it's" gave the field it's of q (a wrong label)
+    write_lines(tmp_path / "quoted" / "l.jsonl", [{"id": r["id"], "text": r["text"], "q": {"it's": "WRONG"}}
+                                                  for r in records], mkdir=True)
+    assert run_stage(train_classifier.STAGE, ["--input", str(tmp_path / "quoted"), "--output", str(tmp_path / "out-q"),
+                                              "--label-field", "q.it's", *FAST]) == 2
+    assert "the label field \"q.it's\" holds a dot and a quote or backslash" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("value", ["mixture.json", "heldout", "run.json", "x" * 101, "x=/../../escaped", "a=b",
