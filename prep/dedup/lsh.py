@@ -67,17 +67,31 @@ def exact_hash(normalized: bytes) -> bytes:
     return hashlib.blake2b(normalized, digest_size=16).digest()
 
 
+def _of_raw_text(text, num_perm: int) -> tuple[bytes, np.ndarray]:
+    """(exact hash, signature) of a text that normalizes to nothing (punctuation, white space or symbols
+    alone), from its raw text: such texts had all been one exact duplicate, and one near one (one signature
+    for no shingle), and all but one removed. A copy of the same text is still an exact duplicate; any other
+    text's signature is as unlike as random values are (no LSH band in common)."""
+    raw = (text.as_py() if isinstance(text, pa.Scalar) else text).encode("utf-8", "surrogatepass")
+    digest = hashlib.blake2b(raw, digest_size=16, person=b"tokenmill-raw").digest()
+    rng = np.random.default_rng(int.from_bytes(digest, "little"))
+    return digest, rng.integers(0, 1 << 32, num_perm, dtype=np.uint32)
+
+
 def document_features(ids: list[str], texts: "list[str] | pa.StringArray", cfg: MinHashConfig) -> dict[str, list]:
     """Everything dedup needs per document, for one batch: survivor-rule keys, exact hash, signature,
     and for the stats the shingles hashed and each document's share of the batch's signature seconds."""
     started = time.perf_counter()
     batch = minhash_batch(texts, cfg)  # one pass: signatures and the normalized texts
+    exact, signatures = [exact_hash(n) for n in batch.normalized], batch.signatures
+    for i in (i for i, normalized in enumerate(batch.normalized) if not normalized):
+        exact[i], signatures[i] = _of_raw_text(texts[i], cfg.num_perm)
     seconds = time.perf_counter() - started
     return {
         "id_hash": [id_hash(i) for i in ids],
         "text_len": batch.lengths,
-        "exact_hash": [exact_hash(n) for n in batch.normalized],
-        "signature": list(map(bytes, batch.signatures)),
+        "exact_hash": exact,
+        "signature": list(map(bytes, signatures)),
         "shingles": batch.shingles,
         "signature_seconds": np.full(len(texts), seconds / max(1, len(texts))),
     }

@@ -49,3 +49,14 @@ def test_per_source_compares_each_source_alone_and_across_drops_the_later_copy(s
 def test_no_documents():
     decisions = decide(features([]), np.zeros(0, np.int32), False, DedupConfig())
     assert len(decisions.kept) == 0 and decisions.cluster_sizes() == [] and decisions.graph.candidate_pairs == 0
+
+
+def test_texts_that_normalize_to_nothing_are_copies_only_of_the_same_text():
+    """Found by the review of 2026-12-07: punctuation, white space or symbols alone normalize to nothing, and
+    all such documents were one exact duplicate (and one near one: their signatures were one), four of five
+    removed."""
+    texts = ["!!!", "???", "   \n\t ", "— … —", "...", "???", "✓ ✓ ✓"]
+    decisions = decide(features(texts), np.zeros(len(texts), np.int32), False, DedupConfig())
+    kept = [t for t, k in zip(texts, decisions.kept) if k]
+    assert sorted(kept) == sorted(set(texts))  # the second "???" alone goes
+    assert decisions.counts(np.zeros(len(texts), np.int32), 0).exact == 1
