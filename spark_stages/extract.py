@@ -67,6 +67,7 @@ BATCH_ROWS = 512  # pages a task holds before handing them to its writer ...
 # ... or fewer, whose text passes this: 512 WET records of 10 MB each had grown a task past 7 GB, and failed
 # where a batch's column passed Arrow's 2 GiB
 BATCH_CHARS = 1 << 25
+MAX_LINE_KEYS = 1_000_000  # a file's (site, line) page counts held before they are written out (~150 MB)
 
 
 @dataclass(frozen=True)
@@ -216,16 +217,23 @@ class _SiteLines:
         site = site_key(page["host"])
         self._site_pages[site] += 1
         self._line_pages.update((site, key) for key in set(page["keys"]))  # pages, not lines
+        if len(self._line_pages) >= MAX_LINE_KEYS:  # counts are summed where they are read: written in parts
+            self._write_lines()  # (three 10 MB pages of distinct lines had held 450 MB, 1.3 GB at the peak)
 
     def write_pages(self, pages: list[dict]) -> None:
         self._scratch.write("pages", rows_to_batch(pages, PAGE_SCHEMA))
 
-    def close(self) -> None:
-        sites, lines = self._site_pages, self._line_pages
-        self._scratch.write("sites", pa.record_batch([list(sites), list(sites.values())], schema=SITE_SCHEMA))
+    def _write_lines(self) -> None:
+        lines = self._line_pages
         self._scratch.write("lines", pa.record_batch([[self._index] * len(lines), [site for site, _ in lines],
                                                       [key for _, key in lines], list(lines.values())],
                                                      schema=LINE_SCHEMA))
+        self._line_pages = Counter()
+
+    def close(self) -> None:
+        sites = self._site_pages
+        self._scratch.write("sites", pa.record_batch([list(sites), list(sites.values())], schema=SITE_SCHEMA))
+        self._write_lines()
         self._scratch.close()
 
     def abandon(self) -> None:

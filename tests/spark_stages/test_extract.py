@@ -215,3 +215,39 @@ def test_a_task_hands_its_pages_to_the_writer_by_their_text_not_only_their_count
     assert sum(rows for rows, _ in docs) == 12 and longest > 50_000
     assert len(docs) > 1 and all(chars < 300_000 + longest for _, chars in docs), docs
     assert pq.read_table(staging / "docs").column("text").to_pylist() == [t.strip() for t in texts]
+
+
+def test_a_files_line_counts_are_written_in_parts_that_sum_to_the_same(crawl, tmp_path, monkeypatch):
+    # a file's (site, line) page counts were held until its end: three 10 MB pages of distinct lines held
+    # 450 MB of them (1.3 GB at the peak); past MAX_LINE_KEYS they are written out, and their readers sum them
+    import pyarrow.compute as pc
+
+    import spark_stages.extract as extract
+    from prep.extract.pages import page_worker
+    from prep.ingest.inputs import InputFile
+    from spark_stages.outputs import SCRATCH
+    from spark_stages.task_outputs import prepare
+
+    folder, _, _ = crawl
+    summed, held, add = [], [], extract._SiteLines.add
+
+    def counting(self, page):
+        add(self, page)
+        held.append((extract.MAX_LINE_KEYS, len(self._line_pages)))
+
+    monkeypatch.setattr(extract._SiteLines, "add", counting)
+    for name, bound in (("whole", extract.MAX_LINE_KEYS), ("parts", 7)):
+        monkeypatch.setattr(extract, "MAX_LINE_KEYS", bound)
+        staging = tmp_path / name
+        staging.mkdir()
+        prepare(staging, extract.OUTPUTS)
+        prepare(staging / SCRATCH, extract.SCRATCH_OUTPUTS)
+        with page_worker(Config()) as worker:
+            extract.extract_file(0, InputFile(str(folder / "a.warc.gz"), "a.warc.gz"), Config(), staging, worker)
+        lines = pq.read_table(staging / SCRATCH / "lines")
+        counts = lines.group_by(["site", "key"]).aggregate([("pages", "sum")]).sort_by([("site", "ascending"),
+                                                                                      ("key", "ascending")])
+        summed.append((counts.to_pylist(), pc.sum(lines["pages"]).as_py(), lines.num_rows))
+    (whole, total, rows), (parts, parts_total, parts_rows) = summed
+    assert whole == parts and total == parts_total and parts_rows > rows > 7
+    assert max(n for bound, n in held if bound == 7) < 7 < max(n for bound, n in held if bound != 7)
