@@ -23,6 +23,10 @@ from schemas.index import MAX_VOCAB_SIZE
 from schemas.trust import UntrustedPath, keys_once, open_regular_file
 
 _LOADED: dict[str, "BatchEncoder"] = {}
+# Files read and checked, by their text's sha256 (a job reads its tokenizer in its check and again for each
+# shards part: 1-2 s each for 131,072 pieces); the last two, each holding its text (a job encodes with one)
+_CHECKED: dict[str, "TokenizerFile"] = {}
+CHECKED_KEPT = 2
 MAX_TOKENIZER_BYTES = 1 << 28  # a tokenizer.json (tokenmill's of 131,072 pieces: ~5 MB; 256K-piece ones ~30 MB)
 MERGES_PER_PIECE = 4  # a BPE's merges at most, per piece (Llama 3's converted file has 2.2)
 # the special tokens' spellings as a document may hold them: alone, after a space, inside words, twice, on a line
@@ -68,7 +72,10 @@ class TokenizerFile:
         """The tokenizer of a tokenizer.json's text (`path` names it in errors): ValueError where it is not a
         tokenizers file, its pieces or merges are not within bounds (_check_pieces), it is not fit to encode
         documents with (prep/tokenizer/file_checks.py), or its encoder fails or gives a special id for text
-        (_probe)."""
+        (_probe). The same text read again in a process is the file already checked."""
+        sha256 = hashlib.sha256(text.encode()).hexdigest()
+        if (checked := _CHECKED.get(sha256)) is not None:
+            return checked
         try:
             # a key given twice (two "model"s): this reader and the library's could take different ones
             config = json.loads(text, object_pairs_hook=keys_once)
@@ -92,11 +99,14 @@ class TokenizerFile:
             raise ValueError(f"{path}: the tokenizer lacks {', '.join(t for t, i in ids.items() if i is None)}")
         read = json.loads(tokenizer.to_str())  # as the library reads it
         check_tokenizer(read, path)
-        found = cls(text, hashlib.sha256(text.encode()).hexdigest(), vocab_size, ids[BOS], ids[EOS], ids[PAD])
-        found._probe(tokenizer, _unknown_id(tokenizer, read["model"]), path)
+        found = cls(text, sha256, vocab_size, ids[BOS], ids[EOS], ids[PAD])
+        found._probe(tokenizer, _unknown_id(tokenizer, read["model"]), path, read)
+        while len(_CHECKED) >= CHECKED_KEPT:
+            del _CHECKED[next(iter(_CHECKED))]
+        _CHECKED[sha256] = found
         return found
 
-    def _probe(self, tokenizer: Tokenizer, unknown: int | None, path: str) -> None:
+    def _probe(self, tokenizer: Tokenizer, unknown: int | None, path: str, read: dict) -> None:
         """Encodes the special tokens' spellings, in the contexts a pre-tokenizer may keep them whole, with the
         encoder the shards job will use: a ValueError where it fails (a FixedLength pre-tokenizer of length 0
         panicked in every Spark task) or gives a special id for text (a model whose pieces spell "<|eos|>" put
@@ -106,7 +116,7 @@ class TokenizerFile:
         specials -= {None, unknown}  # a word outside a WordPiece's vocabulary is its [UNK], a special token
         texts = [form.format(s) for s in (BOS, EOS, PAD, special_tokens()[-1]) for form in PROBE_FORMS]
         try:
-            ids, _ = self.encoder()(texts)
+            ids, _ = batch_encoder(self.json, self.sha256, read)(texts)
         except BaseException as e:
             if not (isinstance(e, Exception) or is_panic(e)):
                 raise
@@ -188,14 +198,15 @@ def _piece_characters(config) -> int:
 BatchEncoder = Callable[["list[str] | pa.StringArray"], tuple[np.ndarray, np.ndarray]]
 
 
-def batch_encoder(tokenizer_json: str, sha256: str | None = None) -> BatchEncoder:
+def batch_encoder(tokenizer_json: str, sha256: str | None = None, config: dict | None = None) -> BatchEncoder:
     """The encoder of a tokenizer, made once per process: tokenmill's compiled one (prep/tokenizer/
     encoder.py: the same ids, several times faster) for the tokenizers tokenmill trains, the `tokenizers`
-    library for any other. Special tokens' spellings are text either way."""
+    library for any other. Special tokens' spellings are text either way. `config`: the file as the library
+    reads it, where the caller has it."""
     key = sha256 or hashlib.sha256(tokenizer_json.encode()).hexdigest()
     if key not in _LOADED:
         try:
-            _LOADED[key] = Encoder(tokenizer_json).encode_batch
+            _LOADED[key] = Encoder(tokenizer_json, config).encode_batch
         except UnsupportedTokenizer:
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one task per core already
             _LOADED[key] = functools.partial(_encode_with_tokenizers, from_json(tokenizer_json))

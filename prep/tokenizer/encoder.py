@@ -177,8 +177,11 @@ def _check_shape(config: dict) -> bool:
 class Encoder:
     """encode_batch(texts) → (int32 ids of every text, one after another; int64 offsets [len + 1])."""
 
-    def __init__(self, tokenizer_json: str):
-        config = json.loads(Tokenizer.from_str(tokenizer_json).to_str())  # the numbers the Rust model uses
+    def __init__(self, tokenizer_json: str, config: dict | None = None):
+        """`config`: the file as the library reads it, json.loads(Tokenizer.from_str(tokenizer_json).to_str()),
+        where the caller has it (the numbers the Rust model uses)."""
+        if config is None:
+            config = json.loads(Tokenizer.from_str(tokenizer_json).to_str())
         self.superwords = _check_shape(config)
         model = config["model"]
         self.unigram = unigram_trie(model["vocab"]) if model["type"] == "Unigram" else None

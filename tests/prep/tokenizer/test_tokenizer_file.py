@@ -33,6 +33,24 @@ def test_a_tokenizer_of_tokenmill_s_shape_is_read_and_encodes(tmp_path):
     assert encode_documents(file, ["abc"])[0].tolist() == [256, 258, byte_alphabet().index("c"), 257]
 
 
+def test_the_same_text_read_again_is_the_file_already_checked_and_another_is_read_anew(tmp_path, monkeypatch):
+    # a job read its tokenizer in its check and again for each shards part, 2-3 s each for 131,072 pieces
+    first = TokenizerFile.read(_bpe(tmp_path))
+    parsed = []
+    monkeypatch.setattr(encode.Tokenizer, "from_str", lambda text, real=Tokenizer.from_str: parsed.append(1) or
+                        real(text))
+    assert TokenizerFile.read(_bpe(tmp_path)) is first and not parsed
+
+    def other(config):
+        config["model"]["vocab"]["ba"] = config["model"]["vocab"].pop("ab")
+        config["model"]["merges"] = [["b", "a"]]
+
+    assert TokenizerFile.read(_bpe(tmp_path, other)).sha256 != first.sha256 and parsed
+    for _ in range(2):  # a refusal is no file checked: it is refused each time
+        with pytest.raises(ValueError, match="BPE dropout"):
+            TokenizerFile.read(_bpe(tmp_path, lambda config: config["model"].update(dropout=0.5)))
+
+
 def test_an_id_far_past_the_pieces_or_given_twice_is_refused(tmp_path):
     # a 4.8 KB file with one id of 4,000,000,000: the encoder's copy of it took 37 s and 15.7 GB (the library
     # writes a vocabulary out id by id, gaps too), and its vocab_size read 260 against ids of 4e9; two pieces
