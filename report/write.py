@@ -12,7 +12,7 @@ from report.layout import LayoutError
 from report.render import report_page
 from report.render_compare import comparison_page
 from report.run import RUN_FILE, SETTINGS_FILE, STAGE_SECONDS
-from spark_stages.outputs import record_written, replace_text, write_json
+from spark_stages.outputs import claim_folder, record_written, replace_text, write_json
 
 REPORT_FILE = "report.html"
 COMPARE_FILE = "compare.html"
@@ -44,6 +44,16 @@ def write_report(out, cfg: ReportConfig = DEFAULT, *, destination=None, job: str
                                               f"--config {SETTINGS_FILE} runs it again\n{settings}")
     replace_text(target, report_page(run_view(out, cfg)))
     return target
+
+
+def forget_run(out) -> None:
+    """Removes OUT's record of an earlier run (run.json, settings.yaml, report.html: what write_report wrote)
+    as a new run starts: a run killed after a stage replaced its outputs had left the earlier run's record
+    saying it finished, over outputs of two runs (the pipeline's stages of the new input beside shards of
+    the old). Only names tokenmill recorded writing."""
+    out = Path(out)
+    for name in sorted(claim_folder(out) & {RUN_FILE, SETTINGS_FILE, REPORT_FILE}):
+        (out / name).unlink(missing_ok=True)
 
 
 def write_comparison(out, other, cfg: ReportConfig = DEFAULT, *, destination=None) -> Path:

@@ -67,7 +67,9 @@ def claim_folder(out: Path) -> set[str]:
     names = written_names(out)
     if names is not None:
         return names
-    strangers = sorted(p.name for p in out.iterdir() if p.name != LOCK_FILE)
+    # the lock, and the first record's temporary where a job died writing it (refused, the rerun had failed)
+    ours = {LOCK_FILE, f".{OWNER_FILE}.tmp"}
+    strangers = sorted(p.name for p in out.iterdir() if p.name not in ours)
     if strangers:
         raise OutputError(f"{out} holds files tokenmill did not write ({', '.join(strangers[:3])}"
                           f"{', ...' if len(strangers) > 3 else ''}): choose a new or empty folder as the output")

@@ -136,6 +136,9 @@ def _run(stage: Stage, inputs, cfg, args, specs: dict[str, str]) -> int:
     except ExecutorEnvironmentError as e:
         spark.stop()
         return _fail(f"jobs.{stage.name}", str(e))
+    from report.write import forget_run  # (here: executors import this module and need no report)
+
+    forget_run(args.output)
     started = time.time()
     try:
         stats = stage.run(spark, inputs, cfg, args.output)

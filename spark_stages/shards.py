@@ -109,6 +109,7 @@ class JobConfig(Config):
 
 
 HELDOUT = "heldout"
+PENDING_INDEX = INDEX_FILE + ".pending"  # the training shards' index, until heldout/ is complete
 PARTS = ("all", "train", HELDOUT)
 
 
@@ -304,9 +305,13 @@ def run(spark, sources: Sources, cfg: Config, out: str, weights: str = "") -> di
 def _written(spark, sources: Sources, cfg: Config, out: str, where: tuple[str, object] | None = None) -> dict:
     if not cfg.heldout_share:
         return write_shards(spark, sources, cfg, out, "all", where)
-    index = write_shards(spark, sources, cfg, out, "train", where)
-    record_written(Path(out), [HELDOUT])  # after the training shards' commit, which removes what it did not write
+    # index.json, what marks the folder complete, comes after heldout/: written with the training shards, a job
+    # killed during the held-out pass had left a folder the validator passed and a trainer read without held-out
+    # loss. The training shards' commit writes it as PENDING_INDEX (and removes an earlier run's index.json).
+    index = write_shards(spark, sources, cfg, out, "train", where, marker=PENDING_INDEX)
+    record_written(Path(out), [HELDOUT, INDEX_FILE])  # after that commit, which removes what it did not write
     heldout = write_shards(spark, sources, cfg, str(Path(out) / HELDOUT), HELDOUT, where)
+    os.replace(Path(out) / PENDING_INDEX, Path(out) / INDEX_FILE)
     return {**index, HELDOUT: heldout}
 
 
@@ -337,7 +342,7 @@ def _remove_unsplit(out_path: Path, folders: set[str]) -> None:
     """The shards an earlier run wrote unsplit into the same folder: its index.json (a loader reads it before
     mixture.json, and read the old shards), shard files, heldout/ and quarantine/, those tokenmill wrote."""
     for name in sorted(claim_folder(out_path) - folders):
-        if name in ("index.json", HELDOUT, "quarantine") or re.fullmatch(r"shard-\d+\.arrow", name):
+        if name in (INDEX_FILE, PENDING_INDEX, HELDOUT, "quarantine") or re.fullmatch(r"shard-\d+\.arrow", name):
             path = out_path / name
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
@@ -391,9 +396,9 @@ def folder_name(value, column: str) -> str:
 
 
 def write_shards(spark, sources: Sources, cfg: Config, out: str, part: str,
-                 where: tuple[str, object] | None = None) -> dict:
+                 where: tuple[str, object] | None = None, marker: str = INDEX_FILE) -> dict:
     """One shards folder of the documents of `part` (PARTS), those whose column holds a value (`where`)
-    when given; its index."""
+    when given; its index, written last as `marker`."""
     files = all_files(sources)
     tokenizer = tokenizer_file(cfg)
     staging = staging_dir(out)
@@ -431,7 +436,7 @@ def write_shards(spark, sources: Sources, cfg: Config, out: str, part: str,
                       quarantined=quarantined,
                       quarantine_checksum=content_checksum(spark, staging / "quarantine") if quarantined else None)
     # The index goes first and comes last; a previous run's shards and quarantine go if not rewritten.
-    commit(staging, out, ["quarantine"] if quarantined else [], index.to_json(), marker=INDEX_FILE)
+    commit(staging, out, ["quarantine"] if quarantined else [], index.to_json(), marker=marker)
     return index.to_json()
 
 

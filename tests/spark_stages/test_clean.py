@@ -188,3 +188,30 @@ def test_spark_submit_runs_the_job_file(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert (stats["input"], stats["kept"], stats["quarantined"]) == (2, 1, 1)
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_rerun_stopped_midway_leaves_no_record_of_the_earlier_run_over_its_outputs(tmp_path):
+    """Found by the kill review of 2026-12-07: a rerun killed after a stage replaced its outputs left the earlier
+    run's run.json, settings.yaml and report.html saying it finished (the pipeline: stages of the new input
+    beside shards of the old)."""
+    import dataclasses
+
+    import spark_stages.clean as clean_module
+    from tests.spark_stages.conftest import run_printing
+
+    write_lines(tmp_path / "in" / "a.jsonl", [{"id": str(i), "text": PROSE} for i in range(3)], mkdir=True)
+    args = ["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out")]
+    assert run_printing(clean_module.STAGE, args)[0] == 0
+    records = ["report.html", "run.json", "settings.yaml"]
+    assert all((tmp_path / "out" / name).exists() for name in records)
+    real = clean_module.STAGE.run
+
+    def killed_after_its_commit(spark, inputs, cfg, out):
+        real(spark, inputs, cfg, out)
+        raise KeyboardInterrupt("killed after the commit, before the report")
+
+    with pytest.raises(KeyboardInterrupt):
+        run_printing(dataclasses.replace(clean_module.STAGE, run=killed_after_its_commit), args)
+    assert not any((tmp_path / "out" / name).exists() for name in records)
+    assert (tmp_path / "out" / "stats.json").exists()  # the stage's outputs, complete, speak for themselves

@@ -93,6 +93,19 @@ def test_a_rerun_replaces_only_what_tokenmill_wrote_and_removes_its_stale_names(
     assert (out / "report.md").read_text() == "the user's too"
 
 
+def test_a_folder_holding_only_the_first_records_temporary_is_taken(tmp_path, tiny):
+    """Found by the kill review of 2026-12-07: a job killed while writing a new folder's first OUT/.tokenmill left
+    its temporary alone there, and the rerun refused the folder as holding files tokenmill did not write."""
+    out = tmp_path / "clean"
+    out.mkdir()
+    (out / f".{OWNER_FILE}.tmp").write_text('{"writ')
+    assert outputs.claim_folder(out) == set() and not (out / f".{OWNER_FILE}.tmp").exists()
+    (out / "theirs.txt").write_text("a user's")
+    (out / OWNER_FILE).unlink()
+    with pytest.raises(OutputError, match="holds files tokenmill did not write .theirs.txt"):
+        outputs.claim_folder(out)
+
+
 def test_the_previous_output_stays_readable_until_the_new_one_is_complete(tmp_path):
     out = tmp_path / "clean"
     write_output(out, {"report.md": "first"})

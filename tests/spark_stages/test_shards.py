@@ -230,6 +230,35 @@ def _pieces(folder) -> set[tuple[int, ...]]:
     return found
 
 
+def test_shards_stopped_while_their_held_out_part_is_written_are_no_complete_output(spark, corpus, tmp_path,
+                                                                                     monkeypatch):
+    """Found by the kill review of 2026-12-07: index.json came with the training shards' commit, so a job killed
+    while writing heldout/ (a second pass) left an output the validator passed, a trainer read without held-out
+    loss; index.json now comes last, after heldout/."""
+    import spark_stages.shards as shards_module
+    from spark_stages.shards import HELDOUT
+
+    folder, _, _ = corpus
+    cfg = Config(tokenizer=str(folder / "tokenizer.json"), pack=PackConfig(SEQ), shard_mb=1 / 16, heldout_share=0.2)
+    whole = run(spark, single_source(str(folder / "one")), cfg, str(tmp_path / "whole"))
+    write = shards_module.write_shards
+
+    def dies_holding_out(spark, sources, cfg, out, part, *more, **options):
+        if part == HELDOUT:
+            raise KeyboardInterrupt("killed while writing the held-out shards")
+        return write(spark, sources, cfg, out, part, *more, **options)
+
+    monkeypatch.setattr(shards_module, "write_shards", dies_holding_out)
+    for out in ("fresh", "whole"):  # a new output, and one replacing a complete one
+        with pytest.raises(KeyboardInterrupt):
+            run(spark, single_source(str(folder / "one")), cfg, str(tmp_path / out))
+        assert not (tmp_path / out / "index.json").exists() and validate(tmp_path / out) != []
+    monkeypatch.undo()
+    again = run(spark, single_source(str(folder / "one")), cfg, str(tmp_path / "fresh"))
+    assert again == whole and validate(tmp_path / "fresh") == [] and validate(tmp_path / "fresh" / HELDOUT) == []
+    assert not list((tmp_path / "fresh").glob("*.pending"))
+
+
 def test_a_held_out_share_chosen_by_id_shares_no_document_with_the_training_shards(spark, corpus, shards, tmp_path):
     from prep.tokenizer.encode import encode_documents
     from spark_stages.shards import HELDOUT, id_keys, in_part
