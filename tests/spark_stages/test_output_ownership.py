@@ -93,7 +93,7 @@ def test_a_rerun_replaces_only_what_tokenmill_wrote_and_removes_its_stale_names(
     assert (out / "report.md").read_text() == "the user's too"
 
 
-def test_a_folder_holding_only_the_first_records_temporary_is_taken(tmp_path, tiny):
+def test_a_folder_holding_only_the_first_records_temporary_is_taken(tmp_path):
     """Found by the kill review of 2026-12-07: a job killed while writing a new folder's first OUT/.tokenmill left
     its temporary alone there, and the rerun refused the folder as holding files tokenmill did not write."""
     out = tmp_path / "clean"
