@@ -49,7 +49,7 @@ def run_view(out: Path, cfg: ReportConfig) -> RunView:
     if isinstance(info.get("inputs"), dict):
         for name, spec in list(info["inputs"].items())[:cfg.max_reasons]:
             facts[f"input {clipped(name, cfg.field_chars)}"] = clipped(spec, cfg.field_chars)
-    for key in ("finished", "seconds"):
+    for key in ("finished", "stopped", "seconds"):
         if isinstance(info.get(key), (str, int, float)):
             facts[key] = clipped(info[key], cfg.field_chars)
     settings = run.settings_text[:cfg.settings_chars] if run.settings_text else None

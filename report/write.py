@@ -23,10 +23,11 @@ DEFAULT = ReportConfig()
 
 def write_report(out, cfg: ReportConfig = DEFAULT, *, destination=None, job: str | None = None,
                  settings: str | None = None, inputs: dict | None = None, seconds: float | None = None,
-                 stage_seconds: dict | None = None) -> Path:
+                 stage_seconds: dict | None = None, stopped: str | None = None) -> Path:
     """OUT/report.html (or `destination`) of the output folder `out`. With `job`, first records the run:
-    OUT/settings.yaml (`settings`) and OUT/run.json (`inputs` by source, `seconds`, and the seconds of the
-    stages that record none of their own, `stage_seconds`). The path written."""
+    OUT/settings.yaml (`settings`) and OUT/run.json (`inputs` by source, `seconds`, the seconds of the
+    stages that record none of their own, `stage_seconds`, and when it finished, or why it `stopped`: then
+    what OUT holds may be an earlier run's). The path written."""
     out = Path(out)
     target = Path(destination) if destination else out / REPORT_FILE
     names = ([RUN_FILE] + ([SETTINGS_FILE] if settings is not None else []) if job else [])
@@ -37,8 +38,9 @@ def write_report(out, cfg: ReportConfig = DEFAULT, *, destination=None, job: str
         write_json(out / RUN_FILE, {"job": job, "version": version(), "inputs": inputs or {},
                                     "seconds": None if seconds is None else round(seconds, 1),
                                     **({STAGE_SECONDS: stage_seconds} if stage_seconds else {}),
-                                    "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                                        timespec="seconds")})
+                                    **({"stopped": stopped} if stopped is not None else {
+                                        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                                            timespec="seconds")})})
         if settings is not None:
             replace_text(out / SETTINGS_FILE, f"# jobs.{job} as it ran (tokenmill {version()}); "
                                               f"--config {SETTINGS_FILE} runs it again\n{settings}")

@@ -143,8 +143,8 @@ def _run(stage: Stage, inputs, cfg, args, specs: dict[str, str]) -> int:
     try:
         stats = stage.run(spark, inputs, cfg, args.output)
     except InputError as e:  # found only on the way (a source that dedup empties): what ran is reported
-        if _holds_outputs(args.output):
-            _write_report(stage, cfg, args.output, specs, time.time() - started, {})
+        if _holds_outputs(args.output):  # run.json says it stopped: what OUT holds may be an earlier run's
+            _write_report(stage, cfg, args.output, specs, time.time() - started, {}, stopped=str(e))
         return _fail(f"jobs.{stage.name}", str(e))
     log.info("%s done in %.1f s", stage.name, time.time() - started)
     print(stage.summary(stats))
@@ -162,7 +162,8 @@ def _holds_outputs(out: str) -> bool:
         return False
 
 
-def _write_report(stage: Stage, cfg, out: str, specs: dict[str, str], seconds: float, stats: dict) -> None:
+def _write_report(stage: Stage, cfg, out: str, specs: dict[str, str], seconds: float, stats: dict,
+                  stopped: str | None = None) -> None:
     """OUT/report.html, with the settings and inputs of the run beside it (report/write.py). The outputs are
     committed by now: a report that cannot be written costs a warning, never the job's exit code."""
     try:
@@ -172,7 +173,7 @@ def _write_report(stage: Stage, cfg, out: str, specs: dict[str, str], seconds: f
 
         # the run's own inputs and benchmark files, given to this job: read for the documents' text
         written = write_report(out, ReportConfig(read_outside=True), job=stage.name, settings=to_yaml(cfg),
-                               inputs=specs, seconds=seconds,
+                               inputs=specs, seconds=seconds, stopped=stopped,
                                stage_seconds=stats.get(STAGE_SECONDS) if isinstance(stats, dict) else None)
     except Exception as e:  # whatever it is, the job's outputs stand
         log.warning("%s: the report was not written (%s: %s); the job's outputs are complete", out,

@@ -37,6 +37,9 @@ DEFAULTS = {
     "spark.sql.parquet.compression.codec": "zstd",
     ARROW_BATCH_RECORDS: str(PYTHON_BATCH_ROWS),  # the clean stage's --batch-records overrides it there
     "spark.sql.session.timeZone": "UTC",
+    # xxhash64 of a map (session.hashable: rows told apart by every column): Spark refuses one otherwise, and
+    # a map as its JSON lost microseconds and wrote a binary key as a new Java object name every run
+    "spark.sql.legacy.allowHashOnMapType": "true",
     "spark.ui.showConsoleProgress": "false",
     "spark.ui.enabled": "false",
     "spark.driver.memory": "4g",
@@ -142,22 +145,9 @@ def column(name: str):
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _holds_map(data_type) -> bool:
-    from pyspark.sql.types import ArrayType, MapType, StructType
-
-    if isinstance(data_type, MapType):
-        return True
-    if isinstance(data_type, ArrayType):
-        return _holds_map(data_type.elementType)
-    return isinstance(data_type, StructType) and any(_holds_map(f.dataType) for f in data_type.fields)
-
-
 def hashable(frame, first: tuple[str, ...] = (), leave_out: tuple[str, ...] = ()) -> list:
     """The columns `first`, then every other column of `frame` but `leave_out` in the frame's order, as
-    Spark's xxhash64 takes them: a hash of them tells apart rows that agree on every other key. Spark refuses
-    to hash a map, even one inside a struct or an array: such a column is given as its JSON."""
-    from pyspark.sql import functions as F
-
-    fields = {f.name: f for f in frame.schema.fields}
-    names = [*first, *(name for name in fields if name not in first and name not in leave_out)]
-    return [F.to_json(column(name)) if _holds_map(fields[name].dataType) else column(name) for name in names]
+    Spark's xxhash64 takes them: a hash of them tells apart rows that agree on every other key (maps too:
+    spark.sql.legacy.allowHashOnMapType, in DEFAULTS)."""
+    names = [*first, *(name for name in frame.columns if name not in first and name not in leave_out)]
+    return [column(name) for name in names]

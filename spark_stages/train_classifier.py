@@ -444,10 +444,12 @@ def _label_field(docs, name: str, column):
         # told apart from a text that starts with a bracket ("[junk]" had been no label): a list has a first
         # element or is empty, an object has keys
         # (Spark's JSONPath has no escape: a name holding ' or \ is looked up by the dotted form, which reads
-        # "q.it's" as the field it's of q: such a name with a dot is refused)
-        if "." in name and ("'" in name or "\\" in name):
-            raise InputError(f"the label field {name!r} holds a dot and a quote or backslash: the raw input's "
-                             "metadata cannot be looked up by it (Spark's JSON paths have no escape): rename it")
+        # "q.it's" as the field it's of q, and "it's[0]" as its first element: such a name with a path's
+        # character is refused)
+        if ("'" in name or "\\" in name) and any(mark in name for mark in ".[]*"):
+            raise InputError(f"the label field {name!r} holds a quote or backslash and one of . [ ] *: the raw "
+                             "input's metadata cannot be looked up by it (Spark's JSON paths have no escape): "
+                             "rename it")
         path = f"$['{name}']" if "'" not in name and "\\" not in name else f"$.{name}"
         value = F.get_json_object("metadata", path)
         nested = (F.get_json_object("metadata", path + "[0]").isNotNull() | (F.trim(value) == "[]")

@@ -18,7 +18,7 @@ from prep.dedup.batches import DedupConfig, fixed_width_values, signature_array,
 from prep.dedup.lsh import band_hashes
 from prep.dedup.near_clusters import connected_components_in_memory
 
-TEXT_HASH = "text_hash"  # the raw text's hash: the survivor order's key after the normalized text's, before the row
+TEXT_HASH = "text_hash"  # of the raw text and every other column: the survivor key after the normalized text
 
 
 @dataclass(frozen=True)
@@ -90,9 +90,9 @@ def _group_min(group: np.ndarray, groups: int, values: np.ndarray) -> np.ndarray
 
 
 def decide(features: pa.Table, sources: np.ndarray, per_source: bool, cfg: DedupConfig) -> Decisions:
-    """`features`: row, id_hash, text_len, exact_hash (16 bytes), text_hash (Spark's xxhash64 of the raw text),
-    signature per document; `sources`: each document's source index. Documents are compared within their source
-    only when `per_source`."""
+    """`features`: row, id_hash, text_len, exact_hash (16 bytes), text_hash (Spark's xxhash64 of the raw text
+    and the other columns), signature per document; `sources`: each document's source index. Documents are
+    compared within their source only when `per_source`."""
     n = features.num_rows
     row, id_hash, text_len, text_hash = (features[name].to_numpy() for name in ("row", "id_hash", "text_len",
                                                                               TEXT_HASH))

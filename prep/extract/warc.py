@@ -341,14 +341,15 @@ def _uncompressed(raw, size: int, cfg: WarcConfig, base: int = 0, within: str = 
 
 def _hidden(raw, last: int, resume: int, found: int, size: int) -> int | None:
     """Where a record starts that the one read at `last` hides, declaring an end (`resume`) past it, before
-    `found` (where reading went on, or failed); None where there is none. Up to OVERSHOOT bytes before that
-    end, any line that starts a record; further back, in what may be the record's own block (a page about WARC
-    files shows records), only one that ends where another record starts, or the file ends, as records do."""
-    back = _next_record(raw, max(last + 1, resume - OVERSHOOT))
-    if back is not None and back < found:
-        return back
-    inner = _next_record(raw, last + 1)
-    return inner if inner is not None and inner < resume and _chains(raw, inner, size) else None
+    `found` (where reading went on, or failed); None where there is none. A line that starts a record up to
+    OVERSHOOT bytes before that end, else anywhere in what the record declares its own, and one that ends where
+    another record starts or the file ends, as records do: a page about WARC files shows records of its own
+    (one in its last kilobyte, junk after the page, had been read as a page and the page quarantined)."""
+    for candidate, before in ((_next_record(raw, max(last + 1, resume - OVERSHOOT)), found),
+                              (_next_record(raw, last + 1), resume)):
+        if candidate is not None and candidate < before and _chains(raw, candidate, size):
+            return candidate
+    return None
 
 
 CONTENT_LENGTH = re.compile(rb"\ncontent-length:[ \t]*(\d{1,18})[ \t]*\r?\n", re.IGNORECASE)

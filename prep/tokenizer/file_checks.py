@@ -13,9 +13,11 @@ Read as `tokenizers` reads it (its canonical JSON, `Tokenizer.from_str(...).to_s
 - no BPE dropout: it draws merges at random, so the same documents made other shards every run;
 - a WordPiece model's words of at most MAX_WORDPIECE_CHARS characters: its search is cubic in a word's
   length, and a file of 1e12 with no pre-tokenizer took 128 s for 16,000 letters (BERT's is 100);
-- no string of more than MAX_INSERTED_CHARS characters that a Prepend or a Replace puts in the text: every
-  document carried a Prepend of 100,000 characters ("hello world" became 36,112 tokens), and reading the
-  file took 55 s with one of a million (Llama 2's and Mistral's is the one character "▁").
+- no more than MAX_INSERTED_CHARS characters that the Prepends and Replaces of its normalizer and
+  pre-tokenizer put in the text together, and one Replace at most that lengthens what it replaces: every
+  document carried a Prepend of 100,000 characters ("hello world" became 36,112 tokens), reading the file
+  took 55 s with one of a million, and five chained Replaces of a space by 16 spaces made "hello world"
+  1,048,588 tokens (Llama 2's and Mistral's put two characters, "▁" before the text and for each space).
 """
 
 from prep.tokenizer.base import BOS, EOS, PAD
@@ -53,24 +55,35 @@ def _foreign_pattern(config: dict) -> str | None:
 
 
 def _long_insert(config: dict) -> str | None:
-    for part in ("normalizer", "pre_tokenizer", "decoder"):
-        for kind, text in _inserts(config.get(part)):
-            if not isinstance(text, str):
-                return f"a {kind} in its {part} whose string is {text!r:.40}"
-            if len(text) > MAX_INSERTED_CHARS:
-                return (f"a {kind} in its {part} that puts {len(text):,} characters in the text ({text[:20]!r}...; "
-                        f"at most {MAX_INSERTED_CHARS}: every document carries them)")
+    """What the normalizer and the pre-tokenizer put in the text, bounded as a whole: their Prepends' and
+    Replaces' strings together, and one Replace at most that lengthens what it replaces (chained, five of a
+    space by 16 spaces made "hello world" 1,048,588 tokens; 6,250 Prepends of 16 characters, 100,013)."""
+    inserts = [(kind, text, pattern) for part in ("normalizer", "pre_tokenizer")
+               for kind, text, pattern in _inserts(config.get(part))]
+    if (total := sum(len(text) for _, text, _ in inserts)) > MAX_INSERTED_CHARS:
+        return (f"Prepends and Replaces that put {total:,} characters in the text together ({inserts[0][1][:20]!r}"
+                f"...; at most {MAX_INSERTED_CHARS}: every document carries them)")
+    lengthening = [text for kind, text, pattern in inserts
+                   if kind == "Replace" and len(text) > len(pattern if isinstance(pattern, str) else "")]
+    if len(lengthening) > 1:
+        return f"{len(lengthening)} Replaces that lengthen the text (at most one: chained, they multiply it)"
     return None
 
 
-def _inserts(node) -> list[tuple[str, object]]:
-    """(type, string) of each Prepend and Replace under `node`: what they put in the text."""
+def _inserts(node) -> list[tuple[str, object, object]]:
+    """(type, string, pattern) of each Prepend and Replace under `node`: what they put in the text, and for a
+    Replace the text it replaces (its pattern's String; a Regex is checked apart, _foreign_pattern). Read
+    as the library writes the file again: the strings are strings."""
     if isinstance(node, list):
         return [found for item in node for found in _inserts(item)]
     if not isinstance(node, dict):
         return []
-    key = {"Prepend": "prepend", "Replace": "content"}.get(node.get("type"))
-    own = [(node["type"], node.get(key))] if key else []
+    own = []
+    if node.get("type") == "Prepend":
+        own = [("Prepend", node.get("prepend"), None)]
+    elif node.get("type") == "Replace":
+        pattern = node.get("pattern")
+        own = [("Replace", node.get("content"), pattern.get("String") if isinstance(pattern, dict) else None)]
     return own + [found for value in node.values() for found in _inserts(value)]
 
 

@@ -483,12 +483,14 @@ def test_label_fields_of_a_bracket_a_dotted_name_or_nan(labelled, tmp_path, caps
     assert sorted(found["dotted"]["labels"]) == ["good", "junk"]
     assert sorted(found["nan.parquet"]["labels"]) == ["0.0", "1.0"]
     assert found["nan.parquet"]["read"]["without_label"] == len(range(0, len(records), 5))
-    # a dotted name holding a quote was read as a path: "q.it's" gave the field it's of q (a wrong label)
-    write_lines(tmp_path / "quoted" / "l.jsonl", [{"id": r["id"], "text": r["text"], "q": {"it's": "WRONG"}}
-                                                  for r in records], mkdir=True)
-    assert run_stage(train_classifier.STAGE, ["--input", str(tmp_path / "quoted"), "--output", str(tmp_path / "out-q"),
-                                              "--label-field", "q.it's", *FAST]) == 2
-    assert "the label field \"q.it's\" holds a dot and a quote or backslash" in capsys.readouterr().err
+    # a name holding a quote and a path's character was read as a path: "q.it's" gave the field it's of q, and
+    # "it's[0]" the first element of it's (a wrong label)
+    write_lines(tmp_path / "quoted" / "l.jsonl", [{"id": r["id"], "text": r["text"], "q": {"it's": "WRONG"},
+                                                   "it's": ["WRONG"]} for r in records], mkdir=True)
+    for name in ("q.it's", "it's[0]"):
+        assert run_stage(train_classifier.STAGE, ["--input", str(tmp_path / "quoted"), "--output",
+                                                  str(tmp_path / "out-q"), "--label-field", name, *FAST]) == 2
+        assert f"the label field {name!r} holds a quote or backslash and one of" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("value", ["mixture.json", "heldout", "run.json", "x" * 101, "x=/../../escaped", "a=b",

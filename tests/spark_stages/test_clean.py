@@ -198,6 +198,7 @@ def test_a_rerun_stopped_midway_leaves_no_record_of_the_earlier_run_over_its_out
     import dataclasses
 
     import spark_stages.clean as clean_module
+    from prep.ingest.inputs import InputError
     from tests.spark_stages.conftest import run_printing
 
     write_lines(tmp_path / "in" / "a.jsonl", [{"id": str(i), "text": PROSE} for i in range(3)], mkdir=True)
@@ -215,3 +216,13 @@ def test_a_rerun_stopped_midway_leaves_no_record_of_the_earlier_run_over_its_out
         run_printing(dataclasses.replace(clean_module.STAGE, run=killed_after_its_commit), args)
     assert not any((tmp_path / "out" / name).exists() for name in records)
     assert (tmp_path / "out" / "stats.json").exists()  # the stage's outputs, complete, speak for themselves
+
+    # stopped by bad input found on the way (a source dedup empties): the report of what is there, and a run.json
+    # saying it stopped, not that it finished (the diff review: it said finished, over an earlier run's outputs)
+    def stops(*_):
+        raise InputError("a source is left without documents")
+
+    assert run_printing(dataclasses.replace(clean_module.STAGE, run=stops), args)[0] == 2
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert run["stopped"] == "a source is left without documents" and "finished" not in run
+    assert "a source is left without documents" in (tmp_path / "out" / "report.html").read_text()

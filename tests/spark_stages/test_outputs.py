@@ -40,9 +40,22 @@ def test_a_changed_value_order_or_split_changes_the_checksum(spark, tmp_path):
         assert content_checksum(spark, write(tmp_path / name, parts)) != reference, name
 
 
-def test_maps_inside_structs_and_lists_are_summed_as_their_json(spark, tmp_path):
-    """Spark refuses to hash a map wherever it sits: a map inside a struct or a list failed the checksum
-    (a top-level map alone had been turned into JSON)."""
+def test_maps_inside_structs_and_lists_are_summed_and_every_value_counts(spark, tmp_path):
+    """Spark refuses to hash a map wherever it sits: a map inside a struct or a list failed the checksum (a
+    top-level map alone had been turned into JSON, which a first mend used for all: the diff review found it
+    wrote a binary key as a new Java object name each time, and lost a timestamp's microseconds)."""
+    import datetime
+
+    base = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    when = pa.struct([("at", pa.timestamp("us", "UTC")), ("m", pa.map_(pa.string(), pa.int8()))])
+    schema = pa.schema([("id", pa.string()), ("bytes", pa.map_(pa.binary(), pa.binary())), ("when", when)])
+    for name, micro in (("t0", 0), ("t1", 1)):
+        (tmp_path / name).mkdir()
+        row = {"id": "a", "bytes": [(b"\x00\x01", b"v")], "when": {"at": base + datetime.timedelta(microseconds=micro),
+                                                                  "m": [("k", 1)]}}
+        pq.write_table(pa.Table.from_pylist([row], schema), tmp_path / name / "part-00000.parquet")
+    first = content_checksum(spark, tmp_path / "t0")
+    assert first == content_checksum(spark, tmp_path / "t0") != content_checksum(spark, tmp_path / "t1")
     rows = [{"id": f"d{i}", "meta": {"tags": [("k", str(i))]}, "pairs": [[("a", i)]]} for i in range(5)]
     schema = pa.schema([("id", pa.string()), ("meta", pa.struct([("tags", pa.map_(pa.string(), pa.string()))])),
                         ("pairs", pa.list_(pa.map_(pa.string(), pa.int64())))])

@@ -412,12 +412,14 @@ def _span_end(quarantined: Quarantined) -> int:
     return int(found.group(1)) if found else quarantined.offset + 1
 
 
-def test_junk_after_a_page_that_shows_a_record_in_its_html_reads_no_record_out_of_that_page(tmp_path):
+@pytest.mark.parametrize("after", [3000, 0])
+def test_junk_after_a_page_that_shows_a_record_in_its_html_reads_no_record_out_of_that_page(tmp_path, after):
     # what a record hides is looked for in its block only where it ends where another record starts: a page
-    # about WARC files, junk after it, is itself and not the records it shows
+    # about WARC files, junk after it, is itself and not the records it shows (the diff review: a record shown
+    # in the page's last kilobyte was read as a page, and the page quarantined)
     forged = _record(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>Forged</p>", uri=b"http://bank.example/")
-    page = _page(0, b"<html><body><p>How a WARC record looks:</p><pre>\n" + forged + b"</pre>" + b" " * 3000
-                 + b"</body></html>")
+    page = _page(0, b"<html><body><p>How a WARC record looks:</p>" + b"x " * 1500 + b"<pre>\n" + forged
+                 + b"</pre>" + b" " * after + b"</body></html>")
     for path in _files(tmp_path, "shown", page + b"JUNK!!\r\n" + _page(1)):
         outcomes = list(read_warc(path))
         assert _urls(outcomes) == ["http://docs.example.org/0", "http://docs.example.org/1"], outcomes

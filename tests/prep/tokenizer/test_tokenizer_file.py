@@ -152,20 +152,30 @@ def test_a_regular_expression_tokenmill_does_not_write_is_refused(tmp_path, wher
         TokenizerFile.read(_bpe(tmp_path, crafted))
 
 
-@pytest.mark.parametrize("insert", [{"type": "Prepend", "prepend": "x" * 100_000},
-                                    {"type": "Replace", "pattern": {"String": " "}, "content": "x" * 10_000}])
-def test_a_normalizer_that_puts_a_long_string_in_the_text_is_refused(tmp_path, insert):
+SPACE_BY_16 = {"type": "Replace", "pattern": {"String": " "}, "content": " " * 16}
+
+
+@pytest.mark.parametrize("inserts, refused", [
+    ([{"type": "Prepend", "prepend": "x" * 100_000}], "Prepends and Replaces that put 100,000 characters"),
+    ([{"type": "Replace", "pattern": {"String": " "}, "content": "x" * 10_000}], "Prepends and Replaces that put "
+                                                                                  "10,000 characters"),
+    ([{"type": "Prepend", "prepend": "x" * 16}] * 6_250, "Prepends and Replaces that put 100,000 characters"),
+    ([SPACE_BY_16] * 5, "Prepends and Replaces that put 80 characters"),
+    ([dict(SPACE_BY_16, content="  ")] * 5, "5 Replaces that lengthen the text .at most one")])
+def test_a_normalizer_that_puts_much_in_the_text_is_refused(tmp_path, inserts, refused):
     # a Prepend of 100,000 characters was read (in 5 s; a million took 55 s) and put in every document: "hello
-    # world" became 36,112 tokens; a Replace of every space by 10,000 characters, 5 words 20,007 tokens
+    # world" became 36,112 tokens; a Replace of every space by 10,000 characters, 5 words 20,007 tokens; and
+    # bounded one by one (the diff review), 6,250 Prepends of 16 characters gave 100,013 tokens and five
+    # chained Replaces of a space by 16 spaces 1,048,588
     def crafted(config):
-        config["normalizer"] = {"type": "Sequence", "normalizers": [insert]}
+        config["normalizer"] = {"type": "Sequence", "normalizers": inserts}
 
-    def llama(config):  # the one character of Llama 2's and Mistral's
-        config["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"}]}
+    def llama(config):  # Llama 2's and Mistral's: "▁" before the text and for each space
+        config["normalizer"] = {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
 
-    length = len(insert.get("prepend") or insert.get("content"))
-    with pytest.raises(ValueError, match=f"tokenizer.json: a {insert['type']} in its normalizer that puts {length:,} "
-                                         r"characters in the text \('xxx.*at most 16"):
+    with pytest.raises(ValueError, match=f"tokenizer.json: {refused}"):
         TokenizerFile.read(_bpe(tmp_path, crafted))
     assert TokenizerFile.read(_bpe(tmp_path, llama)).encoder()(["hello world"])[0].size > 0
 
