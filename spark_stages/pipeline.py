@@ -295,6 +295,8 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     if named:
         record_written(shards_out, [MIXTURE_FILE, *sources])  # a folder of tokenmill's holding the sources' folders
         (shards_out / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
+        # an earlier run's shards of one input, unsplit (a loader reads index.json before mixture.json)
+        shards_stage.remove_unsplit(shards_out, set(sources))
     for name, files in deduplicated.items():
         log.info("shards %s", name)
         started = time.time()

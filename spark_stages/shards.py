@@ -330,7 +330,7 @@ def _split(spark, sources: Sources, cfg: Config, out: str, weights: str) -> dict
     out_path = Path(out)
     record_written(out_path, [MIXTURE_FILE, *folders])  # a folder of tokenmill's holding the split's folders
     (out_path / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
-    _remove_unsplit(out_path, set(folders))
+    remove_unsplit(out_path, set(folders))
     parts = {name: _written(spark, sources, cfg, str(out_path / name), (cfg.split_by, value))
              for name, value in folders.items()}
     mixture = mixture_of(parts, chosen or None, f"split_by {cfg.split_by}: ")
@@ -338,7 +338,7 @@ def _split(spark, sources: Sources, cfg: Config, out: str, weights: str) -> dict
     return {"split_by": cfg.split_by, "parts": parts, "mixture": mixture}
 
 
-def _remove_unsplit(out_path: Path, folders: set[str]) -> None:
+def remove_unsplit(out_path: Path, folders: set[str]) -> None:
     """The shards an earlier run wrote unsplit into the same folder: its index.json (a loader reads it before
     mixture.json, and read the old shards), shard files, heldout/ and quarantine/, those tokenmill wrote."""
     for name in sorted(claim_folder(out_path) - folders):

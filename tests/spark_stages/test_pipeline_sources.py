@@ -48,8 +48,17 @@ def sources(sample_dir, tmp_path_factory):
 def mixture_run(spark, sources, tmp_path_factory):
     """(the run's folder, what it printed): in this process, on the run's Spark (tests/spark_stages/
     test_pipeline.py runs the pipeline as a command)."""
+    from spark_stages.outputs import record_written
+
     del spark  # the session the run finds
     out = tmp_path_factory.mktemp("mixture")
+    # an earlier pipeline of one input wrote its shards unsplit here: they go (found by the kill review of
+    # 2026-12-07: they stayed, and the validator and the loader given OUT/shards read the old corpus)
+    record_written(out, ["shards"])
+    record_written(out / "shards", ["index.json", "shard-00000.arrow", "heldout"])
+    (out / "shards" / "heldout").mkdir()
+    for name in ("index.json", "shard-00000.arrow", "heldout/index.json"):
+        (out / "shards" / name).write_text("an earlier run's")
     inputs = [arg for name, path in sources.items() for arg in ("--input", f"{name}={path}")]
     # the Python docs cleaned as documentation, the rest as web
     code, printed = run_printing(pipeline.STAGE, [*inputs, "--weights", WEIGHTS, "--output", str(out),
@@ -71,6 +80,7 @@ def test_each_source_has_its_shards_and_the_mixture_names_them(mixture_run):
     assert {n: e["weight"] for n, e in mixture["sources"].items()} == {"web": 0.37, "zh": 0.5, "code": 0.12,
                                                                        "mirror": 0.01}
     assert "mixture: web 0.37, zh 0.5, code 0.12, mirror 0.01" in stdout
+    assert not any((out / "shards" / name).exists() for name in ("index.json", "shard-00000.arrow", "heldout"))
 
 
 def test_a_document_in_two_sources_is_kept_once_in_the_source_named_first(mixture_run):
