@@ -142,7 +142,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
                             ("dropped", result.where(F.col(STATUS) == "dropped").select(*columns,
                                                                                         F.col(REASON).alias("reason")))):
             # ids may repeat in raw input: the text, then the other columns, decide between them
-            (frame.repartition(partitions, "id").sortWithinPartitions("id", F.xxhash64(*hashable(frame, ("text",))))
+            (frame.repartition(partitions, "id").sortWithinPartitions("id", F.xxhash64(*hashable(frame)))
              .write.parquet(str(staging / name)))
         matches = kept.keep(result.where(F.size(SPANS) > 0).select("id", F.explode(SPANS).alias("m"))
                             .select("id", "m.*"))

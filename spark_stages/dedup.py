@@ -129,10 +129,10 @@ def _signatures(docs, cfg: DedupConfig, partitions: int, stages: Stages):
                                           [*features.schema.names, SOURCE, TEXT_HASH])
 
     schema = spark_schema(FEATURES_SCHEMA.append(pa.field(SOURCE, pa.int32())).append(pa.field(TEXT_HASH, pa.int64())))
-    # the hash of the raw text and then every other column, the survivor rule's last key but the row:
+    # the hash of every column (the raw text among them), the survivor rule's last key but the row:
     # documents of one id, one length and one normalized text (case apart, or other columns apart) had been told
     # apart by their row, which follows Spark's read splits
-    row_hash = F.xxhash64(*hashable(docs, first=("text",), leave_out=(ROW, SOURCE))).alias(TEXT_HASH)
+    row_hash = F.xxhash64(*hashable(docs, leave_out=(ROW, SOURCE))).alias(TEXT_HASH)
     texts = spread(docs.select(F.col(ROW).alias("row"), "id", "text", SOURCE, row_hash), partitions)
     features = texts.mapInArrow(lambda batches: map(with_source, batches), schema)
     return stages.done("signatures", features, shingles=F.sum("shingles"), signature_seconds=F.sum("signature_seconds"),
@@ -288,7 +288,7 @@ def _without_shared_units(docs, decided, cfg: ParagraphConfig, partitions: int, 
                          changed=F.sum((F.col(UNITS_REMOVED) > 0).cast("long")))
     dropped = result.where(F.col(DROPPED)).drop(DROPPED, UNITS_REMOVED, ROW, SOURCE).withColumn(
         "reason", F.lit("paragraphs:too_short"))
-    dropped.repartition(partitions, "id").sortWithinPartitions("id", F.xxhash64(*hashable(dropped, ("text",)))) \
+    dropped.repartition(partitions, "id").sortWithinPartitions("id", F.xxhash64(*hashable(dropped))) \
         .write.parquet(str(staging / "dropped"))
     # the documents kept with text cut, by id: what `jobs.report --compare` tells apart from the kept as they were
     (result.where((F.col(UNITS_REMOVED) > 0) & ~F.col(DROPPED)).select("id", F.col(UNITS_REMOVED).alias(

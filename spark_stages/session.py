@@ -145,9 +145,7 @@ def column(name: str):
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def hashable(frame, first: tuple[str, ...] = (), leave_out: tuple[str, ...] = ()) -> list:
-    """The columns `first`, then every other column of `frame` but `leave_out` in the frame's order, as
-    Spark's xxhash64 takes them: a hash of them tells apart rows that agree on every other key (maps too:
-    spark.sql.legacy.allowHashOnMapType, in DEFAULTS)."""
-    names = [*first, *(name for name in frame.columns if name not in first and name not in leave_out)]
-    return [column(name) for name in names]
+def hashable(frame, leave_out: tuple[str, ...] = ()) -> list:
+    """Every column of `frame` but `leave_out`, as Spark's xxhash64 takes them: a hash of them tells apart rows
+    that agree on every other key (maps too: spark.sql.legacy.allowHashOnMapType, in DEFAULTS)."""
+    return [column(name) for name in frame.columns if name not in leave_out]

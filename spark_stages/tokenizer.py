@@ -82,9 +82,9 @@ def source_rates(training, weights: list[Fraction | float]) -> list[float]:
 
 def held_out_texts(docs, share: float) -> list[str]:
     """The held-out texts, in hash order, up to MAX_HELD_OUT_BYTES."""
-    texts, size = [], 0
     from pyspark.sql import functions as F
 
+    texts, size = [], 0
     for row in docs.where(docs.u < share).orderBy("u", "id", F.xxhash64("text")).select("text").toLocalIterator():
         size += len(row.text.encode())
         if size > MAX_HELD_OUT_BYTES:
