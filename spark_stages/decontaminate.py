@@ -15,7 +15,6 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pyarrow as pa
 
@@ -32,9 +31,9 @@ from prep.decontam.index import build_index
 from prep.decontam.items import Benchmark, Held, read_benchmark
 from prep.ingest.inputs import InputError, Sources, all_files, expand_inputs, name_problem
 from schemas import FORMAT_VERSION
-from schemas.decontamination import RECORD_FILE, new_record
+from schemas.decontamination import new_record
 from spark_stages.ingest import check_partitions, default_partitions, load_documents, refuse_internal
-from spark_stages.outputs import checksums, commit, record_written, staging_dir, write_json
+from spark_stages.outputs import checksums, commit, staging_dir
 from spark_stages.persisted import persisted
 from spark_stages.runner import Stage
 from spark_stages.session import hashable, spark_schema
@@ -86,10 +85,10 @@ def read_index(cfg: Config):
     return index, {b.name: b.skipped for b in benchmarks}
 
 
-def record_decontamination(cfg: Config, shards_folders: list[Path]) -> None:
-    """SHARDS/decontamination.json (schemas/decontamination.py) in each shards folder the pipeline wrote (and
-    each folder of a split): the benchmarks its documents were cut against, with their files' checksums, for
-    the training loop to tell whether a benchmark it evaluates on was cut from its data."""
+def decontamination_record(cfg: Config) -> dict:
+    """SHARDS/decontamination.json (schemas/decontamination.py): the benchmarks the documents were cut against,
+    with their files' checksums, for the training loop to tell whether a benchmark it evaluates on was cut from
+    its data. The pipeline hands it to the shards stage, which commits it with each shards folder's index."""
     benchmarks = {}
     for name, spec in cfg.benchmarks.items():
         files = []
@@ -101,12 +100,7 @@ def record_decontamination(cfg: Config, shards_folders: list[Path]) -> None:
                     size += len(chunk)
             files.append((file.relative, size, digest.hexdigest()))
         benchmarks[name] = files
-    record = new_record(benchmarks)
-    for folder in shards_folders:
-        for shards in [folder, *(p.parent for p in folder.glob("*/index.json") if p.parent.name != "heldout")]:
-            if (shards / "index.json").is_file():
-                record_written(shards, [RECORD_FILE])
-                write_json(shards / RECORD_FILE, record)
+    return new_record(benchmarks)
 
 
 def run(spark, sources: Sources, cfg: Config, out: str) -> dict:

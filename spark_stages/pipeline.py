@@ -31,6 +31,7 @@ from prep.config import override
 from prep.ingest.inputs import InputError, InputFile, Sources, all_files, expand_inputs, is_named, is_warc
 from prep.ingest.readers import ReaderConfig
 from prep.quality.url_filter import UrlFilter
+from schemas.decontamination import RECORD_FILE
 from schemas.mixture import MIXTURE_FILE, MixtureError, parse_weights
 from spark_stages import clean as clean_stage
 from spark_stages import decontaminate as decontaminate_stage
@@ -292,6 +293,10 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         deduplicated = _decontaminated(spark, deduplicated, cfg, out_path, named, stats)
     shards_cfg = _with_tokenizer(spark, deduplicated, cfg, out_path, stats, weights)
     shards_out = out_path / "shards"
+    # committed with each folder's index: written after it, a kill between left shards that looked complete and
+    # said nothing of the benchmarks cut from them
+    records = ({RECORD_FILE: decontaminate_stage.decontamination_record(cfg.decontaminate)}
+               if cfg.decontaminate.benchmarks else None)
     if named:
         record_written(shards_out, [MIXTURE_FILE, *sources])  # a folder of tokenmill's holding the sources' folders
         (shards_out / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
@@ -301,12 +306,10 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         log.info("shards %s", name)
         started = time.time()
         stats["shards"][name] = shards_stage.run(spark, {name: files}, shards_cfg,
-                                                 str(_folder(out_path, "shards", name, named)), cfg.sources.weights)
+                                                 str(_folder(out_path, "shards", name, named)), cfg.sources.weights,
+                                                 records)
         # the shards' index.json holds no time (it is the same for the same input): the runner's run.json does
         stats.setdefault(STAGE_SECONDS, {})[f"shards/{name}" if named else "shards"] = round(time.time() - started, 1)
-    if cfg.decontaminate.benchmarks:  # after the shards' commits, which remove what they did not write
-        decontaminate_stage.record_decontamination(cfg.decontaminate, [_folder(out_path, "shards", name, named)
-                                                                       for name in deduplicated])
     if named:
         mixture = shards_stage.mixture_of(stats["shards"], weights, "source ")
         write_json(shards_out / MIXTURE_FILE, mixture)

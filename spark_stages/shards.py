@@ -292,30 +292,34 @@ def _token_views(chunk: pa.LargeBinaryArray) -> list[np.ndarray]:
     return [values[lo:hi] for lo, hi in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
 
-def run(spark, sources: Sources, cfg: Config, out: str, weights: str = "") -> dict:
+def run(spark, sources: Sources, cfg: Config, out: str, weights: str = "", records: dict[str, dict] | None = None
+        ) -> dict:
     """Encodes, packs and writes every source's documents into one shards folder (and its held-out
     documents into SHARDS/heldout/, with heldout_share); returns the index as SHARDS/index.json holds it,
     with the held-out folder's under "heldout". The pipeline writes each source's shards apart. With
-    split_by, a folder per value of the column and SHARDS/mixture.json (`weights`, else each one's rows)."""
+    split_by, a folder per value of the column and SHARDS/mixture.json (`weights`, else each one's rows).
+    `records` (a file name: its JSON) are committed with each shards folder's index (the pipeline's
+    decontamination.json): a folder complete without them would say its documents were never cut."""
     if cfg.split_by:
-        return _split(spark, sources, cfg, out, weights or getattr(cfg, "weights", ""))
-    return _written(spark, sources, cfg, out)
+        return _split(spark, sources, cfg, out, weights or getattr(cfg, "weights", ""), records or {})
+    return _written(spark, sources, cfg, out, records=records or {})
 
 
-def _written(spark, sources: Sources, cfg: Config, out: str, where: tuple[str, object] | None = None) -> dict:
+def _written(spark, sources: Sources, cfg: Config, out: str, where: tuple[str, object] | None = None,
+             records: dict[str, dict] | None = None) -> dict:
     if not cfg.heldout_share:
-        return write_shards(spark, sources, cfg, out, "all", where)
+        return write_shards(spark, sources, cfg, out, "all", where, records=records)
     # index.json, what marks the folder complete, comes after heldout/: written with the training shards, a job
     # killed during the held-out pass had left a folder the validator passed and a trainer read without held-out
     # loss. The training shards' commit writes it as PENDING_INDEX (and removes an earlier run's index.json).
-    index = write_shards(spark, sources, cfg, out, "train", where, marker=PENDING_INDEX)
+    index = write_shards(spark, sources, cfg, out, "train", where, marker=PENDING_INDEX, records=records)
     record_written(Path(out), [HELDOUT, INDEX_FILE])  # after that commit, which removes what it did not write
     heldout = write_shards(spark, sources, cfg, str(Path(out) / HELDOUT), HELDOUT, where)
     os.replace(Path(out) / PENDING_INDEX, Path(out) / INDEX_FILE)
     return {**index, HELDOUT: heldout}
 
 
-def _split(spark, sources: Sources, cfg: Config, out: str, weights: str) -> dict:
+def _split(spark, sources: Sources, cfg: Config, out: str, weights: str, records: dict[str, dict]) -> dict:
     """A shards folder per value of cfg.split_by, and the mixture naming them."""
     files = all_files(sources)
     if not document_parquet(files):
@@ -331,7 +335,7 @@ def _split(spark, sources: Sources, cfg: Config, out: str, weights: str) -> dict
     record_written(out_path, [MIXTURE_FILE, *folders])  # a folder of tokenmill's holding the split's folders
     (out_path / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
     remove_unsplit(out_path, set(folders))
-    parts = {name: _written(spark, sources, cfg, str(out_path / name), (cfg.split_by, value))
+    parts = {name: _written(spark, sources, cfg, str(out_path / name), (cfg.split_by, value), records)
              for name, value in folders.items()}
     mixture = mixture_of(parts, chosen or None, f"split_by {cfg.split_by}: ")
     write_json(out_path / MIXTURE_FILE, mixture)
@@ -396,9 +400,10 @@ def folder_name(value, column: str) -> str:
 
 
 def write_shards(spark, sources: Sources, cfg: Config, out: str, part: str,
-                 where: tuple[str, object] | None = None, marker: str = INDEX_FILE) -> dict:
+                 where: tuple[str, object] | None = None, marker: str = INDEX_FILE,
+                 records: dict[str, dict] | None = None) -> dict:
     """One shards folder of the documents of `part` (PARTS), those whose column holds a value (`where`)
-    when given; its index, written last as `marker`."""
+    when given, with `records` beside them; its index, written last as `marker`."""
     files = all_files(sources)
     tokenizer = tokenizer_file(cfg)
     staging = staging_dir(out)
@@ -435,7 +440,9 @@ def write_shards(spark, sources: Sources, cfg: Config, out: str, part: str,
                       eos_id=tokenizer.eos_id, compression_level=cfg.zstd_level, documents=documents,
                       quarantined=quarantined,
                       quarantine_checksum=content_checksum(spark, staging / "quarantine") if quarantined else None)
-    # The index goes first and comes last; a previous run's shards and quarantine go if not rewritten.
+    for name, record in (records or {}).items():
+        write_json(staging / name, record)
+    # The index goes first and comes last; a previous run's shards, quarantine and records go if not rewritten.
     commit(staging, out, ["quarantine"] if quarantined else [], index.to_json(), marker=marker)
     return index.to_json()
 

@@ -541,7 +541,9 @@ def test_the_pipeline_trains_scores_every_document_and_mixes_its_quality_buckets
     written as shards folders the loader mixes with the weights given."""
     from loaders import ShardLoader
     from prep.tokenizer.bpe import train_bpe
+    from schemas.decontamination import RECORD_FILE, read_record
     from spark_stages import pipeline
+    from tests.decontam_fixtures import english_items
 
     folder, records = labelled
     # the quality to find more of: the English documentation (the rules keep every good document and no junk of
@@ -549,12 +551,19 @@ def test_the_pipeline_trains_scores_every_document_and_mixes_its_quality_buckets
     english = [r for r in records if r["label"] == "good" and ".en/" in r["id"]]
     write_lines(tmp_path / "english" / "part.jsonl", english, mkdir=True)
     train_bpe([r["text"] for r in records], 1024).save(str(tmp_path / "tokenizer.json"))
+    write_lines(tmp_path / "items.jsonl", [{"id": f"q{i}", "text": t} for i, t in enumerate(english_items(3))])
     out = tmp_path / "run"
     assert run_stage(pipeline.STAGE, [
         "--input", str(folder / "all"), "--output", str(out), "--quality.positive", str(tmp_path / "english"),
         "--quality.buckets", "3", *(flag.replace("--train.", "--quality.train.train.") for flag in FAST),
         "--shards.tokenizer", str(tmp_path / "tokenizer.json"), "--shards.pack.seq-len", "256",
-        "--shards.split-by", "bucket_quality", "--weights", "b0=1,b1=1,b2=2"]) == 0
+        "--shards.split-by", "bucket_quality", "--weights", "b0=1,b1=1,b2=2",
+        "--benchmark", f"faq={tmp_path / 'items.jsonl'}"]) == 0
+    for bucket in ("b0", "b1", "b2"):  # each bucket's shards say what was cut from them (their held-out part not)
+        with open(out / "shards" / bucket / RECORD_FILE, "rb") as f:
+            assert list(read_record(f)) == ["faq"]
+        assert (out / "shards" / bucket / "heldout" / "index.json").is_file()
+        assert not (out / "shards" / bucket / "heldout" / RECORD_FILE).exists()
     stats = json.loads((out / "quality" / "stats.json").read_text())
     clean_rejected = pq.read_table(out / "clean" / "rejected")
     scored_rejected = pq.read_table(out / "quality" / "rules_rejected")

@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from tokenizers import Tokenizer
 
+from schemas.decontamination import RECORD_FILE, read_record
 from schemas.validate import validate
 from tests.conftest import write_lines
 from tests.decontam_fixtures import paragraphs
@@ -35,6 +36,11 @@ def test_every_stage_writes_its_output(pipeline):
         assert (out / marker).is_file(), marker
     assert "padding waste" in stdout and "decontaminate:" in stdout and "held out:" in stdout
     assert validate(out / "shards") == [] and validate(out / "shards" / "heldout") == []
+    with open(out / "shards" / RECORD_FILE, "rb") as f:  # the benchmarks cut from the shards, for the loop
+        record = read_record(f)
+    items = (out.parent / "faq-items.jsonl").read_bytes()
+    assert record == {"faq": [("faq-items.jsonl", len(items), hashlib.sha256(items).hexdigest())]}
+    assert not (out / "shards" / "heldout" / RECORD_FILE).exists()
 
 
 def test_decontamination_runs_after_dedup_and_before_the_tokenizer_and_the_shards(pipeline):

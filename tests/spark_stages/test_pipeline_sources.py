@@ -179,3 +179,31 @@ def test_a_pipeline_whose_every_document_is_rejected_stops_naming_why_and_report
     # the clean stage's rejections are what the user needs to see: its report is written
     assert json.loads((out / "clean" / "stats.json").read_text())["rejected"] == 50
     assert (out / "report.html").is_file() and "lorem ipsum" in (out / "report.html").read_text()
+
+
+def test_shards_are_never_complete_without_the_benchmarks_cut_from_them(spark, sample_dir, tmp_path, monkeypatch):
+    """Found by the kill review of 2026-12-07: the pipeline wrote decontamination.json after the shards' commit,
+    so a run killed between them left shards that validated and told the training loop they had never been
+    decontaminated. The record now comes with the commit, before the index that marks the folder complete."""
+    from schemas.decontamination import RECORD_FILE
+    from spark_stages import outputs
+    from tests.decontam_fixtures import english_items
+
+    del spark  # the session the run finds
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "text": t}) + "\n"
+                                                  for i, t in enumerate(english_items(5))))
+    write, killed = outputs.replace_bytes, []
+
+    def killed_writing_the_record(path, data):
+        if path.name == RECORD_FILE:
+            killed.append(path)
+            raise KeyboardInterrupt("killed as the record was written")
+        write(path, data)
+
+    monkeypatch.setattr(outputs, "replace_bytes", killed_writing_the_record)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        run_printing(pipeline.STAGE, ["--input", f"{sample_dir}/debian-faq.en.jsonl.zst", "--output", str(out),
+                                      "--vocab-size", "4096", "--benchmark", f"faq={tmp_path / 'items.jsonl'}"])
+    assert killed and (out / "dedup" / "stats.json").is_file()  # killed on the way to the shards' completion
+    assert not (out / "shards" / "index.json").exists() and validate(out / "shards") != []
