@@ -13,7 +13,7 @@ from pathlib import Path
 from prep.cli import command_line
 from report.config import ReportConfig
 from report.gather import UNREADABLE
-from report.layout import LayoutError, stage_dirs
+from report.layout import LayoutError, reading_once, stage_dirs
 from report.write import COMPARE_FILE, REPORT_FILE, write_comparison, write_report
 from spark_stages.outputs import OWNER_FILE, OutputError, claimed_output, written_names
 
@@ -37,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.out:
         print(f"{PROG}: error: OUT is required", file=sys.stderr)
         return 2
-    out = Path(args.out)
+    with reading_once():  # each stats.json parsed once: by the checks here and by the report
+        return _report(Path(args.out), args, cfg)
+
+
+def _report(out: Path, args, cfg: ReportConfig) -> int:
     try:
         for folder in filter(None, (out, args.compare and Path(args.compare))):
             stage_dirs(folder)  # a folder holding no tokenmill output: one line, before anything is written

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from report.config import ReportConfig
 from report.gather import UNREADABLE, run_view, version
-from report.layout import LayoutError
+from report.layout import LayoutError, reading_once
 from report.render import report_page
 from report.render_compare import comparison_page
 from report.run import RUN_FILE, SETTINGS_FILE, STAGE_SECONDS
@@ -44,7 +44,9 @@ def write_report(out, cfg: ReportConfig = DEFAULT, *, destination=None, job: str
         if settings is not None:
             replace_text(out / SETTINGS_FILE, f"# jobs.{job} as it ran (tokenmill {version()}); "
                                               f"--config {SETTINGS_FILE} runs it again\n{settings}")
-    replace_text(target, report_page(run_view(out, cfg)))
+    with reading_once():
+        page = report_page(run_view(out, cfg))
+    replace_text(target, page)
     return target
 
 
@@ -65,7 +67,8 @@ def write_comparison(out, other, cfg: ReportConfig = DEFAULT, *, destination=Non
     if target.parent.resolve() == out.resolve():
         record_written(out, [target.name])
     try:
-        page = comparison_page(out, Path(other), cfg)
+        with reading_once():
+            page = comparison_page(out, Path(other), cfg)
     except UNREADABLE as e:
         raise LayoutError(f"{out} and {other} cannot be compared: {type(e).__name__}: {str(e)[:200]}") from None
     replace_text(target, page)

@@ -348,3 +348,26 @@ def test_a_json_file_with_a_key_twice_is_not_read(tmp_path):
     (tmp_path / "once.json").write_text('{"sources": {"web": {"weight": 1}, "code": {"weight": 3}}}')
     assert read_json(tmp_path / "mixture.json") is None
     assert read_json(tmp_path / "once.json") == {"sources": {"web": {"weight": 1}, "code": {"weight": 3}}}
+
+
+def test_a_report_parses_each_json_file_once_and_sees_it_rewritten(tmp_path, monkeypatch):
+    """Found by a review: `python -m jobs.report OUT` parsed OUT/stats.json four times (what the folder is, twice,
+    the stage, and whether it is damaged): 22 s for a 48 MB one from elsewhere, under the 64 MB cap."""
+    import report.layout
+    from report.cli import main
+
+    out = clean_output(tmp_path / "run", 40)
+    parse, parsed = report.layout.regular_file_text, []
+
+    def counted(path, limit):
+        parsed.append(path.name)
+        return parse(path, limit)
+
+    monkeypatch.setattr(report.layout, "regular_file_text", counted)
+    assert main([str(out)]) == 0
+    assert parsed.count("stats.json") == 1
+    # a file rewritten between two reports is read again (the parses are the report's, not the process's)
+    stats = json.loads((out / "stats.json").read_text())
+    stats["rejected_by_reason"] = {"rule:new reason": 20}
+    (out / "stats.json").write_text(json.dumps(stats))
+    assert "rule:new reason" in write_report(out).read_text() and parsed.count("stats.json") == 2
