@@ -1,6 +1,6 @@
 """The dedup stage: exact duplicates, then MinHash-LSH near duplicates, one survivor per cluster.
 
-Writes OUT/docs/ (kept documents, all input columns), OUT/clusters/ (id, cluster_id, cluster_size,
+Writes OUT/docs/ (kept documents, all input columns), OUT/clusters/ (id, cluster_id, cluster, cluster_size,
 kept for every document in a cluster of two or more), OUT/report.md and OUT/stats.json.
 
 Survivor rule: the longest text (in characters) is kept; ties go to the smaller 64-bit BLAKE2b hash
@@ -220,10 +220,14 @@ def _write_outputs(docs, decided, quarantine, partitions: int, staging, sources:
     kept = named(docs.join(kept_rows, ROW).repartition(partitions, id_hash).sortWithinPartitions(rank)
                  .drop(ROW, rank, id_hash)).write
     (kept.partitionBy("source") if names else kept).parquet(str(staging / "docs"))
-    heads = decided.where(F.col("rank") == F.col("cluster")).select(F.col("cluster"), F.col("id").alias("cluster_id"))
+    # a cluster's name: its first document's id (which can name two clusters where ids repeat), and a number,
+    # a hash of that document's every column and source (rank, the order's position, follows the partitions)
+    heads = decided.where(F.col("rank") == F.col("cluster")).select(
+        "cluster", F.col("id").alias("cluster_id"), F.xxhash64(TEXT_HASH, SOURCE).alias("cluster_number"))
     clusters = (decided.where(F.col("cluster_size") >= 2).join(heads, "cluster")
                 .repartition(partitions, "cluster_id").sortWithinPartitions("cluster", "rank")
-                .select("id", "cluster_id", F.col("cluster_size").cast("long"), "kept", SOURCE))
+                .select("id", "cluster_id", F.col("cluster_number").alias("cluster"),
+                        F.col("cluster_size").cast("long"), "kept", SOURCE))
     named(clusters).write.parquet(str(staging / "clusters"))
     outputs = ["docs", "clusters"]
     quarantined = quarantine.count()
@@ -398,7 +402,7 @@ def _decided(features, cfg: Config, per_source: bool, source_count: int, stages:
     # rank: ranks go source by source, so a copy ranked before it is in a source named before
     near_kept = F.coalesce("near_kept", F.lit(True))
     firsts = dict(features.groupBy(SOURCE).agg(F.min("rank")).collect())
-    decided = (features.select("row", "rank", "exact_rep", "id_hash", "id", SOURCE)
+    decided = (features.select("row", "rank", "exact_rep", "id_hash", "id", SOURCE, TEXT_HASH)
                .join(survivors.select(F.col("rank").alias("exact_rep"), "near_kept", "copy_of", "component"),
                      "exact_rep", "left")
                .withColumn("kept", (F.col("rank") == F.col("exact_rep")) & near_kept)
@@ -426,7 +430,8 @@ def _decided_in_memory(features, cfg: Config, per_source: bool, source_count: in
     sources = table[SOURCE].to_numpy()
     decisions = decide(table.select(columns), sources, per_source, cfg)
     decided = pa.table({"row": table["row"], "rank": decisions.rank, "exact_rep": decisions.exact_rep,
-                        "id_hash": table["id_hash"], "id": table["id"], SOURCE: table[SOURCE], "kept": decisions.kept,
+                        "id_hash": table["id_hash"], "id": table["id"], SOURCE: table[SOURCE],
+                        TEXT_HASH: table[TEXT_HASH], "kept": decisions.kept,
                         "cluster": decisions.cluster, "cluster_size": decisions.cluster_size,
                         "copy": decisions.copy})
     decided = features.sparkSession.createDataFrame(decided)

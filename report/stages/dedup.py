@@ -3,6 +3,7 @@ hash of their head's id): the survivor beside its members, each with its similar
 estimates it (the MinHash signatures of the run's settings, computed here for the few shown)."""
 
 import numpy as np
+import pyarrow as pa
 
 from prep.dedup.lsh import estimated_jaccard
 from prep.dedup.minhash import MAX_NGRAM, MAX_NUM_PERM, MinHashConfig, signatures
@@ -30,7 +31,22 @@ from report.stages.common import (
     whole,
 )
 
-COLUMNS = ["id", "cluster_id", "cluster_size", "kept", "source"]
+COLUMNS = ["id", "cluster_id", "cluster", "cluster_size", "kept", "source"]
+# A cluster as the report keys it: (its number, its first document's id). The number (dedup's since 2026-12-07)
+# tells apart two clusters whose first documents share an id; clusters/ of an older layout has none (None).
+Key = tuple[int | None, str]
+
+
+def _keys(table) -> list[Key]:
+    heads = table.column("cluster_id").to_pylist()
+    if "cluster" in table.column_names and pa.types.is_integer(table.schema.field("cluster").type):
+        return list(zip(table.column("cluster").to_pylist(), heads))
+    return [(None, head) for head in heads]
+
+
+def _order(key: Key) -> tuple:
+    """By a hash of the first document's id (the sample's rule), then the number."""
+    return id_hash(key[1]), -1 if key[0] is None else key[0]
 
 
 def gather(run: Run, stage: StageDir) -> StageView:
@@ -127,17 +143,18 @@ def _relative(run: Run, folder) -> str:
 def _clusters(run: Run, stage: StageDir, stats: dict) -> Section:
     """The largest clusters and a sample, their members' text from the stage's input."""
     cfg, folder = run.cfg, stage.folder / "clusters"
-    heads: dict[str, int] = {}
+    heads: dict[Key, int] = {}
     chosen_plan, tables = scanned(folder, COLUMNS, cfg.read_bytes, cfg.max_files)
     for table in tables:
-        for doc_id, head, size in zip(*(table.column(c).to_pylist() for c in ("id", "cluster_id", "cluster_size"))):
-            if doc_id == head:
-                heads[head] = size
+        for doc_id, key, size in zip(table.column("id").to_pylist(), _keys(table),
+                                     table.column("cluster_size").to_pylist()):
+            if doc_id == key[1]:
+                heads[key] = size
                 if len(heads) > 4 * (cfg.largest_clusters + cfg.sampled_clusters) + 1000:
                     heads = _keep(heads, cfg.largest_clusters, cfg.sampled_clusters)
     heads = _keep(heads, cfg.largest_clusters, cfg.sampled_clusters)
-    largest = sorted(heads, key=lambda h: (-heads[h], id_hash(h)))[:cfg.largest_clusters]
-    sampled = [h for h in sorted(heads, key=id_hash) if h not in largest][:cfg.sampled_clusters]
+    largest = sorted(heads, key=lambda h: (-heads[h], *_order(h)))[:cfg.largest_clusters]
+    sampled = [h for h in sorted(heads, key=_order) if h not in largest][:cfg.sampled_clusters]
     members = _members(folder, set(largest) | set(sampled), run)
     wanted = {doc_id for rows in members.values() for doc_id, _ in rows}
     texts = documents_by_id(run.input_files(stage), wanted, cfg.lookup_bytes, cfg.max_files)
@@ -167,22 +184,22 @@ def _clusters(run: Run, stage: StageDir, stats: dict) -> Section:
     return Section("Clusters: the survivor beside its members", blocks)
 
 
-def _keep(heads: dict[str, int], largest: int, sampled: int) -> dict[str, int]:
+def _keep(heads: dict[Key, int], largest: int, sampled: int) -> dict[Key, int]:
     """The heads that may still be shown: the largest and the smallest hashes."""
-    by_size = sorted(heads, key=lambda h: (-heads[h], id_hash(h)))[:largest]
-    by_hash = sorted(heads, key=id_hash)[:largest + sampled]
+    by_size = sorted(heads, key=lambda h: (-heads[h], *_order(h)))[:largest]
+    by_hash = sorted(heads, key=_order)[:largest + sampled]
     return {h: heads[h] for h in {*by_size, *by_hash}}
 
 
-def _members(folder, heads: set[str], run: Run) -> dict[str, list[tuple[str, bool]]]:
+def _members(folder, heads: set[Key], run: Run) -> dict[Key, list[tuple[str, bool]]]:
     """Per head, (id, kept) of its survivor first and of up to cfg.cluster_members others (smallest hashes)."""
     cfg = run.cfg
-    found: dict[str, list[tuple[str, bool]]] = {h: [] for h in heads}
+    found: dict[Key, list[tuple[str, bool]]] = {h: [] for h in heads}
     _, tables = scanned(folder, COLUMNS, cfg.read_bytes, cfg.max_files)
     for table in tables:
         # clusters/ of an older layout, without `kept`: the survivor is not known, its members are shown
         kept_values = table.column("kept").to_pylist() if "kept" in table.column_names else [False] * table.num_rows
-        for doc_id, head, kept in zip(*(table.column(c).to_pylist() for c in ("id", "cluster_id")), kept_values):
+        for doc_id, head, kept in zip(table.column("id").to_pylist(), _keys(table), kept_values):
             if head in found:
                 found[head].append((doc_id, bool(kept)))
     return {h: sorted(rows, key=lambda r: (not r[1], id_hash(r[0])))[:cfg.cluster_members + 1]

@@ -30,16 +30,20 @@ def test_the_lookup_reads_numbers_as_the_jobs_write_them_passes_over_files_witho
     assert found["X"][COPIES] == 2 and found["Y"][COPIES] == 1 and found["4"][COPIES] == 1
 
 
-def dedup_output(folder, input_folder):
+def dedup_output(folder, input_folder, numbered: bool = False):
     """A dedup job's output over an input where id X names two different documents, each the survivor of its
-    own cluster: X (the license) with a copy of it under the id X-copy, and X (the manual) with Y."""
+    own cluster: X (the license) with a copy of it under the id X-copy, and X (the manual) with Y; with
+    `numbered`, the clusters' numbers as dedup writes them now (clusters/ of an older layout had none)."""
     pq.write_table(pa.table({"id": ["X", "X-copy", "X", "Y"], "text": [LICENSE, LICENSE, MANUAL, MANUAL]}),
                    input_folder / "part-0.parquet")
     (folder / "docs").mkdir(parents=True)
     pq.write_table(pa.table({"id": ["X", "X"], "text": [LICENSE, MANUAL]}), folder / "docs" / "part-00000.parquet")
     (folder / "clusters").mkdir()
-    pq.write_table(pa.table({"id": ["X", "X-copy", "X", "Y"], "cluster_id": ["X"] * 4, "cluster_size": [2] * 4,
-                             "kept": [True, False, True, False]}), folder / "clusters" / "part-00000.parquet")
+    clusters = pa.table({"id": ["X", "X-copy", "X", "Y"], "cluster_id": ["X"] * 4, "cluster_size": [2] * 4,
+                         "kept": [True, False, True, False]})
+    if numbered:
+        clusters = clusters.add_column(2, "cluster", pa.array([-71, -71, 5, 5], pa.int64()))
+    pq.write_table(clusters, folder / "clusters" / "part-00000.parquet")
     stats = {"format_version": "1", "input": 4, "kept": 2, "exact_duplicates": 2, "near_duplicates": 0,
              "quarantined": 0, "clusters": 2, "largest_cluster": 2, "cluster_size_histogram": {"2": 2}}
     (folder / "stats.json").write_text(json.dumps(stats))
@@ -57,6 +61,17 @@ def test_clusters_sharing_an_id_say_so_and_claim_no_similarity_between_documents
     # Y is the manual's exact copy, X-copy the license's: with X's text ambiguous, neither is called a duplicate
     # of "the survivor" nor given a similarity to it
     assert "an exact duplicate" not in page.text and "similarity" not in page.text
+
+
+def test_clusters_sharing_an_id_are_shown_apart_by_their_numbers(tmp_path):
+    """Found by a review: with only cluster_id, two clusters led by documents of one id were one cluster to the
+    report, their members shown together; dedup now numbers its clusters."""
+    (tmp_path / "in").mkdir()
+    out = dedup_output(tmp_path / "out", tmp_path / "in", numbered=True)
+    page = read_page(write_report(out, ReportConfig(read_outside=True)).read_text())
+    assert "clusters have this id" not in page.text
+    assert page.text.count("Cluster of 2 (") == 2  # each cluster with its own member
+    assert page.text.count("X-copy") == 1 and "2 documents of the input have this id: the first is shown" in page.text
 
 
 def test_a_comparison_counts_every_document_of_an_id_that_repeats(tmp_path):

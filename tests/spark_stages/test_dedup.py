@@ -74,10 +74,11 @@ def test_clusters_output(corpus, result):
     assert {r["id"] for r in clusters} >= {"near-of-1", docs[1].id, "short-a", "short-b"}
     by_cluster = {}
     for r in clusters:
-        by_cluster.setdefault(r["cluster_id"], []).append(r)
-    for cluster_id, members in by_cluster.items():
-        assert len(members) == members[0]["cluster_size"] >= 2
-        assert sum(m["kept"] for m in members) >= 1 and cluster_id in {m["id"] for m in members}
+        by_cluster.setdefault(r["cluster"], []).append(r)
+    for members in by_cluster.values():
+        assert len(members) == members[0]["cluster_size"] >= 2 and len({m["cluster_id"] for m in members}) == 1
+        assert sum(m["kept"] for m in members) >= 1 and members[0]["cluster_id"] in {m["id"] for m in members}
+    assert len({r["cluster_id"] for r in clusters}) == len(by_cluster)  # no id repeats here
     assert stats["clusters"] == len(by_cluster) and stats["largest_cluster"] == max(map(len, by_cluster.values()))
     assert json.loads((out / "stats.json").read_text())["rounds"] == 0  # a small graph: solved on the driver
 
@@ -309,3 +310,29 @@ def test_copies_apart_only_in_other_columns_keep_the_same_row_whatever_the_read_
         kept = pq.read_table(tmp_path / name / "docs").to_pylist()
         assert [row["url"] for row in kept if row["id"] == "x"] in (["https://A/x"], ["https://B/x"], ["https://C/x"])
     assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("in_memory_documents", [Config().in_memory_documents, 0])
+def test_clusters_whose_first_documents_share_an_id_are_told_apart(spark, tmp_path, in_memory_documents):
+    """Found by a review: two unrelated clusters, each led by a document of id "a", were both cluster_id "a" in
+    OUT/clusters, one cluster to whoever read it (the report showed their members together). Each cluster now
+    has a number of its own, the same in every run."""
+    first = "the first story about a harbour town and its fishing boats, told at length " * 4
+    second = "a second and unrelated story, about mountain railways and their tunnels, " * 4
+    rows = [{"id": "a", "text": first + " "}, {"id": "b", "text": first}, {"id": "a", "text": second + " "},
+            {"id": "c", "text": second}, {"id": "d", "text": "a document of its own, in no cluster at all " * 4}]
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in" / "part-0.parquet")
+    numbers = []
+    for out, partitions in (("one", 2), ("two", 5)):
+        run(spark, single_source(str(tmp_path / "in")),
+            Config(partitions=partitions, in_memory_documents=in_memory_documents), str(tmp_path / out))
+        clusters = pq.read_table(tmp_path / out / "clusters").to_pylist()
+        assert sorted((r["id"], r["cluster_id"], r["kept"]) for r in clusters) == [
+            ("a", "a", True), ("a", "a", True), ("b", "a", False), ("c", "a", False)]
+        by_number = {}
+        for r in clusters:
+            by_number.setdefault(r["cluster"], set()).add(r["id"])
+        assert sorted(map(sorted, by_number.values())) == [["a", "b"], ["a", "c"]]
+        numbers.append(sorted(by_number))
+    assert numbers[0] == numbers[1]
