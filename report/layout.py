@@ -39,24 +39,6 @@ def damage(path: Path) -> str | None:
     return _loaded(path)[1]
 
 
-def _loaded(path: Path) -> tuple[dict | None, str | None]:
-    """(the JSON object of the file, or None; why a file that is there is not read, or None)."""
-    try:
-        found = os.lstat(path)
-    except OSError:
-        return None, None
-    if not stat.S_ISREG(found.st_mode):
-        return None, "not a regular file: a link, a FIFO or a device is not read"
-    if found.st_size > MAX_JSON_BYTES:
-        return None, f"larger than {MAX_JSON_BYTES >> 20} MB, the most the report reads"
-    key = (os.path.abspath(path), found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
-    if _parses is None:
-        return _parsed(path)
-    if key not in _parses:
-        _parses[key] = _parsed(path)
-    return _parses[key]
-
-
 # A report reads a stats.json four times (what the folder is, the run, the stage, its damage): 5.6 s each for
 # 48 MB from elsewhere. While one is made (reading_once), each version of a file is parsed once; its callers
 # only read what they are given.
@@ -72,6 +54,24 @@ def reading_once():
         yield
     finally:
         _parses = outer
+
+
+def _loaded(path: Path) -> tuple[dict | None, str | None]:
+    """(the JSON object of the file, or None; why a file that is there is not read, or None)."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None, None
+    if not stat.S_ISREG(found.st_mode):
+        return None, "not a regular file: a link, a FIFO or a device is not read"
+    if found.st_size > MAX_JSON_BYTES:
+        return None, f"larger than {MAX_JSON_BYTES >> 20} MB, the most the report reads"
+    if _parses is None:
+        return _parsed(path)
+    key = (os.path.abspath(path), found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+    if key not in _parses:
+        _parses[key] = _parsed(path)
+    return _parses[key]
 
 
 def _parsed(path: Path) -> tuple[dict | None, str | None]:
