@@ -73,6 +73,23 @@ def test_ipv4_inside_ipv6_is_one_address_judged_by_its_ipv4():
     assert redact("ip ::ffff:8.8.4.4.5 is no address", cfg) == "ip ::ffff:8.8.4.4.5 is no address"
 
 
+def test_an_ipv4_address_ending_a_sentence_is_redacted_and_section_numbers_and_versions_are_not():
+    """Found by a newcomer's run through the docs (2026-12-07): "the resolver is 8.8.8.8." kept its address (a
+    full stop after it read as a fifth part), and the sample as `make shards` cleaned it kept one, "the actual IP
+    address, 213.244.11.247."; the same address before a space or a comma was redacted."""
+    cfg = PiiConfig()
+    assert redact("the resolver is 8.8.8.8.", cfg) == "the resolver is 192.0.2.1."
+    assert redact("into the actual IP address, 213.244.11.247.\n\nTo access", cfg) == \
+        "into the actual IP address, 192.0.2.1.\n\nTo access"
+    assert redact("Ask 8.8.4.4. It answers.", cfg) == "Ask 192.0.2.1. It answers."
+    # a line's number (the sample's 400 headings "6.1.2.1. Title"), a version before a file's extension, a
+    # reversed address in a DNS name, a version of five parts: not addresses
+    for kept in ("6.1.2.1. Configuring the network", "  6.1.2.1.\xa0Title", "text\n10.2.3.4. Next section",
+                 "Downloading novas-3.1.1.3.tar.gz (136k)", "'1.0.0.127.in-addr.arpa'", "version 1.2.3.4.5.",
+                 "the range ends at 192.168.0.254."):
+        assert redact(kept, cfg) == kept, kept
+
+
 def test_the_email_replacement_is_written_as_it_is_and_redaction_is_linear_as_the_pattern_was():
     """Found by review (2026-12-07): the replacement was a re.sub template ("\\0" wrote a NUL byte into kept text,
     "\\e" failed every document with an address, "\\g<0>" redacted nothing), and EMAIL, tried from every word
