@@ -86,6 +86,21 @@ def record_written(out: Path, names: list[str]) -> None:
     _record(out, claim_folder(out) | set(names))
 
 
+def replace_layout(folder: Path, names: set[str]) -> None:
+    """`folder` as tokenmill's folder of `names` (the sources' or a split's folders, and what goes beside them),
+    recorded before they are written, and whatever else tokenmill wrote there removed: an earlier run's output
+    of another layout (one input's OUT/clean/docs beside OUT/clean/web, read as this run's; its shards beside a
+    mixture, which a loader read first) or of a source or value no longer given. Recorded, the folders are
+    replaced in turn by a later run's commit of one input (which had refused them as a stranger's)."""
+    for name in sorted(claim_folder(folder) - names):
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            path.unlink()
+    _record(folder, names)
+
+
 @contextlib.contextmanager
 def claimed_output(out: str) -> Iterator[None]:
     """Holds OUT/.tokenmill.lock for a job's run (the kernel drops it if the job dies); OutputError when

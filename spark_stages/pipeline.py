@@ -41,7 +41,7 @@ from spark_stages import score as score_stage
 from spark_stages import shards as shards_stage
 from spark_stages import tokenizer as tokenizer_stage
 from spark_stages import train_classifier as train_classifier_stage
-from spark_stages.outputs import record_written, write_json
+from spark_stages.outputs import replace_layout, write_json
 from spark_stages.runner import Stage
 
 log = logging.getLogger(__name__)
@@ -257,6 +257,23 @@ def _folder(out: Path, stage: str, name: str, named: bool) -> Path:
     return out / stage / name if named else out / stage
 
 
+def _per_source_folders(out: Path, sources: Sources, cfg: Config) -> None:
+    """The folders of the stages this run writes by source (OUT/STAGE/NAME) made tokenmill's folders of the
+    sources' folders, and what an earlier run wrote there otherwise removed (outputs.replace_layout): a run of
+    one input into OUT (OUT/clean/docs, OUT/shards/index.json) or of other sources. Without the record, a later
+    run of one input into OUT stopped at OUT/clean, taking the sources' folders for a stranger's."""
+    stages = ["clean", "shards"]
+    if any(is_warc(files[0].path) for files in sources.values()):
+        stages.append("extract")
+    if cfg.quality:
+        stages.append("quality")
+    if cfg.decontaminate.benchmarks:
+        stages.append("decontaminate")
+    for stage in stages:
+        replace_layout(out / stage, set(sources) | ({MIXTURE_FILE} if stage == "shards" else set()))
+    (out / "shards" / MIXTURE_FILE).unlink(missing_ok=True)  # no mixture may name shards being rewritten
+
+
 def _documents(folder: Path, source: str, stage: str) -> list[InputFile]:
     try:
         return expand_inputs(str(folder))
@@ -271,6 +288,8 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
 
     out_path, named = Path(out), is_named(sources)
     weights = source_weights(cfg.sources, list(sources)) if named else None
+    if named:
+        _per_source_folders(out_path, sources, cfg)
     stats: dict = {"clean": {}, "shards": {}}
     for name, files in sources.items():
         if is_warc(files[0].path):  # a crawl: its pages' text first (check made sure the whole source is)
@@ -292,16 +311,10 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
     if cfg.decontaminate.benchmarks:
         deduplicated = _decontaminated(spark, deduplicated, cfg, out_path, named, stats)
     shards_cfg = _with_tokenizer(spark, deduplicated, cfg, out_path, stats, weights)
-    shards_out = out_path / "shards"
     # committed with each folder's index: written after it, a kill between left shards that looked complete and
     # said nothing of the benchmarks cut from them
     records = ({RECORD_FILE: decontaminate_stage.decontamination_record(cfg.decontaminate)}
                if cfg.decontaminate.benchmarks else None)
-    if named:
-        record_written(shards_out, [MIXTURE_FILE, *sources])  # a folder of tokenmill's holding the sources' folders
-        (shards_out / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
-        # an earlier run's shards of one input, unsplit (a loader reads index.json before mixture.json)
-        shards_stage.remove_unsplit(shards_out, set(sources))
     for name, files in deduplicated.items():
         log.info("shards %s", name)
         started = time.time()
@@ -312,7 +325,7 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         stats.setdefault(STAGE_SECONDS, {})[f"shards/{name}" if named else "shards"] = round(time.time() - started, 1)
     if named:
         mixture = shards_stage.mixture_of(stats["shards"], weights, "source ")
-        write_json(shards_out / MIXTURE_FILE, mixture)
+        write_json(out_path / "shards" / MIXTURE_FILE, mixture)
         stats["mixture"] = mixture
     return stats
 

@@ -34,7 +34,7 @@ from prep.ingest.inputs import (
     named_inputs,
 )
 from spark_stages.executors import ExecutorEnvironmentError, check_executors
-from spark_stages.outputs import check_apart, claimed_output
+from spark_stages.outputs import OutputError, check_apart, claimed_output
 from spark_stages.session import get_spark, parse_conf
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ def _run(stage: Stage, inputs, cfg, args, specs: dict[str, str]) -> int:
     started = time.time()
     try:
         stats = stage.run(spark, inputs, cfg, args.output)
-    except InputError as e:  # found only on the way (a source that dedup empties): what ran is reported
+    except (InputError, OutputError) as e:  # found on the way (a source dedup empties, a stranger's stage folder)
         if _holds_outputs(args.output):  # run.json says it stopped: what OUT holds may be an earlier run's
             _write_report(stage, cfg, args.output, specs, time.time() - started, {}, stopped=str(e))
         return _fail(f"jobs.{stage.name}", str(e))

@@ -25,8 +25,6 @@ import dataclasses
 import logging
 import math
 import os
-import re
-import shutil
 import uuid
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -55,10 +53,10 @@ from spark_stages.ingest import (
 from spark_stages.mapped_pages import release_pages, whole_mapping
 from spark_stages.outputs import (
     SCRATCH,
-    claim_folder,
     commit,
     content_checksum,
     record_written,
+    replace_layout,
     staging_dir,
     write_json,
 )
@@ -332,26 +330,13 @@ def _split(spark, sources: Sources, cfg: Config, out: str, weights: str, records
         raise InputError(f"--weights names {', '.join(chosen)}; the values of {cfg.split_by} are "
                          f"{', '.join(folders)}")
     out_path = Path(out)
-    record_written(out_path, [MIXTURE_FILE, *folders])  # a folder of tokenmill's holding the split's folders
-    (out_path / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten
-    remove_unsplit(out_path, set(folders))
+    replace_layout(out_path, {MIXTURE_FILE, *folders})  # no earlier run's index.json (read before mixture.json)
+    (out_path / MIXTURE_FILE).unlink(missing_ok=True)  # no mixture may name shards being rewritten
     parts = {name: _written(spark, sources, cfg, str(out_path / name), (cfg.split_by, value), records)
              for name, value in folders.items()}
     mixture = mixture_of(parts, chosen or None, f"split_by {cfg.split_by}: ")
     write_json(out_path / MIXTURE_FILE, mixture)
     return {"split_by": cfg.split_by, "parts": parts, "mixture": mixture}
-
-
-def remove_unsplit(out_path: Path, folders: set[str]) -> None:
-    """The shards an earlier run wrote unsplit into the same folder: its index.json (a loader reads it before
-    mixture.json, and read the old shards), shard files, heldout/ and quarantine/, those tokenmill wrote."""
-    for name in sorted(claim_folder(out_path) - folders):
-        if name in (INDEX_FILE, PENDING_INDEX, HELDOUT, "quarantine") or re.fullmatch(r"shard-\d+\.arrow", name):
-            path = out_path / name
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            elif os.path.lexists(path):
-                path.unlink()
 
 
 def mixture_of(indexes: dict[str, dict], weights: dict[str, Fraction] | None, what: str = "") -> dict:

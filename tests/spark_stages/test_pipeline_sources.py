@@ -59,6 +59,12 @@ def mixture_run(spark, sources, tmp_path_factory):
     (out / "shards" / "heldout").mkdir()
     for name in ("index.json", "shard-00000.arrow", "heldout/index.json"):
         (out / "shards" / name).write_text("an earlier run's")
+    # ... and its cleaned documents, and a source this run does not have (found by a newcomer's run through the
+    # docs, 2026-12-07: OUT/clean/docs stayed, beside OUT/clean/web, and read as this run's)
+    record_written(out / "clean", ["docs", "stats.json", "gone"])
+    for name in ("docs/part-00000.parquet", "stats.json", "gone/stats.json"):
+        (out / "clean" / name).parent.mkdir(exist_ok=True)
+        (out / "clean" / name).write_text("an earlier run's")
     inputs = [arg for name, path in sources.items() for arg in ("--input", f"{name}={path}")]
     # the Python docs cleaned as documentation, the rest as web
     code, printed = run_printing(pipeline.STAGE, [*inputs, "--weights", WEIGHTS, "--output", str(out),
@@ -81,6 +87,7 @@ def test_each_source_has_its_shards_and_the_mixture_names_them(mixture_run):
                                                                        "mirror": 0.01}
     assert "mixture: web 0.37, zh 0.5, code 0.12, mirror 0.01" in stdout
     assert not any((out / "shards" / name).exists() for name in ("index.json", "shard-00000.arrow", "heldout"))
+    assert sorted(p.name for p in (out / "clean").iterdir()) == [".tokenmill", "code", "mirror", "web", "zh"]
 
 
 def test_a_document_in_two_sources_is_kept_once_in_the_source_named_first(mixture_run):
@@ -207,3 +214,37 @@ def test_shards_are_never_complete_without_the_benchmarks_cut_from_them(spark, s
                                       "--vocab-size", "4096", "--benchmark", f"faq={tmp_path / 'items.jsonl'}"])
     assert killed and (out / "dedup" / "stats.json").is_file()  # killed on the way to the shards' completion
     assert not (out / "shards" / "index.json").exists() and validate(out / "shards") != []
+
+
+def test_a_run_of_one_input_replaces_a_run_of_named_sources(spark, mixture_run, sample_dir, tmp_path):
+    """Found by a newcomer's run through the docs (2026-12-07): a pipeline of one input into the folder of a
+    pipeline of named sources stopped at the clean stage, with a traceback, taking OUT/clean/web for a stranger's
+    folder (nothing recorded it as tokenmill's), and the sources' shards and mixture.json would have stayed."""
+    import shutil
+
+    del spark  # the session the run finds
+    out = tmp_path / "out"
+    shutil.copytree(mixture_run[0], out, symlinks=True)
+    code, printed = run_printing(pipeline.STAGE, ["--input", f"{sample_dir}/debian-faq.en.jsonl.zst", "--output",
+                                                  str(out), "--vocab-size", "4096"])
+    assert code == 0, printed[-3000:]
+    for stage in ("clean", "shards"):
+        assert not {"web", "zh", "code", "mirror", "mixture.json"} & {p.name for p in (out / stage).iterdir()}, stage
+    assert validate(out / "shards") == [] and (out / "clean" / "docs").is_dir()
+
+
+def test_a_stage_folder_refused_on_the_way_is_one_line(spark, mixture_run, sample_dir, tmp_path, capsys):
+    """A pipeline of named sources of an earlier version recorded no OUT/clean: a run of one input into its folder
+    refuses OUT/clean's folders as a stranger's, in one line with exit code 2 (a traceback and exit 1 before:
+    an OutputError on the way), and removes nothing."""
+    import shutil
+
+    del spark  # the session the run finds
+    out = tmp_path / "out"
+    shutil.copytree(mixture_run[0], out, symlinks=True)
+    (out / "clean" / ".tokenmill").unlink()
+    code = run_stage(pipeline.STAGE, ["--input", f"{sample_dir}/debian-faq.en.jsonl.zst", "--output", str(out),
+                                      "--vocab-size", "4096"])
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line.lower()]
+    assert code == 2 and len(errors) == 1 and "tokenmill did not write (code, mirror, web" in errors[0], errors
+    assert {p.name for p in (out / "clean").iterdir()} == {"code", "mirror", "web", "zh"}
