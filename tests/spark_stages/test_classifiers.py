@@ -393,6 +393,7 @@ def test_quality_buckets_become_shards_folders_the_loader_mixes_exactly(scored, 
     from loaders import ShardLoader
     from prep.tokenizer.bpe import train_bpe
     from spark_stages import shards
+    from spark_stages.outputs import record_written
 
     out, _, _ = scored
     texts = pq.read_table(out / "docs", columns=["text"]).column("text").to_pylist()
@@ -402,9 +403,13 @@ def test_quality_buckets_become_shards_folders_the_loader_mixes_exactly(scored, 
     # weights that leave a bucket out or name one the column lacks: one line and exit code 2, not a traceback
     for weights in ("b0=1,b1=1", "b0=1,b1=1,b2=2,b9=1"):
         assert run_stage(shards.STAGE, [*split, "--output", str(tmp_path / "bad"), "--weights", weights]) == 2
+    # an earlier split of ten buckets into the same folder: its bucket b9 is no folder of this split's
+    record_written(tmp_path / "shards", ["b9", "mixture.json"])
+    (tmp_path / "shards" / "b9").mkdir()
+    (tmp_path / "shards" / "b9" / "index.json").write_text("an earlier split's")
     assert run_stage(shards.STAGE, [*split, "--output", str(tmp_path / "shards"), "--weights", "b0=1,b1=1,b2=2"]) == 0
     mixture = json.loads((tmp_path / "shards" / "mixture.json").read_text())
-    assert list(mixture["sources"]) == ["b0", "b1", "b2"]
+    assert list(mixture["sources"]) == ["b0", "b1", "b2"] and not (tmp_path / "shards" / "b9").exists()
     assert [s["weight"] for s in mixture["sources"].values()] == [1.0, 1.0, 2.0]
     loader = ShardLoader(str(tmp_path / "shards" / "mixture.json"), 40, seed=0)
     for _ in range(3):
