@@ -22,9 +22,9 @@ NEEDS_TRAFILATURA = ("hybrid", "trafilatura")  # optional, not in the executor g
 
 @dataclass(frozen=True)
 class ExtractConfig:
-    # tokenmill: rules over resiliparse's parse (F1 0.923 at 7.0x trafilatura's speed on trafilatura's own
+    # tokenmill: rules over resiliparse's parse (F1 0.926 at 5.3-5.6x trafilatura's speed on trafilatura's own
     # evaluation pages); hybrid: those rules, and trafilatura's fast mode for the pages where they keep under
-    # fallback_below characters (F1 0.930 at 5.3x); trafilatura: its default mode (0.922, the slowest). hybrid
+    # fallback_below characters (F1 0.929 at 4.4x); trafilatura: its default mode (0.922, the slowest). hybrid
     # and trafilatura need the trafilatura package on the executors (docs/extract.md, "Why this extractor")
     extractor: str = "tokenmill"
     fallback_below: int = 800  # hybrid: characters of the rules' text under which trafilatura reads the page
