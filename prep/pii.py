@@ -16,9 +16,13 @@ class PiiConfig:
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b")
 LOCAL_PART = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-")
 WORD_BOUNDARY = re.compile(r"\b")
-# a full stop after it ends a sentence ("the resolver is 8.8.8.8."); one before more text makes it a part of a
-# longer name (a version "3.1.1.3.tar.gz", "1.0.0.127.in-addr.arpa", "1.2.3.4.5")
-IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\d|\.\S)")
+# a full stop after it ends a sentence ("the resolver is 8.8.8.8.", "(... 8.8.8.8.)"); one before a letter, a
+# digit, "-" or "_" makes it a part of a longer name (a version "3.1.1.3.tar.gz", "1.0.0.127.in-addr.arpa",
+# "1.2.3.4.5")
+IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\d|\.[\w-])")
+LINE_BREAKS = "\n\r\x0b\x0c\x85\u2028\u2029"
+# a heading's number: a full stop, then its title on the same line
+TITLE_AFTER = re.compile(r"\.[^\S\n\r\x0b\x0c\x85\u2028\u2029]+\S")
 # an IPv6 address, its last 32 bits in IPv4's dotted form where it is written so (::ffff:8.8.4.4): one address,
 # never an IPv6 head ("::ffff:8") before an IPv4 tail; a full stop after it ends a sentence, not the address
 IPV6 = re.compile(r"(?<![0-9A-Za-z_:])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9A-Fa-f]{0,4})"
@@ -83,15 +87,16 @@ def _sub_emails(text: str, replacement: str) -> str:
 
 
 def _numbers_a_line(match: re.Match) -> bool:
-    """Whether an IPv4 match with a full stop after it opens its line: a heading's number ("6.1.2.1. Network
-    configuration"; the sample has 400), not an address ending a sentence. Looks back over white space alone (a
-    search for the line's start would read a long line again for every match on it)."""
+    """Whether an IPv4 match opens its line with a full stop and a title after it: a heading's number ("6.1.2.1.
+    Network configuration"; the sample has 400), not an address ending a sentence (alone on a wrapped line, too).
+    Looks back over white space alone (a search for the line's start would read a long line again for every
+    match on it)."""
     text, at = match.string, match.start()
-    if match.re is not IPV4 or text[match.end():match.end() + 1] != ".":
+    if match.re is not IPV4 or not TITLE_AFTER.match(text, match.end()):
         return False
-    while at > 0 and text[at - 1] != "\n" and text[at - 1].isspace():
+    while at > 0 and text[at - 1] not in LINE_BREAKS and text[at - 1].isspace():
         at -= 1
-    return at == 0 or text[at - 1] == "\n"
+    return at == 0 or text[at - 1] in LINE_BREAKS
 
 
 def redact(text: str, cfg: PiiConfig) -> str:

@@ -53,11 +53,20 @@ def written_names(out: Path) -> set[str] | None:
         text = regular_file_text(out / OWNER_FILE, MAX_OWNER_BYTES)
         if text is None:
             raise ValueError("not a regular file of at most 64 MiB")
-        return set(json.loads(text)["written"])
+        names = set(json.loads(text)["written"])
+        # each a name in the folder: a record from elsewhere naming "/home/me" or "../notes" had them removed
+        if odd := sorted(repr(n)[:60] for n in names if not _own_name(n)):
+            raise ValueError(f"it names {odd[0]}, not a name of the folder's own")
+        return names
     except (ValueError, KeyError, TypeError, RecursionError) as e:  # RecursionError: nested past Python's stack
         why = str(e)[:200] or type(e).__name__
         raise OutputError(f"{out / OWNER_FILE} is damaged ({why}): remove the folder, or choose another "
                           "output") from None
+
+
+def _own_name(name) -> bool:
+    return (isinstance(name, str) and name not in ("", ".", "..", OWNER_FILE, LOCK_FILE) and "/" not in name
+            and "\0" not in name)
 
 
 def claim_folder(out: Path) -> set[str]:
@@ -91,14 +100,38 @@ def replace_layout(folder: Path, names: set[str]) -> None:
     recorded before they are written, and whatever else tokenmill wrote there removed: an earlier run's output
     of another layout (one input's OUT/clean/docs beside OUT/clean/web, read as this run's; its shards beside a
     mixture, which a loader read first) or of a source or value no longer given. Recorded, the folders are
-    replaced in turn by a later run's commit of one input (which had refused them as a stranger's)."""
-    for name in sorted(claim_folder(folder) - names):
-        path = folder / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif os.path.lexists(path):
-            path.unlink()
-    _record(folder, names)
+    replaced in turn by a later run's commit of one input (which had refused them as a stranger's). Not through
+    a link (another run's output), nor while a job holds the folder (`jobs.clean --output OUT/clean`)."""
+    if folder.is_symlink():
+        raise OutputError(f"{folder} is a link: a stage's folder of this run is its own (remove the link)")
+    before = claim_folder(folder)
+    with _locked(folder):
+        for name in sorted(before - names):
+            path = folder / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                path.unlink()
+        _record(folder, names)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """FOLDER/.tokenmill.lock held (the kernel drops it if the process dies); OutputError when another job holds
+    it."""
+    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise OutputError(f"{folder} is being written by another tokenmill job (pid {holder}): wait for it, "
+                              "or choose another --output") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -108,23 +141,14 @@ def claimed_output(out: str) -> Iterator[None]:
     folder = Path(out)
     created = not folder.exists()
     claim_folder(folder)
-    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            raise OutputError(f"{out} is being written by another tokenmill job (pid {holder}): wait for it, or "
-                              "choose another --output") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
+        with _locked(folder):
+            yield
     finally:
         if created and {p.name for p in folder.iterdir()} == {OWNER_FILE, LOCK_FILE}:
             for name in (OWNER_FILE, LOCK_FILE):  # a job that stopped before writing anything leaves no folder
                 (folder / name).unlink()
             folder.rmdir()
-        os.close(fd)
 
 
 def check_apart(out: str, roots: list[str], files: list[str]) -> None:

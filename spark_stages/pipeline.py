@@ -41,7 +41,7 @@ from spark_stages import score as score_stage
 from spark_stages import shards as shards_stage
 from spark_stages import tokenizer as tokenizer_stage
 from spark_stages import train_classifier as train_classifier_stage
-from spark_stages.outputs import replace_layout, write_json
+from spark_stages.outputs import claim_folder, replace_layout, write_json
 from spark_stages.runner import Stage
 
 log = logging.getLogger(__name__)
@@ -269,9 +269,10 @@ def _per_source_folders(out: Path, sources: Sources, cfg: Config) -> None:
         stages.append("quality")
     if cfg.decontaminate.benchmarks:
         stages.append("decontaminate")
+    claim_folder(out / "shards")  # tokenmill's (else refused), before its mixture goes
+    (out / "shards" / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name a folder being removed
     for stage in stages:
         replace_layout(out / stage, set(sources) | ({MIXTURE_FILE} if stage == "shards" else set()))
-    (out / "shards" / MIXTURE_FILE).unlink(missing_ok=True)  # no mixture may name shards being rewritten
 
 
 def _documents(folder: Path, source: str, stage: str) -> list[InputFile]:
@@ -411,4 +412,8 @@ STAGE = Stage("pipeline", "The whole pipeline: clean, dedup, decontaminate (with
               modules=tuple(m for stage in STAGES for m in stage.STAGE.modules),
               check=check, section_files={"clean-config": "clean"}, named_inputs=True, per_source="sources",
               mapping_flags={"benchmark": ("decontaminate", "benchmarks")},
-              other_inputs=lambda cfg: list(cfg.decontaminate.benchmarks.values()))
+              # files it reads besides its input, kept apart from its output as the input is (positives in
+              # OUT/clean/docs were removed, or rewritten before the classifier read them); a tokenizer or a model
+              # an earlier run trained in OUT is read and never rewritten when given
+              other_inputs=lambda cfg: [*cfg.decontaminate.benchmarks.values(),
+                                        *([cfg.quality.positive] if cfg.quality.positive else [])])

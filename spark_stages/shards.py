@@ -330,8 +330,8 @@ def _split(spark, sources: Sources, cfg: Config, out: str, weights: str, records
         raise InputError(f"--weights names {', '.join(chosen)}; the values of {cfg.split_by} are "
                          f"{', '.join(folders)}")
     out_path = Path(out)
+    (out_path / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten or removed
     replace_layout(out_path, {MIXTURE_FILE, *folders})  # no earlier run's index.json (read before mixture.json)
-    (out_path / MIXTURE_FILE).unlink(missing_ok=True)  # no mixture may name shards being rewritten
     parts = {name: _written(spark, sources, cfg, str(out_path / name), (cfg.split_by, value), records)
              for name, value in folders.items()}
     mixture = mixture_of(parts, chosen or None, f"split_by {cfg.split_by}: ")

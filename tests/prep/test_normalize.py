@@ -82,9 +82,15 @@ def test_an_ipv4_address_ending_a_sentence_is_redacted_and_section_numbers_and_v
     assert redact("into the actual IP address, 213.244.11.247.\n\nTo access", cfg) == \
         "into the actual IP address, 192.0.2.1.\n\nTo access"
     assert redact("Ask 8.8.4.4. It answers.", cfg) == "Ask 192.0.2.1. It answers."
+    # the review of 2026-12-08: before closing punctuation, a reference or markup, and alone on a wrapped line
+    for ending in (".)", '."', "...", ".<br>", ".[1]", ".\u201d"):
+        assert redact(f"(the resolver is 8.8.8.8{ending} more", cfg) == f"(the resolver is 192.0.2.1{ending} more"
+    assert redact("The name server of the office is\n8.8.8.8.\nIt answers.", cfg) == \
+        "The name server of the office is\n192.0.2.1.\nIt answers."
     # a line's number (the sample's 400 headings "6.1.2.1. Title"), a version before a file's extension, a
     # reversed address in a DNS name, a version of five parts: not addresses
     for kept in ("6.1.2.1. Configuring the network", "  6.1.2.1.\xa0Title", "text\n10.2.3.4. Next section",
+                 "end.\u20286.1.2.1. Network configuration", "end.\r\n6.1.2.1. Network configuration",
                  "Downloading novas-3.1.1.3.tar.gz (136k)", "'1.0.0.127.in-addr.arpa'", "version 1.2.3.4.5.",
                  "the range ends at 192.168.0.254."):
         assert redact(kept, cfg) == kept, kept

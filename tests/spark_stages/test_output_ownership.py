@@ -188,3 +188,45 @@ def test_the_extract_job_refuses_files_that_are_no_crawl(tmp_path, tiny, capsys)
     assert "tiny.jsonl: no web crawl" in capsys.readouterr().err and not (tmp_path / "out").exists()
     write_warc(tiny.parent / "crawl.warc.gz", [])
     extract.check(extract.Config(), {"default": expand_inputs(str(tiny.parent))})  # taken
+
+
+@pytest.mark.parametrize("name", ["/abs", "../notes", ".", "..", "", "a/b", "x\0y", OWNER_FILE, ".tokenmill.lock"])
+def test_a_recorded_name_that_is_not_one_of_the_folders_own_is_damage(tmp_path, name):
+    """Found by the review of 2026-12-08: replace_layout removed whatever path a folder's record named, so a record
+    from elsewhere naming "/home/me/project" or "../notes" had a pipeline of named sources delete it."""
+    from spark_stages.outputs import replace_layout, written_names
+
+    victim = tmp_path / "notes"
+    victim.mkdir()
+    (victim / "mine.txt").write_text("the user's own")
+    out = tmp_path / "out" / "clean"
+    out.mkdir(parents=True)
+    recorded = str(victim) if name == "/abs" else name
+    (out / OWNER_FILE).write_text(json.dumps({"written": ["web", recorded]}))
+    with pytest.raises(OutputError, match=r"\.tokenmill is damaged .*not a name of the folder's own"):
+        written_names(out)
+    with pytest.raises(OutputError):
+        replace_layout(out, {"web"})
+    assert (victim / "mine.txt").read_text() == "the user's own"
+
+
+def test_a_layout_is_not_replaced_under_another_job_or_through_a_link(tmp_path):
+    """Found by the review of 2026-12-08: a pipeline of named sources cleared OUT/clean while `jobs.clean --output
+    OUT/clean` was writing it (its staging and its committed docs went), and cleared another run's output through
+    an OUT/clean that was a link to it."""
+    from spark_stages.outputs import record_written, replace_layout
+
+    other = tmp_path / "other-run" / "clean"
+    record_written(other, ["docs"])
+    (other / "docs").mkdir()
+    with claimed_output(str(other)):  # another job writes it
+        with pytest.raises(OutputError, match="being written by another tokenmill job"):
+            replace_layout(other, {"web"})
+    assert (other / "docs").is_dir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "clean").symlink_to(other)
+    with pytest.raises(OutputError, match="is a link"):
+        replace_layout(tmp_path / "out" / "clean", {"web"})
+    assert (other / "docs").is_dir()
+    replace_layout(other, {"web"})  # no job on it, no link: the earlier layout goes and the sources are recorded
+    assert not (other / "docs").exists() and json.loads((other / OWNER_FILE).read_text())["written"] == ["web"]

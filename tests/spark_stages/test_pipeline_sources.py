@@ -248,3 +248,43 @@ def test_a_stage_folder_refused_on_the_way_is_one_line(spark, mixture_run, sampl
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line.lower()]
     assert code == 2 and len(errors) == 1 and "tokenmill did not write (code, mirror, web" in errors[0], errors
     assert {p.name for p in (out / "clean").iterdir()} == {"code", "mirror", "web", "zh"}
+
+
+def test_positives_inside_the_output_are_refused_before_anything_goes(tmp_path, capsys, monkeypatch):
+    """Found by the review of 2026-12-08: positives in OUT/clean/docs (documents an earlier run of one input
+    cleaned) were removed as a run of named sources cleared OUT/clean (a run of one input rewrites them before
+    the classifier reads them); the runner kept only --input and --benchmark apart from the output."""
+    from spark_stages.outputs import record_written
+
+    monkeypatch.chdir(pipeline.__file__.rsplit("/", 2)[0])
+    out = tmp_path / "out"
+    record_written(out, ["clean"])
+    record_written(out / "clean", ["docs"])
+    kept = out / "clean" / "docs" / "part-00000.jsonl"
+    kept.parent.mkdir()
+    kept.write_text(json.dumps({"id": "p1", "text": "a document the user means as a positive"}) + "\n")
+    for sources in (["--input", "web=data/sample/debian-faq.en.jsonl.zst"],
+                    ["--input", "data/sample/licenses.en.jsonl.zst"]):
+        assert run_stage(pipeline.STAGE, [*sources, "--output", str(out), "--quality.positive", str(kept)]) == 2
+        assert "holds the input file" in capsys.readouterr().err
+    assert kept.is_file()
+
+
+def test_no_mixture_names_a_folder_the_run_is_removing(sample_dir, tmp_path, monkeypatch):
+    """Found by the review of 2026-12-08: the sources' folders an earlier run left were removed before its
+    mixture.json, so a run killed between them left a mixture naming a folder that was gone."""
+    from spark_stages.outputs import record_written
+
+    shards = tmp_path / "out" / "shards"
+    record_written(shards, ["mixture.json", "web", "zh"])
+    for name in ("web", "zh"):
+        (shards / name).mkdir()
+    (shards / "mixture.json").write_text("an earlier run's, naming web and zh")
+
+    def killed(*_):
+        raise KeyboardInterrupt("killed as the first folder is cleared")
+
+    monkeypatch.setattr(pipeline, "replace_layout", killed)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline._per_source_folders(tmp_path / "out", {"web": expand_inputs(str(sample_dir))}, pipeline.Config())
+    assert not (shards / "mixture.json").exists()
