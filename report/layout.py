@@ -5,6 +5,8 @@ import contextlib
 import json
 import os
 import stat
+from collections import OrderedDict
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,20 +42,42 @@ def damage(path: Path) -> str | None:
 
 
 # A report reads a stats.json four times (what the folder is, the run, the stage, its damage): 5.6 s each for
-# 48 MB from elsewhere. While one is made (reading_once), each version of a file is parsed once; its callers
-# only read what they are given.
-_parses: dict | None = None
+# 48 MB from elsewhere. While one is made (reading_once), each version of a file is parsed once, the parses of
+# at most KEPT_PARSE_BYTES of files kept (a parse takes about four times its file: every one of six sources'
+# 30 MB files kept had held 1 GB); their callers only read what they are given. A context variable: each
+# thread's report its own.
+KEPT_PARSE_BYTES = MAX_JSON_BYTES
+
+
+class _Parses:
+    def __init__(self):
+        self.by_key: OrderedDict[tuple, tuple[dict | None, str | None]] = OrderedDict()
+        self.bytes = 0
+
+    def get(self, key: tuple, path: Path) -> tuple[dict | None, str | None]:
+        """The parse of `path` as `key` (its path and lstat's device, inode, size and times) names it."""
+        if key in self.by_key:
+            self.by_key.move_to_end(key)
+            return self.by_key[key]
+        found = self.by_key[key] = _parsed(path)
+        self.bytes += key[3]
+        while self.bytes > KEPT_PARSE_BYTES and len(self.by_key) > 1:
+            oldest, _ = self.by_key.popitem(last=False)
+            self.bytes -= oldest[3]
+        return found
+
+
+_parses: ContextVar[_Parses | None] = ContextVar("report_parses", default=None)
 
 
 @contextlib.contextmanager
 def reading_once():
-    global _parses
-    outer = _parses
-    _parses = {} if outer is None else outer
+    token = _parses.set(_Parses()) if _parses.get() is None else None
     try:
         yield
     finally:
-        _parses = outer
+        if token is not None:
+            _parses.reset(token)
 
 
 def _loaded(path: Path) -> tuple[dict | None, str | None]:
@@ -66,12 +90,10 @@ def _loaded(path: Path) -> tuple[dict | None, str | None]:
         return None, "not a regular file: a link, a FIFO or a device is not read"
     if found.st_size > MAX_JSON_BYTES:
         return None, f"larger than {MAX_JSON_BYTES >> 20} MB, the most the report reads"
-    if _parses is None:
+    if (kept := _parses.get()) is None:
         return _parsed(path)
     key = (os.path.abspath(path), found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
-    if key not in _parses:
-        _parses[key] = _parsed(path)
-    return _parses[key]
+    return kept.get(key, path)
 
 
 def _parsed(path: Path) -> tuple[dict | None, str | None]:

@@ -366,8 +366,52 @@ def test_a_report_parses_each_json_file_once_and_sees_it_rewritten(tmp_path, mon
     monkeypatch.setattr(report.layout, "regular_file_text", counted)
     assert main([str(out)]) == 0
     assert parsed.count("stats.json") == 1
-    # a file rewritten between two reports is read again (the parses are the report's, not the process's)
+    assert report.layout._parses.get() is None  # the parses are the report's, not the process's
+    # a file rewritten between two reports is read again
     stats = json.loads((out / "stats.json").read_text())
     stats["rejected_by_reason"] = {"rule:new reason": 20}
     (out / "stats.json").write_text(json.dumps(stats))
     assert "rule:new reason" in write_report(out).read_text() and parsed.count("stats.json") == 2
+    assert report.layout._parses.get() is None
+
+
+def test_a_report_keeps_parses_of_a_bounded_size_and_each_thread_its_own(tmp_path, monkeypatch):
+    """Found by the review of 2026-12-08: every parse was kept until the report ended (six sources' 30 MB
+    stats.json files held 1 GB), in a module global that two reports in two threads left installed for good."""
+    import threading
+
+    import report.layout
+    from report.layout import read_json, reading_once
+
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"name": name, "pad": "x" * 1000}))
+    parse, parsed = report.layout.regular_file_text, []
+    monkeypatch.setattr(report.layout, "regular_file_text", lambda path, limit: parsed.append(path.name) or
+                        parse(path, limit))
+    monkeypatch.setattr(report.layout, "KEPT_PARSE_BYTES", 1500)  # one of the two files at a time
+    with reading_once():
+        for name in ("a", "a", "b", "b", "a"):
+            assert read_json(tmp_path / f"{name}.json")["name"] == name
+    assert parsed == ["a.json", "b.json", "a.json"]  # b's parse pushed a's out
+    entered, other_done, seen = threading.Event(), threading.Event(), {}
+
+    def first():
+        with reading_once():
+            seen["first"] = report.layout._parses.get()
+            entered.set()
+            other_done.wait(30)
+            seen["first, after"] = report.layout._parses.get()
+
+    def second():
+        entered.wait(30)
+        with reading_once():
+            seen["second"] = report.layout._parses.get()
+        other_done.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert seen["first"] is seen["first, after"] and seen["second"] is not None and seen["second"] is not seen["first"]
+    assert report.layout._parses.get() is None
