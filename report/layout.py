@@ -46,7 +46,7 @@ def damage(path: Path) -> str | None:
 # at most KEPT_PARSE_BYTES of files kept (a parse takes about four times its file: every one of six sources'
 # 30 MB files kept had held 1 GB); their callers only read what they are given. A context variable: each
 # thread's report its own.
-KEPT_PARSE_BYTES = MAX_JSON_BYTES
+KEPT_PARSE_BYTES = 16 << 20  # tokenmill's own files are a few kilobytes: all kept; one kept whatever its size
 
 
 class _Parses:
