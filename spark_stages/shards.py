@@ -53,6 +53,7 @@ from spark_stages.ingest import (
 from spark_stages.mapped_pages import release_pages, whole_mapping
 from spark_stages.outputs import (
     SCRATCH,
+    claim_folder,
     commit,
     content_checksum,
     record_written,
@@ -299,8 +300,8 @@ def run(spark, sources: Sources, cfg: Config, out: str, weights: str = "", recor
     `records` (a file name: its JSON) are committed with each shards folder's index (the pipeline's
     decontamination.json): a folder complete without them would say its documents were never cut."""
     if cfg.split_by:
-        return _split(spark, sources, cfg, out, weights or getattr(cfg, "weights", ""), records or {})
-    return _written(spark, sources, cfg, out, records=records or {})
+        return _split(spark, sources, cfg, out, weights or getattr(cfg, "weights", ""), records)
+    return _written(spark, sources, cfg, out, records=records)
 
 
 def _written(spark, sources: Sources, cfg: Config, out: str, where: tuple[str, object] | None = None,
@@ -317,7 +318,7 @@ def _written(spark, sources: Sources, cfg: Config, out: str, where: tuple[str, o
     return {**index, HELDOUT: heldout}
 
 
-def _split(spark, sources: Sources, cfg: Config, out: str, weights: str, records: dict[str, dict]) -> dict:
+def _split(spark, sources: Sources, cfg: Config, out: str, weights: str, records: dict[str, dict] | None) -> dict:
     """A shards folder per value of cfg.split_by, and the mixture naming them."""
     files = all_files(sources)
     if not document_parquet(files):
@@ -330,6 +331,7 @@ def _split(spark, sources: Sources, cfg: Config, out: str, weights: str, records
         raise InputError(f"--weights names {', '.join(chosen)}; the values of {cfg.split_by} are "
                          f"{', '.join(folders)}")
     out_path = Path(out)
+    claim_folder(out_path)  # tokenmill's (else refused), before its mixture goes
     (out_path / MIXTURE_FILE).unlink(missing_ok=True)  # first: no mixture may name shards being rewritten or removed
     replace_layout(out_path, {MIXTURE_FILE, *folders})  # no earlier run's index.json (read before mixture.json)
     parts = {name: _written(spark, sources, cfg, str(out_path / name), (cfg.split_by, value), records)
