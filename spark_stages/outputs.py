@@ -105,7 +105,7 @@ def replace_layout(folder: Path, names: set[str]) -> None:
     if folder.is_symlink():
         raise OutputError(f"{folder} is a link: a stage's folder of this run is its own (remove the link)")
     before = claim_folder(folder)
-    with _locked(folder):
+    with _locked(folder, within=True):
         for name in sorted(before - names):
             path = folder / name
             if path.is_dir() and not path.is_symlink():
@@ -115,11 +115,20 @@ def replace_layout(folder: Path, names: set[str]) -> None:
         _record(folder, names)
 
 
+_HELD: set[str] = set()  # the folders whose lock this process holds
+
+
 @contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
+def _locked(folder: Path, within: bool = False) -> Iterator[None]:
     """FOLDER/.tokenmill.lock held (the kernel drops it if the process dies); OutputError when another job holds
-    it."""
+    it. `within`: work of the job that holds it already (a split of the shards job's OUT) goes on; a second job
+    of this process on it is refused as another's."""
+    key = os.path.realpath(folder)
+    if within and key in _HELD:
+        yield
+        return
     fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    _HELD.add(key)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -131,6 +140,7 @@ def _locked(folder: Path) -> Iterator[None]:
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
+        _HELD.discard(key)
         os.close(fd)
 
 

@@ -219,10 +219,19 @@ def test_a_layout_is_not_replaced_under_another_job_or_through_a_link(tmp_path):
     other = tmp_path / "other-run" / "clean"
     record_written(other, ["docs"])
     (other / "docs").mkdir()
-    with claimed_output(str(other)):  # another job writes it
-        with pytest.raises(OutputError, match="being written by another tokenmill job"):
+    holder = subprocess.Popen(  # another job writes it, until told to stop
+        [sys.executable, "-c", "import sys; from spark_stages.outputs import claimed_output\n"
+         f"with claimed_output({str(other)!r}):\n    print('held', flush=True)\n    sys.stdin.read()"],
+        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(OutputError, match=f"being written by another tokenmill job \\(pid {holder.pid}\\)"):
             replace_layout(other, {"web"})
+    finally:
+        holder.communicate("", timeout=60)
     assert (other / "docs").is_dir()
+    with claimed_output(str(other)):  # the job's own folder (a split of the shards job's OUT): replaced
+        replace_layout(other, {"docs", "web"})
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "clean").symlink_to(other)
     with pytest.raises(OutputError, match="is a link"):
