@@ -123,7 +123,10 @@ def run(spark, sources: Sources, cfg: Config, out: str) -> dict:
         if clash := [name for name in columns if name.lower() == "reason"]:  # OUT/dropped/'s own (it failed the write)
             raise InputError(f"the documents have a column {clash[0]!r}, the name OUT/dropped/ gives why a document "
                              "was dropped: rename it")
-        arrow_schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in docs.schema.fields])
+        # a timestamp comes to the tasks in the session's time zone (without it, a zoned column was a traceback)
+        zone = spark.conf.get("spark.sql.session.timeZone")
+        arrow_schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType, timezone=zone))
+                                  for f in docs.schema.fields])
 
         def decontaminate_partition(batches):
             for batch in batches:

@@ -122,14 +122,23 @@ def test_rows_of_one_id_and_text_come_in_one_order_whatever_the_read_splits(spar
 
 
 def test_parquet_input_keeps_its_columns_and_types(spark, contaminated, tmp_path):
+    """A timestamp with a time zone too: found by a newcomer's run through the docs (2026-12-08), a traceback
+    and exit 1 (the dedup job's output of such a column, decontaminate.md's own chain, was refused the same)."""
+    import datetime
+
     folder, docs = contaminated
-    table = pa.table({"id": list(docs), "text": list(docs.values()), "year": pa.array(range(len(docs)), pa.int16())})
+    fetched = [datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(seconds=i)
+               for i in range(len(docs))]
+    table = pa.table({"id": list(docs), "text": list(docs.values()), "year": pa.array(range(len(docs)), pa.int16()),
+                      "fetched": pa.array(fetched, pa.timestamp("us", "UTC"))})
     pq.write_table(table, tmp_path / "in.parquet")
     run(spark, single_source(str(tmp_path / "in.parquet")), _config(folder), str(tmp_path / "out"))
     kept = pq.read_table(tmp_path / "out" / "docs")
-    assert kept.schema.names == ["id", "text", "year"] and kept.schema.field("year").type == pa.int16()
+    assert kept.schema.names == ["id", "text", "year", "fetched"] and kept.schema.field("year").type == pa.int16()
     by_id = {d["id"]: d for d in kept.to_pylist()}
-    assert by_id["en-clean-0"]["year"] == list(docs).index("en-clean-0")
+    at = list(docs).index("en-clean-0")
+    assert by_id["en-clean-0"]["year"] == at
+    assert by_id["en-clean-0"]["fetched"].replace(tzinfo=datetime.timezone.utc) == fetched[at]  # the same instant
 
 
 def test_input_columns_named_like_the_jobs_own_are_carried_or_refused_in_one_line(spark, contaminated, tmp_path):
