@@ -130,7 +130,8 @@ def override(config, values: dict, where: str = ""):
         except (KeyError, TypeError):
             raise ConfigError(f"{here}: unknown profile {name!r}") from None
         config = override(dataclasses.replace(config, profile=name), settings, where)
-    hints = typing.get_type_hints(type(config))
+    fields = {f.name for f in dataclasses.fields(config)}  # a class constant (PROFILES) is no setting
+    hints = {name: hint for name, hint in typing.get_type_hints(type(config)).items() if name in fields}
     extra_field = getattr(type(config), "EXTRA", None)
     changes = {}
     for key, value in values.items():

@@ -168,3 +168,14 @@ def test_a_check_across_settings_judges_the_whole_configuration(capsys):
     with pytest.raises(SystemExit):
         parsed(["--steps", "10", "--warmup-steps", "5", "--lr", "-1"])  # fixed on the way; another error
     assert "lr must be positive" in capsys.readouterr().err
+
+
+def test_a_class_constant_is_no_setting():
+    """Found by a newcomer's run through the docs (2026-12-08): `PROFILES: x` in the clean job's --config (a
+    constant of its settings' class) was taken as a setting, and the run ended in a TypeError traceback."""
+    from prep.clean import CleanConfig
+    from prep.config import ConfigError, override
+
+    with pytest.raises(ConfigError, match=r"^PROFILES: unknown setting \(known: (?!PROFILES)") as error:
+        override(CleanConfig(), {"PROFILES": "x"})
+    assert "PROFILES" not in str(error.value).split("known:")[1]
