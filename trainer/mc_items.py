@@ -128,6 +128,9 @@ def item_of(record) -> Item | str:
     return Item(question, choices, answer)
 
 
+BOM = b"\xef\xbb\xbf"
+
+
 class Unreadable(str):
     """Why a record of a file could not be read (a type of its own: a JSON line may well hold a string)."""
 
@@ -146,15 +149,17 @@ def _records(path: str) -> Iterator[object]:
         yield from csv.DictReader(io.StringIO(text, newline=""))
     elif path.endswith(".json"):
         with open_regular_file(path) as f:
-            data = bounded_json(f.read(MAX_JSON_BYTES + 1), MAX_JSON_BYTES)
+            data = bounded_json(f.read(MAX_JSON_BYTES + 1).removeprefix(BOM), MAX_JSON_BYTES)
         yield from data if isinstance(data, list) else [data]
     else:
-        for line in split_lines(_bounded(decompressed_chunks(path), path), MAX_RECORD_BYTES):
+        for number, line in enumerate(split_lines(_bounded(decompressed_chunks(path), path), MAX_RECORD_BYTES)):
+            # a byte order mark opening the file is no part of its first record (the decontaminate job reads it so)
+            data = line.data.removeprefix(BOM) if number == 0 else line.data
             if line.too_long:
                 yield Unreadable("record over the size limit")
-            elif line.data.strip():
+            elif data.strip():
                 try:
-                    yield bounded_json(line.data, MAX_RECORD_BYTES)
+                    yield bounded_json(data, MAX_RECORD_BYTES)
                 except (UnicodeDecodeError, ValueError, RecursionError):
                     yield Unreadable("malformed JSON")
 

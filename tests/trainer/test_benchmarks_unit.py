@@ -279,3 +279,21 @@ def test_the_pipelines_record_and_the_loops_warning(tmp_path):
     os.mkfifo(shards / RECORD_FILE)  # a FIFO in its place hung rank 0 at the start
     with within(10):
         assert "not a regular file" in warnings({"mmlu": [str(copy)]}, source)[0]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".csv"])
+def test_a_benchmark_file_opening_with_a_byte_order_mark_keeps_its_first_item(tmp_path, suffix):
+    """Found by a newcomer's run through the docs (2026-12-08): the decontaminate job read a JSON-lines file's
+    first item after a byte order mark, the training loop left it out as malformed JSON."""
+    rows = [{"question": f"Which number is {i}?", "choices": ["one", "two", "three", "four"], "answer": i % 4}
+            for i in range(2)]
+    if suffix == ".jsonl":
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+    elif suffix == ".json":
+        text = json.dumps(rows)
+    else:
+        text = "question,A,B,C,D,answer\n" + "".join(f"{r['question']},one,two,three,four,{'ABCD'[r['answer']]}\n"
+                                                      for r in rows)
+    (tmp_path / f"b{suffix}").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    items, skipped = read_items("b", str(tmp_path / f"b{suffix}"))
+    assert len(items) == 2 and not skipped, skipped
