@@ -24,8 +24,8 @@ NEEDS_TRAFILATURA = ("hybrid", "trafilatura")  # optional, not in the executor g
 class ExtractConfig:
     # tokenmill: rules over resiliparse's parse (F1 0.926 at 5.3-5.6x trafilatura's speed on trafilatura's own
     # evaluation pages); hybrid: those rules, and trafilatura's fast mode for the pages where they keep under
-    # fallback_below characters (F1 0.929 at 4.4x); trafilatura: its default mode (0.922, the slowest). hybrid
-    # and trafilatura need the trafilatura package on the executors (docs/extract.md, "Why this extractor")
+    # fallback_below characters (F1 0.929 at 4.4x); trafilatura: its default mode (0.922, the slowest; README.md
+    # and docs/benchmarks.md give the figures). hybrid and trafilatura need the trafilatura package on the executors
     extractor: str = "tokenmill"
     fallback_below: int = 800  # hybrid: characters of the rules' text under which trafilatura reads the page
     # a page whose extraction takes longer is stopped and quarantined (the evaluation pages take at most 0.3 s;
