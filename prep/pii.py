@@ -21,6 +21,7 @@ WORD_BOUNDARY = re.compile(r"\b")
 # "1.2.3.4.5")
 IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\d|\.[\w-])")
 LINE_BREAKS = "\n\r\x0b\x0c\x85\u2028\u2029"
+ITEM_MARKS = "»›·•|>–—"  # between the items of a breadcrumb or a menu ("Home » 6.2.4.1. The configuration")
 # a heading's number: a full stop, then its title on the same line
 TITLE_AFTER = re.compile(r"\.[^\S\n\r\x0b\x0c\x85\u2028\u2029]+\S")
 # an IPv6 address, its last 32 bits in IPv4's dotted form where it is written so (::ffff:8.8.4.4): one address,
@@ -87,16 +88,21 @@ def _sub_emails(text: str, replacement: str) -> str:
 
 
 def _numbers_a_line(match: re.Match) -> bool:
-    """Whether an IPv4 match opens its line with a full stop and a title after it: a heading's number ("6.1.2.1.
-    Network configuration"; the sample has 400), not an address ending a sentence (alone on a wrapped line, too).
-    Looks back over white space alone (a search for the line's start would read a long line again for every
-    match on it)."""
-    text, at = match.string, match.start()
-    if match.re is not IPV4 or not TITLE_AFTER.match(text, match.end()):
+    """Whether an IPv4 match is a heading's number: a full stop and a no-break space after it ("8.2.4.2.\xa0Modems",
+    as DocBook writes them), or a full stop and a title after it where it opens its line or an item of a
+    breadcrumb ("6.1.2.1. Network configuration", "Home » 6.2.4.1. The configuration"; the sample has 400, its
+    page chrome more), not an address ending a sentence ("... is 8.8.8.8. It answers", or alone on a wrapped
+    line). Looks back over white space alone (a search for the line's start would read a long line again for
+    every match on it)."""
+    text, end = match.string, match.end()
+    if match.re is not IPV4 or not TITLE_AFTER.match(text, end):
         return False
+    if text[end + 1] == "\xa0":
+        return True
+    at = match.start()
     while at > 0 and text[at - 1] not in LINE_BREAKS and text[at - 1].isspace():
         at -= 1
-    return at == 0 or text[at - 1] in LINE_BREAKS
+    return at == 0 or text[at - 1] in LINE_BREAKS or text[at - 1] in ITEM_MARKS
 
 
 def redact(text: str, cfg: PiiConfig) -> str:

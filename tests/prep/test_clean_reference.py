@@ -12,7 +12,9 @@ stopped cutting C4's citation markers (argv[0], sshd[1151]:, "[]": 248 of the sa
 labelled sets', 41 of the hostile set's kept their brackets; no decision changed), and when it stopped
 counting lines of no letter or digit as repeats and a line's list markers and section numbers as words
 (reST's heading underlines, a table's borders, a table of contents: 12 of the sample's documents, one
-labelled junk document rejected for another reason, one of the hostile set's kept)."""
+labelled junk document rejected for another reason, one of the hostile set's kept), and when a public IPv4
+address ending a sentence was redacted (one document of the sample: "the actual IP address, 213.244.11.247.";
+the labelled sets' page chrome of heading numbers, "» 6.2.4.1. The configuration", as before)."""
 
 import pytest
 

@@ -91,6 +91,7 @@ def test_an_ipv4_address_ending_a_sentence_is_redacted_and_section_numbers_and_v
     # reversed address in a DNS name, a version of five parts: not addresses
     for kept in ("6.1.2.1. Configuring the network", "  6.1.2.1.\xa0Title", "text\n10.2.3.4. Next section",
                  "end.\u20286.1.2.1. Network configuration", "end.\r\n6.1.2.1. Network configuration",
+                 "Home » 6.2.4.1. The configuration", "apt install foo · 15.4.2.2.\xa0Registration",
                  "Downloading novas-3.1.1.3.tar.gz (136k)", "'1.0.0.127.in-addr.arpa'", "version 1.2.3.4.5.",
                  "the range ends at 192.168.0.254."):
         assert redact(kept, cfg) == kept, kept
