@@ -11,6 +11,7 @@ an item (no question, fewer than two choices, no answer, an answer out of range,
 counted by reason and left out. A file over MAX_FILE_BYTES is refused by name.
 """
 
+import codecs
 import csv
 import glob
 import hashlib
@@ -128,9 +129,6 @@ def item_of(record) -> Item | str:
     return Item(question, choices, answer)
 
 
-BOM = b"\xef\xbb\xbf"
-
-
 class Unreadable(str):
     """Why a record of a file could not be read (a type of its own: a JSON line may well hold a string)."""
 
@@ -149,12 +147,12 @@ def _records(path: str) -> Iterator[object]:
         yield from csv.DictReader(io.StringIO(text, newline=""))
     elif path.endswith(".json"):
         with open_regular_file(path) as f:
-            data = bounded_json(f.read(MAX_JSON_BYTES + 1).removeprefix(BOM), MAX_JSON_BYTES)
+            data = bounded_json(f.read(MAX_JSON_BYTES + 1).removeprefix(codecs.BOM_UTF8), MAX_JSON_BYTES)
         yield from data if isinstance(data, list) else [data]
     else:
-        for number, line in enumerate(split_lines(_bounded(decompressed_chunks(path), path), MAX_RECORD_BYTES)):
+        for line in split_lines(_bounded(decompressed_chunks(path), path), MAX_RECORD_BYTES):
             # a byte order mark opening the file is no part of its first record (the decontaminate job reads it so)
-            data = line.data.removeprefix(BOM) if number == 0 else line.data
+            data = line.data.removeprefix(codecs.BOM_UTF8) if line.number == 1 else line.data
             if line.too_long:
                 yield Unreadable("record over the size limit")
             elif data.strip():
